@@ -1,0 +1,62 @@
+//! Caller-set memory limits.
+
+/// Bounds that the caller sets at construction. Memory never grows past them; where a bound
+/// forces an approximation, the result says so and carries an error bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest string (category, name, label) kept per event, in bytes. Longer strings are
+    /// truncated at a UTF-8 boundary and counted as a warning.
+    pub max_string_bytes: usize,
+    /// Largest single trace event accepted, in bytes; `usize::MAX` means no limit.
+    pub max_event_bytes: usize,
+    /// Distinct (category, name) ops tracked; beyond it, ops fold into an "(other)" row.
+    pub max_ops: usize,
+    /// Distinct categories tracked; beyond it, categories fold into "(other)".
+    pub max_categories: usize,
+    /// Disjoint intervals kept per category for the busy-time union; when full, the smallest gaps
+    /// are coalesced and the filled time is reported as the error bound. `usize::MAX` = exact.
+    pub max_intervals: usize,
+    /// Exact duration values kept for per-op statistics across all ops; past it, ops switch to a
+    /// quantile sketch with a stated relative error. `usize::MAX` = exact.
+    pub max_exact_values: usize,
+    /// Open `B` events (per pid/tid stack entries) awaiting their `E`.
+    pub max_open_slices: usize,
+    /// Marks kept by the trace.csv analyzer.
+    pub max_marks: usize,
+    /// GPUs tracked by the trace.csv analyzer.
+    pub max_gpus: usize,
+}
+
+impl Limits {
+    /// Exact results with unbounded growth: what the native CLI uses by default.
+    pub const EXACT: Limits = Limits {
+        max_string_bytes: 4096,
+        max_event_bytes: usize::MAX,
+        max_ops: usize::MAX,
+        max_categories: usize::MAX,
+        max_intervals: usize::MAX,
+        max_exact_values: usize::MAX,
+        max_open_slices: 1 << 20,
+        max_marks: 1 << 20,
+        max_gpus: 64,
+    };
+
+    /// A bounded default of a few MiB, for embedded agents and the browser.
+    pub const BOUNDED: Limits = Limits {
+        max_string_bytes: 1024,
+        max_event_bytes: 256 << 20,
+        max_ops: 4096,
+        max_categories: 256,
+        max_intervals: 65_536,
+        max_exact_values: 1 << 20,
+        max_open_slices: 65_536,
+        max_marks: 65_536,
+        max_gpus: 16,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::BOUNDED
+    }
+}

@@ -1,0 +1,56 @@
+//! flinch-trace: is the GPU computing or waiting? Measure it.
+//!
+//! This crate is a thin adapter: clap, I/O, the samplers and presentation. Every computation
+//! lives once, in `flinch-core`.
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod analyze;
+mod mark;
+mod record;
+mod summarize;
+mod trace;
+
+/// Is the GPU computing or waiting? Measure it.
+#[derive(Parser)]
+#[command(name = "flinch-trace", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Summarize Chrome / PyTorch (Kineto) trace files: per-category busy time and top ops.
+    Trace(trace::Args),
+    /// Duration, GPU energy, utilization and a compute-or-waiting verdict between marks of a trace.csv.
+    Analyze(analyze::Args),
+    /// Summarize a benchmark runs folder (host telemetry, requests, traces).
+    Summarize(summarize::Args),
+    /// Sample GPUs (NVML), CPU package energy (RAPL) and the host into a trace.csv.
+    Record(record::Args),
+    /// Send a named mark to a running recorder.
+    Mark(mark::Args),
+}
+
+/// What a subcommand returns: an exit code, or a message printed as-is on stderr with exit 1.
+pub type CmdResult = Result<ExitCode, String>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Trace(a) => trace::run(a),
+        Cmd::Analyze(a) => analyze::run(a),
+        Cmd::Summarize(a) => summarize::run(a),
+        Cmd::Record(a) => record::run(a),
+        Cmd::Mark(a) => mark::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(msg) => {
+            eprintln!("{msg}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! `flinch-trace record` (placeholder: filled by its issue, see README 'Status').
+use crate::CmdResult;
+
+/// Arguments of `flinch-trace record`.
+#[derive(clap::Args)]
+pub struct Args {}
+
+/// Runs the subcommand.
+pub fn run(_args: Args) -> CmdResult {
+    Err("flinch-trace record: not implemented yet".to_string())
+}

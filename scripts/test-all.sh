@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The single test command: installs what it needs (scripts/setup.sh), then runs every check.
+# Fails when anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+scripts/setup.sh
+
+step() { printf '\n== test: %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy (all targets, -D warnings)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test (workspace)"
+cargo test --workspace
+
+step "flinch-core without alloc for thumbv7em-none-eabihf (proves no_std, no allocator)"
+cargo build -p flinch-core --no-default-features --target thumbv7em-none-eabihf
+
+step "flinch-core with alloc for wasm32-unknown-unknown"
+cargo build -p flinch-core --target wasm32-unknown-unknown
+
+echo
+echo "test-all: every check passed"

@@ -1,0 +1,1 @@
+//! flinch-wasm: a thin wasm-bindgen adapter over flinch-core (stub; see README 'Status').
