@@ -26,3 +26,6 @@ pub mod limits;
 pub mod stats;
 
 pub use limits::Limits;
+
+#[cfg(test)]
+pub(crate) mod testutil;
