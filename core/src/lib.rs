@@ -18,12 +18,20 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+#[cfg(feature = "alloc")]
+pub mod analyzer;
+pub mod csv;
 pub mod energy;
 pub mod gzip;
 pub mod intervals;
 pub mod json;
 pub mod limits;
+pub mod sketch;
 pub mod stats;
+pub mod summary;
+pub mod telemetry;
+pub mod window;
+pub mod windowed;
 
 pub use limits::Limits;
 

@@ -11,6 +11,7 @@ mod mark;
 mod record;
 mod summarize;
 mod trace;
+mod web;
 
 /// Is the GPU computing or waiting? Measure it.
 #[derive(Parser)]
@@ -32,6 +33,8 @@ enum Cmd {
     Record(record::Args),
     /// Send a named mark to a running recorder.
     Mark(mark::Args),
+    /// Serve the static analysis page (www/) on localhost.
+    Web(web::Args),
 }
 
 /// What a subcommand returns: an exit code, or a message printed as-is on stderr with exit 1.
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Cmd::Summarize(a) => summarize::run(a),
         Cmd::Record(a) => record::run(a),
         Cmd::Mark(a) => mark::run(a),
+        Cmd::Web(a) => web::run(a),
     };
     match result {
         Ok(code) => code,
