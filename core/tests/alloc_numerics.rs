@@ -60,7 +60,7 @@ fn interval_stream(n: usize) -> impl Iterator<Item = (i64, i64)> {
         x ^= x >> 7;
         x ^= x << 17;
         t += (x % 1000) as i64;
-        let start = if x % 7 == 0 {
+        let start = if x.is_multiple_of(7) {
             t - (x % 50_000) as i64
         } else {
             t
