@@ -8,20 +8,23 @@
 //! ```
 //! use flinch_core::analyzer::{Analyzer, AnalyzerOptions};
 //! let mut a = Analyzer::new(AnalyzerOptions::default());
-//! for chunk in [&b"  "[..], &b"garbage"[..]] {
-//!     if let Err(e) = a.write(chunk) {
-//!         panic!("{e}");
-//!     }
+//! for chunk in [&b"  "[..], &b"\n"[..]] {
+//!     a.write(chunk)?; // an error names the byte offset, and the analyzer stays failed
 //! }
-//! assert_eq!(a.bytes_in(), 9);
-//! let _json_or_error = a.end();
+//! assert_eq!(a.bytes_in(), 3);
+//! let e = a.end().unwrap_err(); // Ok(result JSON) for a trace or trace.csv
+//! assert_eq!(e.to_string(), "only whitespace up to byte 3: not a trace or trace.csv");
+//! # Ok::<(), flinch_core::analyzer::AnalyzeError>(())
 //! ```
 use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
 use core::fmt;
 
 use serde::Deserialize;
 
 use crate::Limits;
+use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
 
 /// What the input is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -103,9 +106,11 @@ pub enum AnalyzeError {
     Empty,
     /// Only whitespace in the first bytes: nothing to detect the kind from.
     NoContent {
-        /// Bytes of whitespace read.
+        /// Bytes of (decoded) whitespace read.
         at_byte: u64,
     },
+    /// The gzip layer failed (offsets are in the compressed file).
+    Gzip(GzError),
     /// The detected kind cannot be analyzed by this build.
     Unsupported {
         /// What was detected.
@@ -124,47 +129,62 @@ impl fmt::Display for AnalyzeError {
                     "only whitespace up to byte {at_byte}: not a trace or trace.csv"
                 )
             }
+            AnalyzeError::Gzip(e) => e.fmt(f),
             AnalyzeError::Unsupported { what } => write!(f, "{what} is not supported yet"),
         }
+    }
+}
+
+impl From<GzError> for AnalyzeError {
+    fn from(e: GzError) -> Self {
+        AnalyzeError::Gzip(e)
     }
 }
 
 /// Longest run of leading whitespace looked through to detect the kind.
 const MAX_LEADING_WHITESPACE: u64 = 1 << 16;
 
+/// Decoded bytes handed from the gzip layer to the analysis per step.
+const GZ_OUT_BYTES: usize = 64 * 1024;
+
 /// The streaming analyzer. Feed chunks with [`write`](Analyzer::write), then call
 /// [`end`](Analyzer::end) once; after an error, every later call returns the same error.
 pub struct Analyzer {
     options: AnalyzerOptions,
     bytes_in: u64,
-    state: State,
+    failed: Option<AnalyzeError>,
+    container: Container,
+    content: Content,
 }
 
-enum State {
-    /// Kind not known yet: bytes of leading whitespace seen so far.
-    Detecting {
-        whitespace: u64,
+/// The file layer: plain, or gzip decoded by the core decoder.
+enum Container {
+    /// No byte seen yet, or only a first `1f` (kept here) that may start the gzip magic.
+    Sniffing {
+        first: Option<u8>,
     },
-    Failed(AnalyzeError),
+    Plain,
+    Gzip {
+        decoder: GzDecoder,
+        out: Vec<u8>,
+    },
+}
+
+/// The content layer, fed with plain (decoded) bytes.
+enum Content {
+    /// Kind not known yet: bytes of leading whitespace seen so far.
+    Detecting { whitespace: u64 },
 }
 
 impl Analyzer {
-    /// An analyzer with the given options. Allocates its bounded buffers lazily, once the kind
-    /// is known.
+    /// An analyzer with the given options. Allocates its bounded buffers once the kind is known.
     pub fn new(options: AnalyzerOptions) -> Analyzer {
-        let state = match options.kind {
-            Kind::Auto => State::Detecting { whitespace: 0 },
-            Kind::Trace => State::Failed(AnalyzeError::Unsupported {
-                what: "trace analysis",
-            }),
-            Kind::Csv => State::Failed(AnalyzeError::Unsupported {
-                what: "trace.csv analysis",
-            }),
-        };
         Analyzer {
             options,
             bytes_in: 0,
-            state,
+            failed: None,
+            container: Container::Sniffing { first: None },
+            content: Content::Detecting { whitespace: 0 },
         }
     }
 
@@ -183,32 +203,51 @@ impl Analyzer {
     /// # Errors
     /// Malformed input, with its byte offset. The analyzer then stays failed.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), AnalyzeError> {
-        let at = self.bytes_in;
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         self.bytes_in += chunk.len() as u64;
-        let next = match &mut self.state {
-            State::Failed(e) => return Err(e.clone()),
-            State::Detecting { whitespace } => {
-                match chunk.iter().position(|b| !b.is_ascii_whitespace()) {
-                    None => {
-                        *whitespace += chunk.len() as u64;
-                        if *whitespace > MAX_LEADING_WHITESPACE {
-                            State::Failed(AnalyzeError::NoContent {
-                                at_byte: at + chunk.len() as u64,
-                            })
-                        } else {
-                            return Ok(());
-                        }
-                    }
-                    Some(i) => State::Failed(AnalyzeError::Unsupported {
-                        what: detect(&chunk[i..]),
-                    }),
+        let result = self.write_inner(chunk);
+        if let Err(e) = &result {
+            self.failed = Some(e.clone());
+        }
+        result
+    }
+
+    fn write_inner(&mut self, chunk: &[u8]) -> Result<(), AnalyzeError> {
+        if let Container::Sniffing { first } = &mut self.container {
+            let Some(&b) = chunk.first() else {
+                return Ok(());
+            };
+            match *first {
+                None if b == 0x1f && chunk.len() == 1 => {
+                    *first = Some(b);
+                    return Ok(());
+                }
+                None => self.container = container_for(&[b, chunk.get(1).copied().unwrap_or(0)]),
+                Some(f) => {
+                    self.container = container_for(&[f, b]);
+                    // Replay the held-back first byte.
+                    self.feed(&[f])?;
                 }
             }
-        };
-        self.state = next;
-        match &self.state {
-            State::Failed(e) => Err(e.clone()),
-            State::Detecting { .. } => Ok(()),
+        }
+        self.feed(chunk)
+    }
+
+    /// Passes file bytes through the container layer to the content layer.
+    fn feed(&mut self, mut input: &[u8]) -> Result<(), AnalyzeError> {
+        match &mut self.container {
+            Container::Sniffing { .. } => unreachable!("the container is known before feeding"),
+            Container::Plain => self.content.write(input, &self.options),
+            Container::Gzip { decoder, out } => loop {
+                let (status, nin, nout) = decoder.decode(input, out)?;
+                self.content.write(&out[..nout], &self.options)?;
+                input = &input[nin..];
+                if status != GzStatus::OutputFull {
+                    return Ok(());
+                }
+            },
         }
     }
 
@@ -216,23 +255,75 @@ impl Analyzer {
     ///
     /// # Errors
     /// Input that ended where it cannot (for example inside a gzip member), or an earlier error.
-    pub fn end(self) -> Result<String, AnalyzeError> {
-        match self.state {
-            State::Failed(e) => Err(e),
-            State::Detecting { .. } if self.bytes_in == 0 => Err(AnalyzeError::Empty),
-            State::Detecting { .. } => Err(AnalyzeError::NoContent {
-                at_byte: self.bytes_in,
-            }),
+    pub fn end(mut self) -> Result<String, AnalyzeError> {
+        if let Some(e) = self.failed {
+            return Err(e);
         }
+        match &self.container {
+            Container::Sniffing { first: None } => return Err(AnalyzeError::Empty),
+            Container::Sniffing { first: Some(f) } => {
+                let f = *f;
+                self.container = Container::Plain;
+                self.feed(&[f])?;
+            }
+            Container::Plain => {}
+            Container::Gzip { decoder, .. } => decoder.finish()?,
+        }
+        self.content.end()
     }
 }
 
-/// Names the kind that `rest` (starting at the first non-whitespace byte) looks like.
-fn detect(rest: &[u8]) -> &'static str {
-    match rest[0] {
-        0x1f => "gzip input",
-        b'{' | b'[' => "trace analysis",
-        _ => "trace.csv analysis",
+/// The container layer for a file whose first two bytes are `magic`.
+fn container_for(magic: &[u8; 2]) -> Container {
+    if is_gzip(magic) {
+        Container::Gzip {
+            decoder: GzDecoder::new(),
+            out: vec![0; GZ_OUT_BYTES],
+        }
+    } else {
+        Container::Plain
+    }
+}
+
+impl Content {
+    fn write(&mut self, chunk: &[u8], options: &AnalyzerOptions) -> Result<(), AnalyzeError> {
+        match self {
+            Content::Detecting { whitespace } => {
+                let start = match options.kind {
+                    Kind::Auto => chunk.iter().position(|b| !b.is_ascii_whitespace()),
+                    Kind::Trace | Kind::Csv => (!chunk.is_empty()).then_some(0),
+                };
+                let Some(i) = start else {
+                    *whitespace += chunk.len() as u64;
+                    return if *whitespace > MAX_LEADING_WHITESPACE {
+                        Err(AnalyzeError::NoContent {
+                            at_byte: *whitespace,
+                        })
+                    } else {
+                        Ok(())
+                    };
+                };
+                let kind = match options.kind {
+                    Kind::Auto if matches!(chunk[i], b'{' | b'[') => Kind::Trace,
+                    Kind::Auto => Kind::Csv,
+                    k => k,
+                };
+                Err(AnalyzeError::Unsupported {
+                    what: match kind {
+                        Kind::Trace => "trace analysis",
+                        _ => "trace.csv analysis",
+                    },
+                })
+            }
+        }
+    }
+
+    fn end(self) -> Result<String, AnalyzeError> {
+        match self {
+            Content::Detecting { whitespace } => Err(AnalyzeError::NoContent {
+                at_byte: whitespace,
+            }),
+        }
     }
 }
 
@@ -241,6 +332,7 @@ mod tests {
     use super::*;
     use crate::testutil::for_each_split;
     use alloc::string::ToString;
+    use alloc::vec::Vec;
 
     fn run(options: AnalyzerOptions, chunks: &[&[u8]]) -> Result<String, AnalyzeError> {
         let mut a = Analyzer::new(options);
@@ -297,12 +389,65 @@ mod tests {
         );
     }
 
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    #[test]
+    fn gzip_layer_is_transparent() {
+        // Whitespace inside gzip: the content layer sees the decoded bytes, in any split.
+        let gz = gzip(b" \n \n");
+        for_each_split(&gz, 16, 2, |chunks| {
+            assert_eq!(
+                run(AnalyzerOptions::default(), chunks),
+                Err(AnalyzeError::NoContent { at_byte: 4 })
+            );
+        });
+        // A lone first byte 0x1f that is not gzip is content, not lost.
+        assert_eq!(
+            run(AnalyzerOptions::default(), &[b"\x1f"]),
+            Err(AnalyzeError::Unsupported {
+                what: "trace.csv analysis"
+            })
+        );
+        assert_eq!(
+            run(AnalyzerOptions::default(), &[b"\x1f", b"x"]),
+            Err(AnalyzeError::Unsupported {
+                what: "trace.csv analysis"
+            })
+        );
+    }
+
+    #[test]
+    fn gzip_errors_carry_offsets() {
+        let gz = gzip(&[b' '; 1000]);
+        let cut = &gz[..gz.len() - 3];
+        for_each_split(cut, 8, 3, |chunks| {
+            let e = run(AnalyzerOptions::default(), chunks).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                alloc::format!("truncated gzip member at byte {}", cut.len())
+            );
+        });
+        let mut bad = gz.clone();
+        let n = bad.len();
+        bad[n - 8] ^= 1; // CRC32
+        let e = run(AnalyzerOptions::default(), &[&bad]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            alloc::format!("crc32 mismatch in gzip member ending at byte {n}")
+        );
+    }
+
     #[test]
     fn failed_analyzer_stays_failed() {
         let mut a = Analyzer::new(AnalyzerOptions::default());
         let e = a.write(b"  x").unwrap_err();
         assert_eq!(a.write(b"more"), Err(e.clone()));
-        assert_eq!(a.bytes_in(), 7);
+        assert_eq!(a.bytes_in(), 3, "bytes after the failure are not taken");
         assert_eq!(a.end(), Err(e));
     }
 }
