@@ -12,11 +12,26 @@ fn kineto_like(target_bytes: usize) -> Vec<u8> {
     out.extend_from_slice(b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, \"name\": \"GPU\"}],\n  \"traceEvents\": [\n");
     let mut state: u64 = 42;
     let mut next = || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         state >> 33
     };
-    let names = ["aten::mm", "aten::add_", "autograd::engine::evaluate_function: DivBackward1", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", "cudaLaunchKernel", "Memcpy HtoD (Pageable -> Device)"];
-    let cats = ["cpu_op", "kernel", "cuda_runtime", "gpu_memcpy", "python_function"];
+    let names = [
+        "aten::mm",
+        "aten::add_",
+        "autograd::engine::evaluate_function: DivBackward1",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
+        "cudaLaunchKernel",
+        "Memcpy HtoD (Pageable -> Device)",
+    ];
+    let cats = [
+        "cpu_op",
+        "kernel",
+        "cuda_runtime",
+        "gpu_memcpy",
+        "python_function",
+    ];
     let mut ts: u64 = 1_712_195_495_519_689_047;
     let mut first = true;
     while out.len() < target_bytes {
@@ -30,7 +45,13 @@ fn kineto_like(target_bytes: usize) -> Vec<u8> {
         let name = names[(next() % names.len() as u64) as usize];
         let ev = format!(
             "  {{\n    \"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": 1102, \"tid\": 1262,\n    \"ts\": {}.{:03}, \"dur\": {}.{:03},\n    \"args\": {{\n      \"External id\": {},\"Sequence number\": {}, \"Fwd thread id\": 1, \"Ev Idx\": {}\n    }}\n  }}",
-            ts / 1000, ts % 1000, dur / 1000, dur % 1000, next() % 100000, next() % 100000, next() % 1000
+            ts / 1000,
+            ts % 1000,
+            dur / 1000,
+            dur % 1000,
+            next() % 100000,
+            next() % 100000,
+            next() % 1000
         );
         out.extend_from_slice(ev.as_bytes());
     }
@@ -50,7 +71,10 @@ fn cpu_s() -> f64 {
 }
 
 fn main() {
-    let mb: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(256);
+    let mb: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256);
     let data = kineto_like(mb << 20);
     let gb = data.len() as f64 / 1e9;
     println!("input: {:.1} MB Kineto-like JSON", data.len() as f64 / 1e6);
@@ -78,9 +102,16 @@ fn main() {
         assert!(end.complete);
         let s = t.elapsed().as_secs_f64();
         let cs = cpu_s() - c;
-        println!("round {round}: scanner {:.3} GB/s wall, {:.3} GB/s cpu ({events} events, checksum {dur_sum})", gb / s, gb / cs);
+        println!(
+            "round {round}: scanner {:.3} GB/s wall, {:.3} GB/s cpu ({events} events, checksum {dur_sum})",
+            gb / s,
+            gb / cs
+        );
     }
     let t = Instant::now();
     let braces = memchr::memchr_iter(b'{', &data).count();
-    println!("boundary floor (memchr '{{'): {:.3} GB/s ({braces})", gb / t.elapsed().as_secs_f64());
+    println!(
+        "boundary floor (memchr '{{'): {:.3} GB/s ({braces})",
+        gb / t.elapsed().as_secs_f64()
+    );
 }

@@ -215,7 +215,10 @@ mod tests {
 
     #[test]
     fn rejects_and_overflow() {
-        for s in ["", "-", "+", ".", "e5", "1e", "1e+", "1.2.3", "abc", "true", "NaN", "1 ", "--1", "0x10"] {
+        for s in [
+            "", "-", "+", ".", "e5", "1e", "1e+", "1.2.3", "abc", "true", "NaN", "1 ", "--1",
+            "0x10",
+        ] {
             assert_eq!(p(s), None, "{s:?}");
         }
         assert_eq!(p("9223372036854775.807"), Some(i64::MAX));
@@ -239,11 +242,16 @@ mod tests {
                 s.push_str(&f);
             }
             // value_us = (int_part*10^frac_len + frac) / 10^frac_len ; ns = that * 1000
-            let num = (u128::from(int_part) * 10u128.pow(frac_len as u32) + u128::from(frac)) * 1000;
+            let num =
+                (u128::from(int_part) * 10u128.pow(frac_len as u32) + u128::from(frac)) * 1000;
             let den = 10u128.pow(frac_len as u32);
             let q = num / den;
             let r = num % den;
-            let expect = if 2 * r > den || (2 * r == den && q % 2 == 1) { q + 1 } else { q };
+            let expect = if 2 * r > den || (2 * r == den && q % 2 == 1) {
+                q + 1
+            } else {
+                q
+            };
             assert_eq!(p(&s), Some(expect as i64), "{s}");
             let neg: String = format!("-{s}");
             assert_eq!(p(&neg), Some(-(expect as i64)), "{neg}");

@@ -6,9 +6,7 @@
 //! across chunks resumes exactly where it stopped. Each input byte is examined once.
 
 use super::decimal::parse_us_to_ns;
-use super::{
-    Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind, ScanWarnings,
-};
+use super::{Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind, ScanWarnings};
 use crate::Limits;
 
 /// Storage for the `cat`/`name` buffers when none is given: a `Vec` under `alloc`, else a
@@ -104,7 +102,11 @@ fn find_class(input: &[u8], mut i: usize, class: u8) -> usize {
     }
     while i < input.len() {
         let c = CLASS[input[i] as usize];
-        let hit = if class == WS { c & WS == 0 } else { c & class != 0 };
+        let hit = if class == WS {
+            c & WS == 0
+        } else {
+            c & class != 0
+        };
         if hit {
             return i;
         }
@@ -341,8 +343,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         let cap = self.str_cap;
         Event {
             ph: &self.ph[..self.ph_len],
-            cat: if self.cat_some { Some(&buf[..self.cat_len]) } else { None },
-            name: if self.name_some { Some(&buf[cap..cap + self.name_len]) } else { None },
+            cat: if self.cat_some {
+                Some(&buf[..self.cat_len])
+            } else {
+                None
+            },
+            name: if self.name_some {
+                Some(&buf[cap..cap + self.name_len])
+            } else {
+                None
+            },
             ts_ns: self.ts,
             dur_ns: self.dur,
             pid: self.pid,
@@ -383,7 +393,10 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     }
 
     fn err(&self, kind: ScanErrorKind, i: usize) -> ScanError {
-        ScanError { kind, offset: self.offset + i as u64 }
+        ScanError {
+            kind,
+            offset: self.offset + i as u64,
+        }
     }
 
     fn run(&mut self, input: &[u8]) -> Result<(Scan, usize), ScanError> {
@@ -422,7 +435,10 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     continue;
                 }
                 St::Done => {
-                    let junk = input[i..].iter().filter(|&&b| CLASS[b as usize] & WS == 0).count();
+                    let junk = input[i..]
+                        .iter()
+                        .filter(|&&b| CLASS[b as usize] & WS == 0)
+                        .count();
                     self.warnings.trailing_bytes += junk as u64;
                     return Ok((Scan::NeedsInput, n));
                 }
@@ -508,7 +524,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         if self.st == St::ArrElem {
                             self.warnings.trailing_commas += 1;
                         }
-                        self.st = if self.bare { St::Done } else { St::TopCommaOrEnd };
+                        self.st = if self.bare {
+                            St::Done
+                        } else {
+                            St::TopCommaOrEnd
+                        };
                         i += 1;
                     }
                     b',' => return Err(self.err(ScanErrorKind::ExpectedElement, i)),
@@ -1048,8 +1068,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 if self.name_trunc {
                     self.warnings.truncated_strings += 1;
                     let cap = self.str_cap;
-                    self.name_len =
-                        utf8_boundary(&self.storage.as_ref()[cap..cap + self.name_len]);
+                    self.name_len = utf8_boundary(&self.storage.as_ref()[cap..cap + self.name_len]);
                 }
                 self.st = St::EvCommaOrEnd;
             }

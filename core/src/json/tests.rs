@@ -66,7 +66,12 @@ fn run_chunks(chunks: &[&[u8]], limits: Limits) -> Outcome {
         }
     }
     let end = sc.finish();
-    Outcome { events, end, warnings: *sc.warnings(), error }
+    Outcome {
+        events,
+        end,
+        warnings: *sc.warnings(),
+        error,
+    }
 }
 
 fn run_whole(doc: &[u8]) -> Outcome {
@@ -115,9 +120,9 @@ impl Gen {
                 '\u{c}' => self.out.extend_from_slice(b"\\f"),
                 '\r' => self.out.extend_from_slice(b"\\r"),
                 '/' if r < 5 => self.out.extend_from_slice(b"\\/"),
-                c if (c as u32) < 0x20 => {
-                    self.out.extend_from_slice(std::format!("\\u{:04x}", c as u32).as_bytes())
-                }
+                c if (c as u32) < 0x20 => self
+                    .out
+                    .extend_from_slice(std::format!("\\u{:04x}", c as u32).as_bytes()),
                 c if r < 2 => {
                     let mut units = [0u16; 2];
                     for u in c.encode_utf16(&mut units) {
@@ -141,8 +146,24 @@ impl Gen {
 
     fn text(&mut self) -> String {
         const PARTS: &[&str] = &[
-            "aten::mm", "cpu_op", "kernel", "void gemm<float, 128>(...)", "é", "日本", "🚀",
-            "\"q\"", "a\\b", "x/y", "\n", "\t", "\u{1}", "", "𝄞", " ", "ncclKernel_AllReduce", "\u{8}\u{c}\r",
+            "aten::mm",
+            "cpu_op",
+            "kernel",
+            "void gemm<float, 128>(...)",
+            "é",
+            "日本",
+            "🚀",
+            "\"q\"",
+            "a\\b",
+            "x/y",
+            "\n",
+            "\t",
+            "\u{1}",
+            "",
+            "𝄞",
+            " ",
+            "ncclKernel_AllReduce",
+            "\u{8}\u{c}\r",
         ];
         let mut s = String::new();
         for _ in 0..self.rng.below(4) {
@@ -164,8 +185,7 @@ impl Gen {
                 // Exponent form: digits * 10^-3 written as d.ddd...e+k
                 let digits = std::format!("{a}");
                 let k = digits.len() as i64 - 1 - 3;
-                std::format!("{sign}{}.{}e{k}", &digits[..1], &digits[1..])
-                    .replace(".e", "e")
+                std::format!("{sign}{}.{}e{k}", &digits[..1], &digits[1..]).replace(".e", "e")
             }
             3 => std::format!("{sign}{ip}.{fp:03}0"),
             _ => {
@@ -173,7 +193,11 @@ impl Gen {
                 while f.ends_with('0') {
                     f.pop();
                 }
-                if f.is_empty() { std::format!("{sign}{ip}") } else { std::format!("{sign}{ip}.{f}") }
+                if f.is_empty() {
+                    std::format!("{sign}{ip}")
+                } else {
+                    std::format!("{sign}{ip}.{f}")
+                }
             }
         }
     }
@@ -185,7 +209,9 @@ impl Gen {
                 self.string(&t);
             }
             1 => self.out.extend_from_slice(b"12.5e-3"),
-            2 => self.out.extend_from_slice([&b"true"[..], b"false", b"null"][self.rng.below(3) as usize]),
+            2 => self
+                .out
+                .extend_from_slice([&b"true"[..], b"false", b"null"][self.rng.below(3) as usize]),
             3 => self.out.extend_from_slice(b"-7"),
             4 => {
                 self.out.push(b'{');
@@ -243,7 +269,9 @@ impl Gen {
                 self.out.push(b',');
             }
             self.ws();
-            let name = ["ph", "cat", "name", "ts", "dur", "pid", "tid", "id", "args", "extra"][*k as usize];
+            let name = [
+                "ph", "cat", "name", "ts", "dur", "pid", "tid", "id", "args", "extra",
+            ][*k as usize];
             self.string(name);
             self.ws();
             self.out.push(b':');
@@ -265,7 +293,12 @@ impl Gen {
                     let ns = if self.rng.below(2) == 0 {
                         1_712_195_495_000_000_000 + self.rng.below(1 << 40) as i64
                     } else {
-                        self.rng.below(10_000_000) as i64 - if self.rng.below(10) == 0 { 5_000_000 } else { 0 }
+                        self.rng.below(10_000_000) as i64
+                            - if self.rng.below(10) == 0 {
+                                5_000_000
+                            } else {
+                                0
+                            }
                     };
                     let t = self.us_text(ns);
                     let v = match self.rng.below(12) {
@@ -292,7 +325,7 @@ impl Gen {
                         e.dur = v;
                     }
                 }
-                5 | 6 | 7 => {
+                5..=7 => {
                     let v = if self.rng.below(4) == 0 {
                         let t = std::format!("0x{:x}", self.rng.below(1000));
                         self.string(&t);
@@ -375,14 +408,21 @@ fn serde_check(doc: &[u8], expected: &[Owned]) {
     assert_eq!(arr.len(), expected.len());
     for (ev, want) in arr.iter().zip(expected) {
         let o = ev.as_object().unwrap();
-        let s = |k: &str| o.get(k).and_then(|v| v.as_str()).map(|s| s.as_bytes().to_vec());
+        let s = |k: &str| {
+            o.get(k)
+                .and_then(|v| v.as_str())
+                .map(|s| s.as_bytes().to_vec())
+        };
         assert_eq!(s("cat"), want.cat);
         assert_eq!(s("name"), want.name);
         assert_eq!(s("ph").unwrap_or_default(), want.ph);
         for (k, f) in [("ts", want.ts), ("dur", want.dur)] {
             if let (Some(x), NumField::Ns(ns)) = (o.get(k).and_then(|v| v.as_f64()), f) {
                 let want_us = ns as f64 / 1000.0;
-                assert!((x - want_us).abs() <= want_us.abs() * 1e-15 + 1e-9, "{k}: {x} vs {want_us}");
+                assert!(
+                    (x - want_us).abs() <= want_us.abs() * 1e-15 + 1e-9,
+                    "{k}: {x} vs {want_us}"
+                );
             }
         }
     }
@@ -392,7 +432,10 @@ fn serde_check(doc: &[u8], expected: &[Owned]) {
 fn random_documents_against_oracle() {
     let mut rng = Rng::from_env(1);
     for round in 0..150 {
-        let mut g = Gen { rng: Rng(rng.next_u64()), out: Vec::new() };
+        let mut g = Gen {
+            rng: Rng(rng.next_u64()),
+            out: Vec::new(),
+        };
         let n = rng.below(12) as usize;
         let expected = g.doc(n);
         serde_check(&g.out, &expected);
@@ -403,13 +446,24 @@ fn random_documents_against_oracle() {
         assert_eq!(got.end.events, n as u64);
         assert_eq!(got.end.bytes, g.out.len() as u64);
         let w = got.warnings;
-        assert_eq!((w.malformed_events, w.bad_escapes, w.control_chars, w.trailing_bytes), (0, 0, 0, 0));
+        assert_eq!(
+            (
+                w.malformed_events,
+                w.bad_escapes,
+                w.control_chars,
+                w.trailing_bytes
+            ),
+            (0, 0, 0, 0)
+        );
     }
 }
 
 #[test]
 fn every_truncation_point_is_truncation_not_failure() {
-    let mut g = Gen { rng: Rng(99), out: Vec::new() };
+    let mut g = Gen {
+        rng: Rng(99),
+        out: Vec::new(),
+    };
     let expected = g.doc(6);
     let doc = g.out.clone();
     // Byte offset at which each event's closing brace ends, from a whole run.
@@ -431,7 +485,11 @@ fn every_truncation_point_is_truncation_not_failure() {
         assert_eq!(got.end.events, n_before as u64);
         let fully = run_whole(&doc).end.bytes as usize;
         let tail_ws = doc[cut..].iter().all(|b| b.is_ascii_whitespace());
-        assert_eq!(got.end.complete, tail_ws && cut > 0 && cut <= fully, "cut at {cut}");
+        assert_eq!(
+            got.end.complete,
+            tail_ws && cut > 0 && cut <= fully,
+            "cut at {cut}"
+        );
         assert_eq!(got.end.truncated, !got.end.complete);
     }
 }
@@ -441,7 +499,11 @@ fn huge_top_level_values_are_skipped() {
     let mut doc = Vec::new();
     doc.extend_from_slice(br#"{"systemTraceEvents": ""#);
     for k in 0..300_000 {
-        doc.extend_from_slice(if k % 7 == 0 { b"ab\\\"{[}]" } else { b"abcdefgh" });
+        doc.extend_from_slice(if k % 7 == 0 {
+            b"ab\\\"{[}]"
+        } else {
+            b"abcdefgh"
+        });
     }
     doc.extend_from_slice(br#"", "obj": {"a": [1, {"b": "]}"}], "traceEvents": 5}, "n": -1.5e3, "#);
     doc.extend_from_slice(br#""traceEvents": [{"ph": "X", "dur": 1}], "z": null}"#);
@@ -472,7 +534,10 @@ fn large_events_are_read_in_one_pass() {
     assert_eq!(got.events[0].dur, NumField::Ns(2500));
     assert!(got.end.complete);
     // The event-size limit skips it, counted.
-    let limits = Limits { max_event_bytes: 1 << 20, ..Limits::EXACT };
+    let limits = Limits {
+        max_event_bytes: 1 << 20,
+        ..Limits::EXACT
+    };
     let got = run_chunks(&chunks, limits);
     assert_eq!(got.events.len(), 1);
     assert_eq!(got.warnings.oversized_events, 1);
@@ -499,7 +564,10 @@ fn bad_escapes_and_lone_surrogates() {
 
 #[test]
 fn long_strings_are_cut_on_a_utf8_boundary() {
-    let limits = Limits { max_string_bytes: 8, ..Limits::EXACT };
+    let limits = Limits {
+        max_string_bytes: 8,
+        ..Limits::EXACT
+    };
     let doc = "[{\"name\":\"abcdefg日本\",\"cat\":\"12345678\"}]".as_bytes();
     for_each_split(doc, 8, 5, |chunks| {
         let got = run_chunks(chunks, limits);
@@ -519,24 +587,45 @@ fn malformed_events_are_skipped_and_counted() {
     assert_eq!(got.warnings.bad_numbers, 1);
     assert_eq!(got.warnings.trailing_commas, 2);
     let durs: Vec<NumField> = got.events.iter().map(|e| e.dur).collect();
-    assert_eq!(durs, [NumField::Ns(1000), NumField::NotNumber, NumField::Ns(3000)]);
+    assert_eq!(
+        durs,
+        [NumField::Ns(1000), NumField::NotNumber, NumField::Ns(3000)]
+    );
     assert!(got.end.complete);
 }
 
 #[test]
 fn structural_errors_carry_the_byte_offset() {
     let cases: &[(&[u8], &str)] = &[
-        (b"  x", "expected `{` or `[` at the start of a trace at byte 2"),
-        (br#"{"a" 1}"#, "expected `:` after a key in the top-level object at byte 5"),
-        (br#"{"a":1 "b":2}"#, "expected `,` or `}` in the top-level object at byte 7"),
-        (br#"{5:1}"#, "expected a key string in the top-level object at byte 1"),
-        (br#"[{} {}]"#, "expected `,` or `]` between trace events at byte 4"),
+        (
+            b"  x",
+            "expected `{` or `[` at the start of a trace at byte 2",
+        ),
+        (
+            br#"{"a" 1}"#,
+            "expected `:` after a key in the top-level object at byte 5",
+        ),
+        (
+            br#"{"a":1 "b":2}"#,
+            "expected `,` or `}` in the top-level object at byte 7",
+        ),
+        (
+            br#"{5:1}"#,
+            "expected a key string in the top-level object at byte 1",
+        ),
+        (
+            br#"[{} {}]"#,
+            "expected `,` or `]` between trace events at byte 4",
+        ),
         (br#"[{},,{}]"#, "expected a trace event after `,` at byte 4"),
     ];
     for (doc, msg) in cases {
         for_each_split(doc, 4, 7, |chunks| {
             let got = run_chunks(chunks, Limits::EXACT);
-            assert_eq!(got.error.map(|e| std::format!("{e}")).as_deref(), Some(*msg));
+            assert_eq!(
+                got.error.map(|e| std::format!("{e}")).as_deref(),
+                Some(*msg)
+            );
         });
         // A failed scanner stays failed.
         let mut sc = EventScanner::new(Limits::EXACT);
@@ -563,17 +652,32 @@ fn forms_and_edge_documents() {
     let got = check_splits(b"\xEF\xBB\xBF[{\"ph\":\"i\"}] \n x", 4, 8);
     assert_eq!(got.events.len(), 1);
     assert_eq!(got.warnings.trailing_bytes, 1);
-    let got = check_splits(br#"{"traceEvents": {"a": 1}, "traceEvents": [{"ph":"X"}]}"#, 4, 8);
+    let got = check_splits(
+        br#"{"traceEvents": {"a": 1}, "traceEvents": [{"ph":"X"}]}"#,
+        4,
+        8,
+    );
     assert_eq!(got.warnings.non_array_trace_events, 1);
     assert_eq!(got.events.len(), 1);
-    let got = check_splits(br#"[{"ph":"X","pid":"Browser","tid":-3,"id":null,"ts":"12.5","dur":"abc"}]"#, 4, 8);
+    let got = check_splits(
+        br#"[{"ph":"X","pid":"Browser","tid":-3,"id":null,"ts":"12.5","dur":"abc"}]"#,
+        4,
+        8,
+    );
     let e = &got.events[0];
     assert_eq!(e.pid, IdField::Hash(scanner_fnv(b"Browser")));
     assert_eq!((e.tid, e.id), (IdField::Int(-3), IdField::Missing));
     assert_eq!((e.ts, e.dur), (NumField::Ns(12_500), NumField::NotNumber));
-    let got = check_splits(br#"[{"ph":"X","dur":NaN},{"dur":-Infinity,"cat":5,"name":null}]"#, 4, 8);
+    let got = check_splits(
+        br#"[{"ph":"X","dur":NaN},{"dur":-Infinity,"cat":5,"name":null}]"#,
+        4,
+        8,
+    );
     assert_eq!(got.events[0].dur, NumField::NotNumber);
-    assert_eq!((got.events[1].cat.clone(), got.events[1].name.clone()), (None, None));
+    assert_eq!(
+        (got.events[1].cat.clone(), got.events[1].name.clone()),
+        (None, None)
+    );
     assert_eq!(got.warnings.bad_numbers, 0);
 }
 
