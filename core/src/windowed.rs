@@ -180,7 +180,7 @@ impl<A: StatsSink> WindowState<A> {
     pub fn summary(&mut self) -> WindowSummary {
         WindowSummary {
             samples: self.samples,
-            span_s: (self.samples >= 2).then(|| self.last_t_s - self.first_t_s),
+            span_s: (self.samples >= 2).then_some(self.last_t_s - self.first_t_s),
             sampling_gap_s: self.gaps.stats(),
             gaps_over_max: self.gaps_over_max,
             energy_j: self.energy.energy_j(),
