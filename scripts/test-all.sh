@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 
-scripts/setup.sh
+scripts/setup.sh --browser
 
 step() { printf '\n== test: %s\n' "$*"; }
 
@@ -26,6 +26,13 @@ cargo build -p flinch-core --target wasm32-unknown-unknown
 
 step "fuzz targets: build, then run each for a few seconds (scripts/fuzz.sh)"
 scripts/fuzz.sh "${FLINCH_FUZZ_SECONDS:-5}"
+
+step "web: the page's wasm (scripts/build-web.sh)"
+scripts/build-web.sh
+
+step "browser tests: the page in Chromium through playwright-core (tests/browser)"
+cargo build -p flinch-trace
+(cd tests/browser && npm test)
 
 echo
 echo "test-all: every check passed"
