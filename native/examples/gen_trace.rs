@@ -137,7 +137,11 @@ impl<W: Write> Gen<W> {
             self.put(&line)?;
         }
         self.put("],\n  \"traceEvents\": [")?;
-        for (tid, name) in [(MAIN_TID, "python"), (BWD_TID, "pt_autograd_0"), (7, "stream 7")] {
+        for (tid, name) in [
+            (MAIN_TID, "python"),
+            (BWD_TID, "pt_autograd_0"),
+            (7, "stream 7"),
+        ] {
             let pid = if tid == 7 { 0 } else { PID };
             let body = format!(
                 "    \"name\": \"thread_name\", \"ph\": \"M\", \"ts\": {}, \"pid\": {pid}, \"tid\": {tid},\n    \"args\": {{\n      \"name\": \"{name}\"\n    }}",
@@ -162,7 +166,11 @@ impl<W: Write> Gen<W> {
                 1 + self.rng.below(4096)
             )
         } else {
-            format!("\"External id\": {},\"Ev Idx\": {}", self.external_id, self.external_id % 5000)
+            format!(
+                "\"External id\": {},\"Ev Idx\": {}",
+                self.external_id,
+                self.external_id % 5000
+            )
         };
         let body = format!(
             "    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{name}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      {args}\n    }}",
@@ -178,7 +186,11 @@ impl<W: Write> Gen<W> {
         let corr = self.correlation;
         let dur_ns = 3_000 + self.rng.below(40_000);
         let memcpy = self.rng.below(10) == 0;
-        let (api, cbid) = if memcpy { ("cudaMemcpyAsync", 41) } else { ("cudaLaunchKernel", 211) };
+        let (api, cbid) = if memcpy {
+            ("cudaMemcpyAsync", 41)
+        } else {
+            ("cudaLaunchKernel", 211)
+        };
         let body = format!(
             "    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{api}\", \"pid\": {PID}, \"tid\": {MAIN_TID},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"External id\": {},      \"cbid\": {cbid}, \"correlation\": {corr}\n    }}",
             us(ts_ns),
@@ -192,7 +204,11 @@ impl<W: Write> Gen<W> {
         );
         self.event(&body)?;
         let gpu_start = self.gpu_ns.max(ts_ns + dur_ns / 2) + self.rng.below(5_000);
-        let gpu_dur = if memcpy { 1_000 + self.rng.below(300_000) } else { 2_000 + self.rng.below(900_000) };
+        let gpu_dur = if memcpy {
+            1_000 + self.rng.below(300_000)
+        } else {
+            2_000 + self.rng.below(900_000)
+        };
         let body = if memcpy {
             let bytes = 256 + self.rng.below(64 << 20);
             format!(
@@ -269,7 +285,8 @@ impl<W: Write> Gen<W> {
     fn trailer(&mut self) -> std::io::Result<()> {
         self.put("\n  ],\n  \"systemTraceEvents\": \"")?;
         // A large string value after traceEvents: 32 MiB of escaped ftrace-like text.
-        let line = "          <idle>-0     [001] d..2 12345.678901: sched_switch: prev_comm=swapper\\n";
+        let line =
+            "          <idle>-0     [001] d..2 12345.678901: sched_switch: prev_comm=swapper\\n";
         let mut n = 0;
         while n < 32 << 20 {
             self.put(line)?;
@@ -329,6 +346,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Tee(mut json, gz) = g.out;
     json.flush()?;
     gz.finish()?.flush()?;
-    eprintln!("gen_trace: {} bytes, {step} steps, in {}", g.written, dir.display());
+    eprintln!(
+        "gen_trace: {} bytes, {step} steps, in {}",
+        g.written,
+        dir.display()
+    );
     Ok(())
 }
