@@ -247,7 +247,11 @@ impl<W: Write> Gen<W> {
 
     /// One training step: a B/E annotation around nested cpu_ops and their launches.
     fn step(&mut self, step: u64) -> std::io::Result<()> {
-        let tid = if step % 2 == 0 { MAIN_TID } else { BWD_TID };
+        let tid = if step.is_multiple_of(2) {
+            MAIN_TID
+        } else {
+            BWD_TID
+        };
         let step_start = self.now_ns;
         let body = format!(
             "    \"ph\": \"B\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}",
