@@ -29,7 +29,7 @@ fn kineto_like(n: usize) -> Vec<(i64, i64)> {
         .map(|_| {
             let x = rng.next();
             t += (x % 2_000) as i64;
-            let start = if x % 50 == 0 {
+            let start = if x.is_multiple_of(50) {
                 t - (x % 1_000_000) as i64
             } else {
                 t
@@ -169,6 +169,6 @@ fn main() {
         (sketch_stats.stats.p99.unwrap() - exact_stats.p99.unwrap()).abs()
             / exact_stats.p99.unwrap(),
         sketch_stats.quantile_relative_error,
-        n * 8 >> 20
+        (n * 8) >> 20
     );
 }
