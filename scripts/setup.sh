@@ -9,3 +9,51 @@ step() { printf '\n== setup: %s\n' "$*"; }
 step "rust targets and components"
 rustup target add wasm32-unknown-unknown thumbv7em-none-eabihf >/dev/null
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+# --- browser: wasm-bindgen-cli, Chromium, npm packages (the web helper's section) -------------------------
+if [[ " $* " == *" --browser "* ]]; then
+  WASM_BINDGEN_VERSION=0.2.130
+  step "wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  if wasm-bindgen --version 2>/dev/null | grep -qx "wasm-bindgen $WASM_BINDGEN_VERSION"; then
+    echo "present: $(command -v wasm-bindgen)"
+  else
+    # `cargo install --locked` of the published crate fails here (its lockfile pins webpki-roots 1.0.11,
+    # which the registry lacks): fetch the crate source, pin webpki-roots 1.0.10, install --locked from it.
+    work=$(mktemp -d)
+    mkdir -p "$work/fetch/src"
+    printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nwasm-bindgen-cli = "=%s"\n' \
+      "$WASM_BINDGEN_VERSION" > "$work/fetch/Cargo.toml"
+    echo 'fn main() {}' > "$work/fetch/src/main.rs"
+    (cd "$work/fetch" && cargo fetch -q)
+    crate=$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/wasm-bindgen-cli-$WASM_BINDGEN_VERSION.crate | head -n1)
+    tar xzf "$crate" -C "$work"
+    src="$work/wasm-bindgen-cli-$WASM_BINDGEN_VERSION"
+    if (cd "$src" && cargo update -q -p webpki-roots@1.0.11 --precise 1.0.10); then
+      CARGO_TARGET_DIR="$work/target" cargo install -q --path "$src" --locked
+    else
+      CARGO_TARGET_DIR="$work/target" cargo install -q wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+    fi
+    rm -rf "$work"
+    wasm-bindgen --version
+  fi
+
+  step "Chromium (system package; never a downloaded browser)"
+  if [[ -x /usr/bin/chromium ]]; then
+    echo "present: $(/usr/bin/chromium --version 2>/dev/null | tail -n1)"
+  else
+    sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver
+  fi
+
+  step "npm packages for the browser tests (playwright-core, binaryen's wasm-opt)"
+  if node -e 'const l=require("./tests/browser/package-lock.json").packages;
+      for (const p of ["playwright-core","binaryen"]) {
+        const v=require("./tests/browser/node_modules/"+p+"/package.json").version;
+        if (v!==l["node_modules/"+p].version) process.exit(1) }' 2>/dev/null; then
+    echo "present: tests/browser/node_modules matches package-lock.json"
+  else
+    (cd tests/browser && npm ci --no-audit --no-fund)
+  fi
+fi

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 
-scripts/setup.sh
+scripts/setup.sh --browser
 
 step() { printf '\n== test: %s\n' "$*"; }
 
@@ -23,6 +23,13 @@ cargo build -p flinch-core --no-default-features --target thumbv7em-none-eabihf
 
 step "flinch-core with alloc for wasm32-unknown-unknown"
 cargo build -p flinch-core --target wasm32-unknown-unknown
+
+step "web: the page's wasm (scripts/build-web.sh)"
+scripts/build-web.sh
+
+step "browser tests: the page in Chromium through playwright-core (tests/browser)"
+cargo build -p flinch-trace
+(cd tests/browser && npm test)
 
 echo
 echo "test-all: every check passed"

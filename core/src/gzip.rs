@@ -1,1 +1,637 @@
-//! Placeholder: filled by its issue (see README, 'Status').
+//! Push-style gzip (RFC 1952) decoder over miniz_oxide's `inflate::core`.
+//!
+//! The caller owns every buffer: [`GzDecoder::decode`] takes a chunk of compressed input and an
+//! output slice, and returns what happened plus the bytes consumed and written. The header is
+//! parsed by a resumable state machine (one state per header part, in the manner of flate2), so a
+//! header may be split across any chunks. FEXTRA, FNAME and FCOMMENT are skipped, not stored;
+//! FHCRC is checked. Each member's CRC32 and ISIZE are checked. Multi-member files (`cat a.gz
+//! b.gz`) decode to the concatenation of their members.
+//!
+//! Trailing zero bytes after the last complete member are tolerated (as `gzip -d` does: tape and
+//! block devices pad files with zeros); once padding has started, only zeros may follow. Any other
+//! byte where a member should start is reported as bad magic.
+//!
+//! Memory: the inflate state and its 32 KiB window live inside the decoder (boxed once at
+//! construction under the `alloc` feature, inline without it). Decoding never allocates.
+//!
+//! ```
+//! use flinch_core::gzip::{GzDecoder, GzStatus};
+//! # let gz: &[u8] = &[
+//! #     0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3, 0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0, 0x86, 0xa6, 0x10,
+//! #     0x36, 5, 0, 0, 0,
+//! # ];
+//! let mut dec = GzDecoder::new();
+//! let mut out = [0u8; 4096];
+//! let mut text = Vec::new();
+//! for chunk in gz.chunks(7) {
+//!     let mut input = chunk;
+//!     loop {
+//!         let (status, nin, nout) = dec.decode(input, &mut out)?;
+//!         text.extend_from_slice(&out[..nout]);
+//!         input = &input[nin..];
+//!         if status != GzStatus::OutputFull {
+//!             break; // input used up: feed the next chunk
+//!         }
+//!     }
+//! }
+//! dec.finish()?; // end of input: Ok only between complete members
+//! assert_eq!(text, b"hello");
+//! # Ok::<(), flinch_core::gzip::GzError>(())
+//! ```
+
+use core::fmt;
+
+use miniz_oxide::inflate::TINFLStatus;
+use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+
+/// Size of the deflate history window kept inside the decoder.
+const WINDOW_BYTES: usize = 32 * 1024;
+const WINDOW_MASK: usize = WINDOW_BYTES - 1;
+
+const MAGIC_0: u8 = 0x1f;
+const MAGIC_1: u8 = 0x8b;
+const METHOD_DEFLATE: u8 = 8;
+const FLAG_HCRC: u8 = 0x02;
+const FLAG_EXTRA: u8 = 0x04;
+const FLAG_NAME: u8 = 0x08;
+const FLAG_COMMENT: u8 = 0x10;
+const FLAG_RESERVED: u8 = 0xe0;
+
+/// Whether `prefix` (the first bytes of a file) starts with the gzip magic `1f 8b`.
+/// Detects gzip by content, never by file name.
+pub fn is_gzip(prefix: &[u8]) -> bool {
+    prefix.len() >= 2 && prefix[0] == MAGIC_0 && prefix[1] == MAGIC_1
+}
+
+/// What a call to [`GzDecoder::decode`] ended on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GzStatus {
+    /// All of `input` was consumed in the middle of a member: feed more input. If the data has
+    /// ended, [`GzDecoder::finish`] reports the truncation.
+    NeedsInput,
+    /// `output` is full. Call again with the unconsumed rest of the input (`&input[nin..]`,
+    /// possibly empty) and fresh output space: decoded bytes may be pending inside the decoder.
+    OutputFull,
+    /// All of `input` was consumed and the decoder stands between complete members (or in
+    /// trailing zero padding): the data may end here ([`GzDecoder::finish`] returns `Ok`), or
+    /// another member may follow.
+    Done,
+}
+
+/// A gzip decoding error. Every variant carries the absolute byte offset in the compressed
+/// stream. Once a decoder has returned an error it returns the same error forever.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GzError {
+    /// A member start does not begin with `1f 8b`, or a non-zero byte follows trailing padding.
+    BadMagic {
+        /// Offset of the offending byte.
+        offset: u64,
+    },
+    /// The compression method is not deflate (8).
+    UnsupportedMethod {
+        /// Offset of the method byte.
+        offset: u64,
+    },
+    /// Reserved flag bits are set in the header.
+    ReservedFlags {
+        /// Offset of the flag byte.
+        offset: u64,
+    },
+    /// The FHCRC header checksum does not match the header.
+    HeaderCrcMismatch {
+        /// Offset just past the header checksum.
+        offset: u64,
+    },
+    /// The deflate data is invalid.
+    CorruptDeflate {
+        /// Offset where the inflater stopped.
+        offset: u64,
+    },
+    /// The CRC32 in a member's trailer does not match the decoded bytes.
+    CrcMismatch {
+        /// Offset just past the member's trailer.
+        offset: u64,
+    },
+    /// The ISIZE in a member's trailer does not match the decoded length (mod 2^32).
+    SizeMismatch {
+        /// Offset just past the member's trailer.
+        offset: u64,
+    },
+    /// The input ended inside a member (or before any member).
+    Truncated {
+        /// Offset where the input ended.
+        offset: u64,
+    },
+}
+
+impl GzError {
+    /// The absolute byte offset in the compressed input that the error names.
+    pub fn offset(&self) -> u64 {
+        match *self {
+            GzError::BadMagic { offset }
+            | GzError::UnsupportedMethod { offset }
+            | GzError::ReservedFlags { offset }
+            | GzError::HeaderCrcMismatch { offset }
+            | GzError::CorruptDeflate { offset }
+            | GzError::CrcMismatch { offset }
+            | GzError::SizeMismatch { offset }
+            | GzError::Truncated { offset } => offset,
+        }
+    }
+
+    /// Whether the error is a cut-off stream (as opposed to corrupt data). A caller that keeps
+    /// what was decoded so far treats this as truncation, not failure.
+    pub fn is_truncated(&self) -> bool {
+        matches!(self, GzError::Truncated { .. })
+    }
+}
+
+impl fmt::Display for GzError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            GzError::BadMagic { offset } => write!(f, "bad gzip magic at byte {offset}"),
+            GzError::UnsupportedMethod { offset } => {
+                write!(f, "unsupported gzip compression method at byte {offset}")
+            }
+            GzError::ReservedFlags { offset } => {
+                write!(f, "reserved gzip header flags set at byte {offset}")
+            }
+            GzError::HeaderCrcMismatch { offset } => {
+                write!(f, "gzip header crc16 mismatch at byte {offset}")
+            }
+            GzError::CorruptDeflate { offset } => {
+                write!(f, "corrupt deflate data at byte {offset}")
+            }
+            GzError::CrcMismatch { offset } => {
+                write!(f, "crc32 mismatch in gzip member ending at byte {offset}")
+            }
+            GzError::SizeMismatch { offset } => {
+                write!(f, "isize mismatch in gzip member ending at byte {offset}")
+            }
+            GzError::Truncated { offset } => write!(f, "truncated gzip member at byte {offset}"),
+        }
+    }
+}
+
+impl core::error::Error for GzError {}
+
+/// Where the decoder stands in the stream: one state per part of a member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Collecting the 10-byte fixed header (`got` bytes so far, in `buf`).
+    Fixed { got: u8 },
+    /// Collecting the 2-byte FEXTRA length.
+    ExtraLen { got: u8 },
+    /// Skipping `left` bytes of FEXTRA.
+    Extra { left: u16 },
+    /// Skipping the zero-terminated FNAME.
+    Name,
+    /// Skipping the zero-terminated FCOMMENT.
+    Comment,
+    /// Collecting the 2-byte FHCRC.
+    HeaderCrc { got: u8 },
+    /// Inflating.
+    Deflate,
+    /// Collecting the 8-byte trailer (CRC32, ISIZE).
+    Trailer { got: u8 },
+    /// Between complete members: another member or zero padding may follow.
+    Between,
+    /// Inside trailing zero padding after the last member.
+    Padding,
+}
+
+/// The inflate state and its history window (about 43 KiB together).
+struct Inflater {
+    decomp: DecompressorOxide,
+    window: [u8; WINDOW_BYTES],
+}
+
+impl Inflater {
+    fn new() -> Inflater {
+        Inflater {
+            decomp: DecompressorOxide::new(),
+            window: [0; WINDOW_BYTES],
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+type InflaterStore = alloc::boxed::Box<Inflater>;
+#[cfg(not(feature = "alloc"))]
+type InflaterStore = Inflater;
+
+/// A push-style gzip decoder. See the [module docs](self) for the streaming loop.
+pub struct GzDecoder {
+    inflater: InflaterStore,
+    state: State,
+    /// Header flags of the current member.
+    flags: u8,
+    /// Fixed-header and trailer bytes collected so far.
+    buf: [u8; 10],
+    /// CRC32 of the current member's header bytes (for FHCRC).
+    header_crc: crc32fast::Hasher,
+    /// CRC32 of the current member's decoded bytes.
+    data_crc: crc32fast::Hasher,
+    /// Decoded length of the current member, mod 2^32.
+    member_len: u32,
+    /// Next write position in the window.
+    window_pos: usize,
+    /// Decoded bytes in the window not yet copied out, starting at `pending_start`.
+    pending_start: usize,
+    pending_len: usize,
+    total_in: u64,
+    total_out: u64,
+    members: u64,
+    failed: Option<GzError>,
+}
+
+impl Default for GzDecoder {
+    fn default() -> Self {
+        GzDecoder::new()
+    }
+}
+
+impl fmt::Debug for GzDecoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GzDecoder")
+            .field("state", &self.state)
+            .field("total_in", &self.total_in)
+            .field("total_out", &self.total_out)
+            .field("members", &self.members)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GzDecoder {
+    /// A decoder expecting the first byte of a gzip stream. Allocates its ~43 KiB state once
+    /// under the `alloc` feature; without it the state is inline (keep the decoder off small
+    /// stacks).
+    pub fn new() -> GzDecoder {
+        GzDecoder {
+            #[cfg(feature = "alloc")]
+            inflater: alloc::boxed::Box::new(Inflater::new()),
+            #[cfg(not(feature = "alloc"))]
+            inflater: Inflater::new(),
+            state: State::Fixed { got: 0 },
+            flags: 0,
+            buf: [0; 10],
+            header_crc: crc32fast::Hasher::new(),
+            data_crc: crc32fast::Hasher::new(),
+            member_len: 0,
+            window_pos: 0,
+            pending_start: 0,
+            pending_len: 0,
+            total_in: 0,
+            total_out: 0,
+            members: 0,
+            failed: None,
+        }
+    }
+
+    /// Compressed bytes consumed so far.
+    pub fn total_in(&self) -> u64 {
+        self.total_in
+    }
+
+    /// Decoded bytes written to callers' output so far.
+    pub fn total_out(&self) -> u64 {
+        self.total_out
+    }
+
+    /// Members completed and verified (CRC32 and ISIZE) so far.
+    pub fn members(&self) -> u64 {
+        self.members
+    }
+
+    /// Decodes from `input` into `output`. Returns the status, the bytes of `input` consumed
+    /// (`nin`) and the bytes of `output` written (`nout`).
+    ///
+    /// Returns with [`GzStatus::OutputFull`] when `output` is full, else once all of `input` is
+    /// consumed ([`GzStatus::NeedsInput`] inside a member, [`GzStatus::Done`] between members).
+    /// An empty `input` only flushes decoded bytes still pending inside the decoder.
+    ///
+    /// # Errors
+    /// A [`GzError`] naming the byte offset for bad magic, unsupported method or flags, a header
+    /// checksum mismatch, corrupt deflate data, or a CRC32/ISIZE mismatch. Bytes written to
+    /// `output` by earlier calls are valid decoded data up to the failing member's trailer (which
+    /// is what failed to verify). After an error every call returns the same error.
+    pub fn decode(
+        &mut self,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(GzStatus, usize, usize), GzError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut nin = 0usize;
+        let mut nout = 0usize;
+        let result = self.decode_inner(input, output, &mut nin, &mut nout);
+        match result {
+            Ok(status) => Ok((status, nin, nout)),
+            Err(e) => {
+                self.failed = Some(e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Checks that the data may end here: `Ok` only between complete members (or in trailing
+    /// zero padding after at least one member).
+    ///
+    /// # Errors
+    /// [`GzError::Truncated`] at the end offset when the input ended inside a member or before
+    /// any member; the earlier error when the decoder has failed.
+    pub fn finish(&self) -> Result<(), GzError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        match self.state {
+            State::Between | State::Padding if self.members > 0 => Ok(()),
+            _ => Err(GzError::Truncated {
+                offset: self.total_in,
+            }),
+        }
+    }
+
+    /// Copies pending window bytes to `output`; returns true when all were copied.
+    fn flush_pending(&mut self, output: &mut [u8], nout: &mut usize) -> bool {
+        if self.pending_len == 0 {
+            return true;
+        }
+        let n = self.pending_len.min(output.len() - *nout);
+        let src = &self.inflater.window[self.pending_start..self.pending_start + n];
+        output[*nout..*nout + n].copy_from_slice(src);
+        self.data_crc.update(src);
+        self.member_len = self.member_len.wrapping_add(n as u32);
+        self.total_out += n as u64;
+        *nout += n;
+        self.pending_start += n;
+        self.pending_len -= n;
+        self.pending_len == 0
+    }
+
+    /// Consumes one byte of header from `input[*nin]` (the caller checked it exists).
+    fn take_header_byte(&mut self, input: &[u8], nin: &mut usize) -> u8 {
+        let b = input[*nin];
+        self.header_crc.update(&[b]);
+        *nin += 1;
+        self.total_in += 1;
+        b
+    }
+
+    /// Consumes header bytes up to and including a zero byte. Returns true when the zero was found.
+    fn skip_zero_terminated(&mut self, input: &[u8], nin: &mut usize) -> bool {
+        let rest = &input[*nin..];
+        let (n, found) = match memchr::memchr(0, rest) {
+            Some(i) => (i + 1, true),
+            None => (rest.len(), false),
+        };
+        self.header_crc.update(&rest[..n]);
+        *nin += n;
+        self.total_in += n as u64;
+        found
+    }
+
+    /// The state after the fixed header or an optional part, given the flags not yet handled.
+    fn next_header_state(&self, after: State) -> State {
+        let order = [
+            (FLAG_EXTRA, State::ExtraLen { got: 0 }),
+            (FLAG_NAME, State::Name),
+            (FLAG_COMMENT, State::Comment),
+            (FLAG_HCRC, State::HeaderCrc { got: 0 }),
+        ];
+        let start = match after {
+            State::Fixed { .. } => 0,
+            State::Extra { .. } | State::ExtraLen { .. } => 1,
+            State::Name => 2,
+            State::Comment => 3,
+            _ => 4,
+        };
+        for (flag, state) in order.iter().skip(start) {
+            if self.flags & flag != 0 {
+                return *state;
+            }
+        }
+        State::Deflate
+    }
+
+    fn start_deflate(&mut self) {
+        self.inflater.decomp.init();
+        self.window_pos = 0;
+        self.pending_start = 0;
+        self.pending_len = 0;
+        self.data_crc = crc32fast::Hasher::new();
+        self.member_len = 0;
+        self.state = State::Deflate;
+    }
+
+    fn decode_inner(
+        &mut self,
+        input: &[u8],
+        output: &mut [u8],
+        nin: &mut usize,
+        nout: &mut usize,
+    ) -> Result<GzStatus, GzError> {
+        loop {
+            if !self.flush_pending(output, nout) {
+                return Ok(GzStatus::OutputFull);
+            }
+            let at_end = *nin == input.len();
+            match self.state {
+                State::Between => {
+                    if at_end {
+                        return Ok(GzStatus::Done);
+                    }
+                    if input[*nin] == 0 {
+                        self.state = State::Padding;
+                    } else {
+                        self.header_crc = crc32fast::Hasher::new();
+                        self.state = State::Fixed { got: 0 };
+                    }
+                }
+                State::Padding => {
+                    let rest = &input[*nin..];
+                    let zeros = rest.iter().take_while(|&&b| b == 0).count();
+                    *nin += zeros;
+                    self.total_in += zeros as u64;
+                    if *nin < input.len() {
+                        return Err(GzError::BadMagic {
+                            offset: self.total_in,
+                        });
+                    }
+                    return Ok(GzStatus::Done);
+                }
+                State::Fixed { got } => {
+                    if at_end {
+                        return Ok(GzStatus::NeedsInput);
+                    }
+                    let offset = self.total_in;
+                    let b = self.take_header_byte(input, nin);
+                    match got {
+                        0 if b != MAGIC_0 => return Err(GzError::BadMagic { offset }),
+                        1 if b != MAGIC_1 => return Err(GzError::BadMagic { offset }),
+                        2 if b != METHOD_DEFLATE => {
+                            return Err(GzError::UnsupportedMethod { offset });
+                        }
+                        3 if b & FLAG_RESERVED != 0 => {
+                            return Err(GzError::ReservedFlags { offset });
+                        }
+                        _ => {}
+                    }
+                    self.buf[got as usize] = b;
+                    if got == 9 {
+                        self.flags = self.buf[3];
+                        self.state = self.next_header_state(State::Fixed { got });
+                        if self.state == State::Deflate {
+                            self.start_deflate();
+                        }
+                    } else {
+                        self.state = State::Fixed { got: got + 1 };
+                    }
+                }
+                State::ExtraLen { got } => {
+                    if at_end {
+                        return Ok(GzStatus::NeedsInput);
+                    }
+                    let b = self.take_header_byte(input, nin);
+                    self.buf[got as usize] = b;
+                    self.state = if got == 1 {
+                        State::Extra {
+                            left: u16::from_le_bytes([self.buf[0], self.buf[1]]),
+                        }
+                    } else {
+                        State::ExtraLen { got: 1 }
+                    };
+                }
+                State::Extra { left } => {
+                    if left == 0 {
+                        self.state = self.next_header_state(State::Extra { left });
+                        if self.state == State::Deflate {
+                            self.start_deflate();
+                        }
+                        continue;
+                    }
+                    if at_end {
+                        return Ok(GzStatus::NeedsInput);
+                    }
+                    let n = (left as usize).min(input.len() - *nin);
+                    self.header_crc.update(&input[*nin..*nin + n]);
+                    *nin += n;
+                    self.total_in += n as u64;
+                    self.state = State::Extra {
+                        left: left - n as u16,
+                    };
+                }
+                State::Name | State::Comment => {
+                    if at_end {
+                        return Ok(GzStatus::NeedsInput);
+                    }
+                    if self.skip_zero_terminated(input, nin) {
+                        self.state = self.next_header_state(self.state);
+                        if self.state == State::Deflate {
+                            self.start_deflate();
+                        }
+                    }
+                }
+                State::HeaderCrc { got } => {
+                    if at_end {
+                        return Ok(GzStatus::NeedsInput);
+                    }
+                    let b = input[*nin];
+                    *nin += 1;
+                    self.total_in += 1;
+                    self.buf[got as usize] = b;
+                    if got == 1 {
+                        let want = u16::from_le_bytes([self.buf[0], self.buf[1]]);
+                        let have = self.header_crc.clone().finalize() as u16;
+                        if want != have {
+                            return Err(GzError::HeaderCrcMismatch {
+                                offset: self.total_in,
+                            });
+                        }
+                        self.start_deflate();
+                    } else {
+                        self.state = State::HeaderCrc { got: 1 };
+                    }
+                }
+                State::Deflate => {
+                    if *nout == output.len() {
+                        return Ok(GzStatus::OutputFull);
+                    }
+                    let inflater: &mut Inflater = &mut self.inflater;
+                    let (status, in_n, out_n) = decompress(
+                        &mut inflater.decomp,
+                        &input[*nin..],
+                        &mut inflater.window,
+                        self.window_pos,
+                        inflate_flags::TINFL_FLAG_HAS_MORE_INPUT
+                            | inflate_flags::TINFL_FLAG_IGNORE_ADLER32,
+                    );
+                    *nin += in_n;
+                    self.total_in += in_n as u64;
+                    self.pending_start = self.window_pos;
+                    self.pending_len = out_n;
+                    self.window_pos = (self.window_pos + out_n) & WINDOW_MASK;
+                    match status {
+                        TINFLStatus::Done => self.state = State::Trailer { got: 0 },
+                        TINFLStatus::HasMoreOutput => {}
+                        TINFLStatus::NeedsMoreInput => {
+                            if *nin == input.len() {
+                                // Everything consumed: copy out what was decoded, then ask for more.
+                                self.flush_pending(output, nout);
+                                return Ok(if self.pending_len == 0 {
+                                    GzStatus::NeedsInput
+                                } else {
+                                    GzStatus::OutputFull
+                                });
+                            }
+                            if in_n == 0 && out_n == 0 {
+                                // No progress with input left: cannot happen for valid data.
+                                return Err(GzError::CorruptDeflate {
+                                    offset: self.total_in,
+                                });
+                            }
+                        }
+                        _ => {
+                            return Err(GzError::CorruptDeflate {
+                                offset: self.total_in,
+                            });
+                        }
+                    }
+                }
+                State::Trailer { got } => {
+                    if at_end {
+                        return Ok(GzStatus::NeedsInput);
+                    }
+                    let n = (8 - got as usize).min(input.len() - *nin);
+                    self.buf[got as usize..got as usize + n]
+                        .copy_from_slice(&input[*nin..*nin + n]);
+                    *nin += n;
+                    self.total_in += n as u64;
+                    let got = got + n as u8;
+                    if got < 8 {
+                        self.state = State::Trailer { got };
+                        continue;
+                    }
+                    let want_crc =
+                        u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+                    let want_len =
+                        u32::from_le_bytes([self.buf[4], self.buf[5], self.buf[6], self.buf[7]]);
+                    let offset = self.total_in;
+                    if self.data_crc.clone().finalize() != want_crc {
+                        return Err(GzError::CrcMismatch { offset });
+                    }
+                    if self.member_len != want_len {
+                        return Err(GzError::SizeMismatch { offset });
+                    }
+                    self.members += 1;
+                    self.state = State::Between;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,655 @@
-//! Placeholder: filled by its issue (see README, 'Status').
+//! Union of half-open `[start_ns, end_ns)` integer intervals: exact, or bounded with an error
+//! bound.
+//!
+//! Empty and inverted intervals (`end_ns <= start_ns`) are ignored, as the reference's
+//! `if stop <= start: continue`. Overlapping or touching intervals count once.
+//!
+//! # Forms
+//! - [`IntervalUnion::exact()`] (`alloc`): grows as needed; `error_bound_ns()` is always 0.
+//! - [`IntervalUnion::bounded(capacity)`] (`alloc`): allocates `capacity` slots once, never more.
+//! - [`IntervalUnionSlice`] over a caller's `&mut [Interval]`, and [`IntervalUnionArray<N>`]
+//!   over an inline array: bounded, no allocator needed.
+//!
+//! # How it works
+//! The union is kept as a sorted set of disjoint, non-touching intervals. An interval that starts
+//! at or after the last one's start (the common case for time-ordered traces such as Kineto's)
+//! extends the last interval or is appended in O(1). Any other interval goes to a small unsorted
+//! pending batch; when the batch is full it is sorted, coalesced and merged into the set in one
+//! backward pass. Any input order is handled correctly.
+//!
+//! # Bounded mode and its error bound
+//! A bounded form splits its slots into the set (7/8) and the pending batch (1/8, at least 1, at
+//! most 4096). When the set is full it coalesces the smallest gaps between neighbouring intervals
+//! (freeing an eighth of the set at a time, so the cost is amortized) and adds each filled gap's
+//! length to [`error_bound_ns`](IntervalSet::error_bound_ns). Coalescing only ever adds time, so
+//! the true union lies in `[union_ns - error_bound_ns, union_ns]`. Capacities below 4 slots are
+//! raised to 4 (the set needs at least 3 slots so that coalescing frees one).
+
+/// One half-open interval `[start_ns, end_ns)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Interval {
+    /// Inclusive start.
+    pub start_ns: i64,
+    /// Exclusive end.
+    pub end_ns: i64,
+}
+
+impl Interval {
+    /// Length in ns (0 when empty or inverted).
+    pub fn len_ns(self) -> u64 {
+        if self.end_ns > self.start_ns {
+            self.end_ns.wrapping_sub(self.start_ns) as u64
+        } else {
+            0
+        }
+    }
+}
+
+/// Storage behind an [`IntervalSet`]: slots for the sorted set and for the pending batch.
+/// Implemented for a growable or fixed `Vec` (alloc), a caller's slice, and an inline array.
+pub trait IntervalStorage {
+    /// The set slots and the pending slots, disjoint.
+    fn split(&mut self) -> (&mut [Interval], &mut [Interval]);
+    /// Read-only view of the set slots.
+    fn set_slots(&self) -> &[Interval];
+    /// Makes room for at least `set_len` set slots and `pending_len` pending slots, returning
+    /// false when the storage is fixed and too small. Called only in growable storage's favour.
+    fn grow(&mut self, set_len: usize, pending_len: usize) -> bool;
+}
+
+/// Sizes of the set and pending parts for `total` fixed slots (total >= 4).
+fn split_sizes(total: usize) -> (usize, usize) {
+    let pending = (total / 8).clamp(1, 4096);
+    (total - pending, pending)
+}
+
+/// Slots in a caller-provided slice (bounded, no allocation).
+#[derive(Debug)]
+pub struct SliceStorage<'a> {
+    set: &'a mut [Interval],
+    pending: &'a mut [Interval],
+}
+
+impl IntervalStorage for SliceStorage<'_> {
+    fn split(&mut self) -> (&mut [Interval], &mut [Interval]) {
+        (self.set, self.pending)
+    }
+    fn set_slots(&self) -> &[Interval] {
+        self.set
+    }
+    fn grow(&mut self, set_len: usize, pending_len: usize) -> bool {
+        set_len <= self.set.len() && pending_len <= self.pending.len()
+    }
+}
+
+/// Slots in an inline array of `N` intervals (bounded, no allocation).
+#[derive(Debug)]
+pub struct ArrayStorage<const N: usize> {
+    slots: [Interval; N],
+}
+
+impl<const N: usize> IntervalStorage for ArrayStorage<N> {
+    fn split(&mut self) -> (&mut [Interval], &mut [Interval]) {
+        let (set, _) = split_sizes(N);
+        self.slots.split_at_mut(set)
+    }
+    fn set_slots(&self) -> &[Interval] {
+        &self.slots[..split_sizes(N).0]
+    }
+    fn grow(&mut self, set_len: usize, pending_len: usize) -> bool {
+        let (s, p) = split_sizes(N);
+        set_len <= s && pending_len <= p
+    }
+}
+
+/// Slots in two vectors: growable (exact) or allocated once (bounded).
+#[cfg(feature = "alloc")]
+#[derive(Debug)]
+pub struct VecStorage {
+    set: alloc::vec::Vec<Interval>,
+    pending: alloc::vec::Vec<Interval>,
+    growable: bool,
+}
+
+#[cfg(feature = "alloc")]
+impl IntervalStorage for VecStorage {
+    fn split(&mut self) -> (&mut [Interval], &mut [Interval]) {
+        (&mut self.set, &mut self.pending)
+    }
+    fn set_slots(&self) -> &[Interval] {
+        &self.set
+    }
+    fn grow(&mut self, set_len: usize, pending_len: usize) -> bool {
+        if set_len <= self.set.len() && pending_len <= self.pending.len() {
+            return true;
+        }
+        if !self.growable {
+            return false;
+        }
+        if set_len > self.set.len() {
+            let n = set_len.max(self.set.len() * 2).max(64);
+            self.set.resize(n, Interval::default());
+        }
+        if pending_len > self.pending.len() {
+            let n = pending_len.max(self.pending.len() * 2).max(64);
+            self.pending.resize(n, Interval::default());
+        }
+        true
+    }
+}
+
+/// The interval union over some [`IntervalStorage`]. Use the aliases [`IntervalUnion`] (alloc),
+/// [`IntervalUnionSlice`] and [`IntervalUnionArray`].
+#[derive(Debug)]
+pub struct IntervalSet<S: IntervalStorage> {
+    storage: S,
+    set_len: usize,
+    pending_len: usize,
+    /// Sum of the set's lengths (pending excluded).
+    set_total_ns: u64,
+    error_bound_ns: u64,
+    exact: bool,
+}
+
+/// Interval union over vectors: [`exact`](IntervalUnion::exact) or
+/// [`bounded`](IntervalUnion::bounded).
+#[cfg(feature = "alloc")]
+pub type IntervalUnion = IntervalSet<VecStorage>;
+
+/// Bounded interval union over a caller-provided slice; no allocation.
+pub type IntervalUnionSlice<'a> = IntervalSet<SliceStorage<'a>>;
+
+/// Bounded interval union over an inline array of `N` slots (`N >= 4`); no allocation.
+pub type IntervalUnionArray<const N: usize> = IntervalSet<ArrayStorage<N>>;
+
+#[cfg(feature = "alloc")]
+impl IntervalSet<VecStorage> {
+    /// Exact union: storage grows with the number of disjoint intervals; the error bound is 0.
+    pub fn exact() -> IntervalUnion {
+        IntervalSet::with_storage(
+            VecStorage {
+                set: alloc::vec::Vec::new(),
+                pending: alloc::vec::Vec::new(),
+                growable: true,
+            },
+            true,
+        )
+    }
+
+    /// Bounded union in `capacity` slots (at least 4) allocated once here; see the module docs
+    /// for the error bound.
+    pub fn bounded(capacity: usize) -> IntervalUnion {
+        let (set, pending) = split_sizes(capacity.max(4));
+        IntervalSet::with_storage(
+            VecStorage {
+                set: alloc::vec![Interval::default(); set],
+                pending: alloc::vec![Interval::default(); pending],
+                growable: false,
+            },
+            false,
+        )
+    }
+
+    /// Exact when `capacity == usize::MAX` (as [`crate::Limits::max_intervals`] says), else
+    /// bounded to `capacity` slots.
+    pub fn with_capacity_limit(capacity: usize) -> IntervalUnion {
+        if capacity == usize::MAX {
+            IntervalSet::exact()
+        } else {
+            IntervalSet::bounded(capacity)
+        }
+    }
+}
+
+impl<'a> IntervalSet<SliceStorage<'a>> {
+    /// Bounded union using `slots` as its only memory. Returns `None` when `slots.len() < 4`.
+    pub fn new(slots: &'a mut [Interval]) -> Option<IntervalUnionSlice<'a>> {
+        if slots.len() < 4 {
+            return None;
+        }
+        let (set, _) = split_sizes(slots.len());
+        let (set, pending) = slots.split_at_mut(set);
+        Some(IntervalSet::with_storage(
+            SliceStorage { set, pending },
+            false,
+        ))
+    }
+}
+
+impl<const N: usize> IntervalSet<ArrayStorage<N>> {
+    /// Bounded union in an inline array of `N` slots.
+    ///
+    /// # Panics
+    /// At compile time (const evaluation) when `N < 4`.
+    pub fn new() -> IntervalUnionArray<N> {
+        const { assert!(N >= 4, "IntervalUnionArray needs at least 4 slots") };
+        IntervalSet::with_storage(
+            ArrayStorage {
+                slots: [Interval::default(); N],
+            },
+            false,
+        )
+    }
+}
+
+impl<const N: usize> Default for IntervalSet<ArrayStorage<N>> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: IntervalStorage> IntervalSet<S> {
+    fn with_storage(storage: S, exact: bool) -> Self {
+        IntervalSet {
+            storage,
+            set_len: 0,
+            pending_len: 0,
+            set_total_ns: 0,
+            error_bound_ns: 0,
+            exact,
+        }
+    }
+
+    /// Adds `[start_ns, end_ns)`; ignored when `end_ns <= start_ns`. Never allocates in the
+    /// bounded forms; amortized O(1) for time-ordered input.
+    pub fn insert(&mut self, start_ns: i64, end_ns: i64) {
+        if end_ns <= start_ns {
+            return;
+        }
+        let iv = Interval { start_ns, end_ns };
+        if self.set_len > 0 {
+            let last_index = self.set_len - 1;
+            let (set, _) = self.storage.split();
+            let last = &mut set[last_index];
+            if start_ns >= last.start_ns {
+                if start_ns <= last.end_ns {
+                    if end_ns > last.end_ns {
+                        self.set_total_ns += end_ns.wrapping_sub(last.end_ns) as u64;
+                        last.end_ns = end_ns;
+                    }
+                    return;
+                }
+                self.append(iv);
+                return;
+            }
+        } else if self.pending_len == 0 {
+            self.append(iv);
+            return;
+        }
+        self.add_pending(iv);
+    }
+
+    fn append(&mut self, iv: Interval) {
+        if !self.storage.grow(self.set_len + 1, 0) {
+            self.coalesce_to(self.set_capacity() - (self.set_capacity() / 8).max(1));
+        }
+        let (set, _) = self.storage.split();
+        set[self.set_len] = iv;
+        self.set_len += 1;
+        self.set_total_ns += iv.len_ns();
+    }
+
+    fn add_pending(&mut self, iv: Interval) {
+        if self.exact {
+            let threshold = (self.set_len / 4).max(1024);
+            if self.pending_len >= threshold {
+                self.flush();
+            }
+        }
+        if !self.storage.grow(0, self.pending_len + 1) {
+            self.flush();
+        }
+        let (_, pending) = self.storage.split();
+        pending[self.pending_len] = iv;
+        self.pending_len += 1;
+    }
+
+    fn set_capacity(&self) -> usize {
+        self.storage.set_slots().len()
+    }
+
+    /// Sorts and merges the pending batch into the set.
+    fn flush(&mut self) {
+        if self.pending_len == 0 {
+            return;
+        }
+        // Sort and coalesce the batch in place.
+        let (_, pending) = self.storage.split();
+        let batch = &mut pending[..self.pending_len];
+        batch.sort_unstable_by_key(|iv| iv.start_ns);
+        let mut p = 0;
+        for i in 1..batch.len() {
+            if batch[i].start_ns <= batch[p].end_ns {
+                batch[p].end_ns = batch[p].end_ns.max(batch[i].end_ns);
+            } else {
+                p += 1;
+                batch[p] = batch[i];
+            }
+        }
+        let p = p + 1;
+        self.pending_len = 0;
+        // Make room for the merge output (at most set_len + p intervals).
+        if !self.storage.grow(self.set_len + p, 0) {
+            let cap = self.set_capacity();
+            let target = (cap - p).min(cap - (cap / 8).max(1));
+            self.coalesce_to(target.max(1));
+        }
+        // Backward merge by end: the set is read from set_len - 1 down, the batch from p - 1 down, and
+        // the output written from set_len + p - 1 down; the write index never falls below the
+        // unread set index, so no unread interval is overwritten.
+        let (set, pending) = self.storage.split();
+        let mut i = self.set_len;
+        let mut j = p;
+        let mut w = self.set_len + p;
+        let mut cur: Option<Interval> = None;
+        while i > 0 || j > 0 {
+            // Both runs are disjoint, so sorted by end as well as by start; taking the larger
+            // end first mirrors a forward sort-and-merge, and an emitted interval can never
+            // overlap a later (smaller-end) one.
+            let next = if j == 0 || (i > 0 && set[i - 1].end_ns >= pending[j - 1].end_ns) {
+                i -= 1;
+                set[i]
+            } else {
+                j -= 1;
+                pending[j]
+            };
+            match cur.as_mut() {
+                Some(c) if next.end_ns >= c.start_ns => {
+                    c.start_ns = c.start_ns.min(next.start_ns);
+                }
+                Some(c) => {
+                    w -= 1;
+                    set[w] = *c;
+                    cur = Some(next);
+                }
+                None => cur = Some(next),
+            }
+        }
+        if let Some(c) = cur {
+            w -= 1;
+            set[w] = c;
+        }
+        let n = self.set_len + p - w;
+        set.copy_within(w..w + n, 0);
+        self.set_len = n;
+        self.set_total_ns = set[..n].iter().map(|iv| iv.len_ns()).sum();
+    }
+
+    /// Coalesces the smallest gaps until at most `target` intervals remain (target >= 1),
+    /// adding each filled gap to the error bound.
+    fn coalesce_to(&mut self, target: usize) {
+        if self.set_len <= target {
+            return;
+        }
+        let merges = self.set_len - target;
+        let (set, _) = self.storage.split();
+        let set = &mut set[..self.set_len];
+        let gap = |k: usize, s: &[Interval]| s[k + 1].start_ns.wrapping_sub(s[k].end_ns) as u64;
+        // Smallest threshold T with at least `merges` gaps <= T (binary search on the value).
+        let (mut lo, mut hi) = (0u64, u64::MAX);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let count = (0..set.len() - 1).filter(|&k| gap(k, set) <= mid).count();
+            if count >= merges {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let threshold = lo;
+        let below = (0..set.len() - 1)
+            .filter(|&k| gap(k, set) < threshold)
+            .count();
+        let mut equal_quota = merges - below;
+        let mut out = 0;
+        let mut filled = 0u64;
+        for k in 1..set.len() {
+            let g = set[k].start_ns.wrapping_sub(set[out].end_ns) as u64;
+            let take = g < threshold || (g == threshold && equal_quota > 0);
+            if take {
+                if g == threshold {
+                    equal_quota -= 1;
+                }
+                filled += g;
+                set[out].end_ns = set[k].end_ns;
+            } else {
+                out += 1;
+                set[out] = set[k];
+            }
+        }
+        self.set_len = out + 1;
+        self.error_bound_ns += filled;
+        self.set_total_ns += filled;
+    }
+
+    /// Merges any pending intervals into the set. Called by the readers below; call it to
+    /// control when the work happens.
+    pub fn flush_pending(&mut self) {
+        self.flush();
+    }
+
+    /// Length of the union in ns (merges the pending batch first). In bounded mode this is an
+    /// upper bound; the true union is at least `union_ns() - error_bound_ns()`.
+    pub fn union_ns(&mut self) -> u64 {
+        self.flush();
+        self.set_total_ns
+    }
+
+    /// Time filled in by coalescing gaps (0 in exact mode, and in bounded mode until full).
+    pub fn error_bound_ns(&self) -> u64 {
+        self.error_bound_ns
+    }
+
+    /// Number of stored intervals: disjoint set plus pending batch (memory in use, in slots).
+    pub fn len(&self) -> usize {
+        self.set_len + self.pending_len
+    }
+
+    /// True when nothing non-empty was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True for the growable exact form.
+    pub fn is_exact(&self) -> bool {
+        self.exact
+    }
+
+    /// The disjoint intervals of the union, sorted (merges the pending batch first).
+    pub fn intervals(&mut self) -> &[Interval] {
+        self.flush();
+        &self.storage.set_slots()[..self.set_len]
+    }
+
+    /// Forgets every interval and the error bound; keeps the storage.
+    pub fn clear(&mut self) {
+        self.set_len = 0;
+        self.pending_len = 0;
+        self.set_total_ns = 0;
+        self.error_bound_ns = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::Rng;
+    use std::vec::Vec;
+
+    /// Naive oracle: sort and merge.
+    fn naive_union(ivs: &[(i64, i64)]) -> u64 {
+        let mut v: Vec<(i64, i64)> = ivs.iter().copied().filter(|(s, e)| e > s).collect();
+        v.sort();
+        let mut total: u128 = 0;
+        let mut end: Option<i64> = None;
+        for (s, e) in v {
+            match end {
+                Some(x) if s < x => {
+                    if e > x {
+                        total += (e as i128 - x as i128) as u128;
+                        end = Some(e);
+                    }
+                }
+                _ => {
+                    total += (e as i128 - s as i128) as u128;
+                    end = Some(e);
+                }
+            }
+        }
+        total as u64
+    }
+
+    fn gen_case(rng: &mut Rng) -> Vec<(i64, i64)> {
+        let n = rng.below(300) as usize;
+        let sorted = rng.below(3);
+        let span = 1 + rng.below(10_000) as i64;
+        let mut t = 0i64;
+        (0..n)
+            .map(|_| {
+                let s = match sorted {
+                    0 => rng.below(span as u64) as i64 - span / 2,
+                    _ => {
+                        t += rng.below(50) as i64;
+                        // Mostly sorted with occasional stragglers.
+                        if rng.below(10) == 0 {
+                            t - rng.below(200) as i64
+                        } else {
+                            t
+                        }
+                    }
+                };
+                let len = rng.below(60) as i64 - 5; // some empty / inverted
+                (s, s + len)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn exact_matches_sort_and_merge() {
+        let mut rng = Rng::from_env(21);
+        for _ in 0..2000 {
+            let ivs = gen_case(&mut rng);
+            let mut u = IntervalUnion::exact();
+            for &(s, e) in &ivs {
+                u.insert(s, e);
+            }
+            assert_eq!(u.union_ns(), naive_union(&ivs), "{ivs:?}");
+            assert_eq!(u.error_bound_ns(), 0);
+            // The disjoint list itself is sorted, disjoint, non-touching.
+            let list = u.intervals().to_vec();
+            for w in list.windows(2) {
+                assert!(w[0].end_ns < w[1].start_ns);
+            }
+        }
+    }
+
+    #[test]
+    fn exact_handles_many_out_of_order_intervals() {
+        let mut rng = Rng::from_env(22);
+        let ivs: Vec<(i64, i64)> = (0..20_000)
+            .map(|_| {
+                let s = rng.below(1 << 40) as i64;
+                (s, s + rng.below(1 << 20) as i64)
+            })
+            .collect();
+        let mut u = IntervalUnion::exact();
+        ivs.iter().for_each(|&(s, e)| u.insert(s, e));
+        assert_eq!(u.union_ns(), naive_union(&ivs));
+    }
+
+    fn check_bounded(u_union: u64, bound: u64, truth: u64) {
+        assert!(u_union >= truth, "union {u_union} below truth {truth}");
+        assert!(
+            u_union - bound <= truth,
+            "union {u_union} - bound {bound} above {truth}"
+        );
+    }
+
+    #[test]
+    fn bounded_forms_stay_within_their_bound() {
+        let mut rng = Rng::from_env(23);
+        for case in 0..1500 {
+            let ivs = gen_case(&mut rng);
+            let truth = naive_union(&ivs);
+            let cap = 4 + (case % 40);
+            let mut v = IntervalUnion::bounded(cap);
+            let mut slots = [Interval::default(); 43];
+            let mut s = IntervalUnionSlice::new(&mut slots[..cap]).unwrap();
+            let mut a = IntervalUnionArray::<9>::new();
+            for &(st, e) in &ivs {
+                v.insert(st, e);
+                s.insert(st, e);
+                a.insert(st, e);
+                assert!(v.len() <= cap && s.len() <= cap && a.len() <= 9);
+            }
+            let (vu, su, au) = (v.union_ns(), s.union_ns(), a.union_ns());
+            check_bounded(vu, v.error_bound_ns(), truth);
+            check_bounded(su, s.error_bound_ns(), truth);
+            check_bounded(au, a.error_bound_ns(), truth);
+            assert_eq!((vu, v.error_bound_ns()), (su, s.error_bound_ns()));
+            if naive_count(&ivs) <= split_sizes(cap).0 && v.error_bound_ns() == 0 {
+                assert_eq!(vu, truth);
+            }
+        }
+    }
+
+    fn naive_count(ivs: &[(i64, i64)]) -> usize {
+        let mut u = IntervalUnion::exact();
+        ivs.iter().for_each(|&(s, e)| u.insert(s, e));
+        u.intervals().len()
+    }
+
+    #[test]
+    fn bounded_is_exact_while_it_fits() {
+        let mut u = IntervalUnion::bounded(64);
+        for k in 0..50 {
+            u.insert(k * 10, k * 10 + 5);
+        }
+        assert_eq!(u.union_ns(), 250);
+        assert_eq!(u.error_bound_ns(), 0);
+    }
+
+    #[test]
+    fn coalescing_fills_the_smallest_gaps() {
+        // Set capacity 7 (8 slots): gaps of 1 and 2 get filled first.
+        let mut u = IntervalUnion::bounded(8);
+        let ivs = [
+            (0, 10),
+            (11, 20),
+            (100, 110),
+            (112, 120),
+            (200, 210),
+            (300, 310),
+            (400, 410),
+        ];
+        for (s, e) in ivs {
+            u.insert(s, e);
+        }
+        assert_eq!(u.error_bound_ns(), 0);
+        u.insert(500, 510);
+        // One merge needed (7 -> 6), then append: the gap of 1 at 10..11 is filled.
+        assert_eq!(u.error_bound_ns(), 1);
+        assert_eq!(u.union_ns(), 78);
+    }
+
+    #[test]
+    fn extreme_values() {
+        let mut u = IntervalUnion::exact();
+        u.insert(i64::MIN, i64::MAX);
+        u.insert(0, 5);
+        assert_eq!(u.union_ns(), u64::MAX);
+        let mut u = IntervalUnion::bounded(4);
+        u.insert(i64::MAX - 1, i64::MAX);
+        u.insert(i64::MIN, i64::MIN + 1);
+        u.insert(0, 1);
+        u.insert(-5, -4);
+        u.insert(7, 8);
+        assert!(u.union_ns() >= 5);
+    }
+
+    #[test]
+    fn rejects_tiny_slices() {
+        let mut slots = [Interval::default(); 3];
+        assert!(IntervalUnionSlice::new(&mut slots).is_none());
+    }
+}

@@ -30,7 +30,7 @@ enum Cmd {
     /// Summarize a benchmark runs folder (host telemetry, requests, traces).
     Summarize(summarize::Args),
     /// Sample GPUs (NVML), CPU package energy (RAPL) and the host into a trace.csv.
-    Record(record::Args),
+    Record(Box<record::Args>),
     /// Send a named mark to a running recorder.
     Mark(mark::Args),
     /// Serve the static analysis page (www/) on localhost.
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         Cmd::Trace(a) => trace::run(a),
         Cmd::Analyze(a) => analyze::run(a),
         Cmd::Summarize(a) => summarize::run(a),
-        Cmd::Record(a) => record::run(a),
+        Cmd::Record(a) => record::run(*a),
         Cmd::Mark(a) => mark::run(a),
         Cmd::Web(a) => web::run(a),
     };

@@ -1,0 +1,139 @@
+//! Counting-allocator proof that the bounded numerics allocate nothing per interval or value in
+//! steady state: after construction, feeding many inputs performs zero allocations.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use flinch_core::energy::{CounterDelta, ReferenceTrapezoid, Trapezoid, WindowEnergy};
+use flinch_core::intervals::{Interval, IntervalUnion, IntervalUnionArray, IntervalUnionSlice};
+use flinch_core::stats::{Fsum, Num, stats_in_place};
+
+struct Counting;
+
+thread_local! {
+    /// Counting is per thread: tests run in parallel, and only the measured thread counts.
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: the allocator may run while thread-locals are being torn down.
+    let _ = COUNTING.try_with(|c| {
+        if c.get() {
+            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
+        }
+    });
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` and returns how many allocations it made.
+fn allocations_in(f: impl FnOnce()) -> usize {
+    ALLOCS.with(|a| a.set(0));
+    COUNTING.with(|c| c.set(true));
+    f();
+    COUNTING.with(|c| c.set(false));
+    ALLOCS.with(|a| a.get())
+}
+
+/// A deterministic, mostly sorted interval stream with stragglers and overlaps.
+fn interval_stream(n: usize) -> impl Iterator<Item = (i64, i64)> {
+    let mut x: u64 = 0x1234_5678;
+    let mut t = 0i64;
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t += (x % 1000) as i64;
+        let start = if x.is_multiple_of(7) {
+            t - (x % 50_000) as i64
+        } else {
+            t
+        };
+        (start, start + (x % 3000) as i64)
+    })
+}
+
+#[test]
+fn bounded_interval_unions_do_not_allocate_per_interval() {
+    let mut u = IntervalUnion::bounded(1024);
+    let mut slots = vec![Interval::default(); 512];
+    let mut s = IntervalUnionSlice::new(&mut slots).unwrap();
+    let mut a = Box::new(IntervalUnionArray::<256>::new());
+    let n = allocations_in(|| {
+        for (start, end) in interval_stream(200_000) {
+            u.insert(start, end);
+            s.insert(start, end);
+            a.insert(start, end);
+        }
+        assert!(u.union_ns() > 0 && s.union_ns() > 0 && a.union_ns() > 0);
+        assert!(
+            u.error_bound_ns() > 0,
+            "the stream must overflow the capacity"
+        );
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn stats_in_place_and_energy_do_not_allocate() {
+    let mut values: Vec<Num> = (0..10_000)
+        .map(|i| {
+            if i % 3 == 0 {
+                Num::Int(i)
+            } else {
+                Num::Float(i as f64 * 0.37)
+            }
+        })
+        .collect();
+    let n = allocations_in(|| {
+        let s = stats_in_place(&mut values);
+        assert_eq!(s.n, 10_000);
+        let mut f = Fsum::new();
+        let mut t = Trapezoid::new(5_000_000_000);
+        let mut w = WindowEnergy::new(1_000_000, 9_000_000_000, 5_000_000_000);
+        let mut r = ReferenceTrapezoid::new(5.0);
+        let mut c = CounterDelta::new(Some(1 << 32));
+        for i in 0..100_000i64 {
+            f.add(i as f64 * 0.1);
+            t.push(i * 100_000, 100.0 + (i % 7) as f64);
+            w.push(i * 100_000, 100.0 + (i % 7) as f64);
+            r.push(i as f64 * 1e-4, 100.0);
+            c.push(((i * 77_777) as u64) % (1 << 32));
+        }
+        assert!(f.value() > 0.0 && t.result().energy_j.is_some());
+        assert!(w.result().energy_j.is_some() && r.energy_j().is_some());
+        assert!(c.result().wraps > 0);
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    let n = allocations_in(|| {
+        let mut u = IntervalUnion::exact();
+        for (start, end) in interval_stream(10_000) {
+            u.insert(start, end);
+        }
+        std::hint::black_box(u.union_ns());
+    });
+    assert!(
+        n > 0,
+        "the exact (growable) form allocates, and the counter must see it"
+    );
+}

@@ -1,0 +1,239 @@
+//! The marks FIFO (SPEC §3): creation and checks, the line format, and the reader thread.
+//!
+//! Line format: `<label>` (stamped when the recorder reads it) or `@<t_mono_ns> <label>` (stamped
+//! by the sender with CLOCK_MONOTONIC, which `flinch-trace mark` does). Leading and trailing
+//! whitespace is trimmed; empty lines are ignored; lines over [`MAX_LINE`] bytes are dropped with
+//! a warning.
+use std::ffi::CString;
+use std::fs::File;
+use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use super::clock::Clock;
+use super::writer::{Msg, RowSender, push_mark_row};
+
+/// Longest accepted line, bytes (PIPE_BUF, so one write of a line is atomic).
+pub const MAX_LINE: usize = 4096;
+
+/// A parsed mark line: the sender's timestamp if it sent one, and the label.
+pub fn parse_line(line: &str) -> Option<(Option<u64>, &str)> {
+    let line = line.trim();
+    if line.is_empty() {
+        return None;
+    }
+    if let Some(rest) = line.strip_prefix('@')
+        && let Some((ts, label)) = rest.split_once(' ')
+        && let Ok(t) = ts.parse::<u64>()
+    {
+        let label = label.trim();
+        return (!label.is_empty()).then_some((Some(t), label));
+    }
+    Some((None, line))
+}
+
+/// Makes sure `path` is a FIFO this user owns: creates it with mode 0600 if missing.
+/// Returns whether it was created (so the recorder removes it at the end).
+///
+/// # Errors
+/// The path exists but is not a FIFO, belongs to another user, or cannot be created.
+pub fn ensure_fifo(path: &Path) -> Result<bool, String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => {
+            if !m.file_type().is_fifo() {
+                return Err(format!(
+                    "error: marks FIFO {}: exists but is not a FIFO",
+                    path.display()
+                ));
+            }
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            if m.uid() != me {
+                return Err(format!(
+                    "error: marks FIFO {}: belongs to uid {}, not to you (uid {me}); refusing it",
+                    path.display(),
+                    m.uid()
+                ));
+            }
+            Ok(false)
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let c = CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| format!("error: marks FIFO {}: NUL in path", path.display()))?;
+            // SAFETY: `c` is a valid NUL-terminated path.
+            if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+                let e = std::io::Error::last_os_error();
+                return Err(format!(
+                    "error: cannot create marks FIFO {}: {e}",
+                    path.display()
+                ));
+            }
+            // mkfifo applies the umask; make the mode exactly 0600 whatever the umask.
+            // SAFETY: as above.
+            unsafe { libc::chmod(c.as_ptr(), 0o600) };
+            Ok(true)
+        }
+        Err(e) => Err(format!("error: marks FIFO {}: {e}", path.display())),
+    }
+}
+
+/// The running marks reader.
+pub struct MarksReader {
+    stop: Arc<AtomicBool>,
+    join: JoinHandle<()>,
+    marks: Arc<AtomicU64>,
+}
+
+impl MarksReader {
+    /// Opens the FIFO read-write (so it never sees end-of-file between writers and `mark` finds a
+    /// reader) and starts the thread that turns lines into MARK rows.
+    pub fn start(
+        path: &Path,
+        clock: Arc<dyn Clock>,
+        sender: RowSender,
+        n_cols: usize,
+    ) -> Result<Self, String> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| format!("error: cannot open marks FIFO {}: {e}", path.display()))?;
+        if !file
+            .metadata()
+            .map(|m| m.file_type().is_fifo())
+            .unwrap_or(false)
+        {
+            return Err(format!("error: marks FIFO {}: not a FIFO", path.display()));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let marks = Arc::new(AtomicU64::new(0));
+        let (stop_t, marks_t) = (stop.clone(), marks.clone());
+        let join = std::thread::Builder::new()
+            .name("flinch-marks".into())
+            .spawn(move || read_loop(file, &*clock, &sender, n_cols, &stop_t, &marks_t))
+            .map_err(|e| format!("error: cannot start the marks thread: {e}"))?;
+        Ok(MarksReader { stop, join, marks })
+    }
+
+    /// Reads what is already in the FIFO, then stops; returns the number of marks written.
+    pub fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.join.join();
+        self.marks.load(Ordering::SeqCst)
+    }
+}
+
+fn read_loop(
+    file: File,
+    clock: &dyn Clock,
+    sender: &RowSender,
+    n_cols: usize,
+    stop: &AtomicBool,
+    marks: &AtomicU64,
+) {
+    use std::io::Read;
+    let mut file = file;
+    let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
+    let mut overlong = false;
+    let mut chunk = [0u8; 4096];
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        let mut pfd = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, if stopping { 0 } else { 50 }) };
+        if ready <= 0 {
+            if stopping {
+                return;
+            }
+            continue;
+        }
+        let n = match file.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => 0,
+            Err(_) => return,
+        };
+        let t_read = clock.mono_ns();
+        let w_read = clock.wall_ns();
+        let mut out = None::<Vec<u8>>;
+        let mut rows = 0;
+        for &b in &chunk[..n] {
+            if b != b'\n' {
+                if line.len() < MAX_LINE {
+                    line.push(b);
+                } else {
+                    overlong = true;
+                }
+                continue;
+            }
+            if overlong {
+                eprintln!("warning: marks FIFO: dropped a line longer than {MAX_LINE} bytes");
+            } else if let Some((ts, label)) = parse_line(&String::from_utf8_lossy(&line)) {
+                let buf = out.get_or_insert_with(|| sender.buffer());
+                let t_mono = ts.unwrap_or(t_read);
+                // A sender's timestamp gets the wall time it corresponds to.
+                let t_wall = (w_read as i128 - (t_read as i128 - t_mono as i128)).max(0) as u64;
+                push_mark_row(buf, n_cols, t_mono, t_wall, label);
+                rows += 1;
+            }
+            line.clear();
+            overlong = false;
+        }
+        if let Some(buf) = out {
+            sender.send(Msg::Csv(buf, rows));
+            marks.fetch_add(rows, Ordering::SeqCst);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_and_stamped_lines() {
+        assert_eq!(parse_line("  infer_start \n"), Some((None, "infer_start")));
+        assert_eq!(parse_line("@123 a b"), Some((Some(123), "a b")));
+        assert_eq!(parse_line("@x y"), Some((None, "@x y")));
+        assert_eq!(parse_line("@12"), Some((None, "@12")));
+        assert_eq!(parse_line("@12  "), Some((None, "@12")));
+        assert_eq!(parse_line("   "), None);
+    }
+
+    #[test]
+    fn fifo_is_created_0600_and_other_paths_are_refused() {
+        let dir = std::env::temp_dir().join(format!("flinch-marks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("fifo");
+        assert!(ensure_fifo(&p).unwrap());
+        let m = std::fs::metadata(&p).unwrap();
+        assert!(m.file_type().is_fifo());
+        assert_eq!(m.mode() & 0o777, 0o600);
+        assert!(!ensure_fifo(&p).unwrap());
+        let f = dir.join("regular");
+        std::fs::write(&f, "x").unwrap();
+        assert!(ensure_fifo(&f).err().unwrap().contains("not a FIFO"));
+        // Another user's FIFO (we run as root in CI; skip the chown check otherwise).
+        let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: valid path.
+        if unsafe { libc::chown(c.as_ptr(), 12345, 12345) } == 0 {
+            assert!(
+                ensure_fifo(&p)
+                    .err()
+                    .unwrap()
+                    .contains("belongs to uid 12345")
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,450 @@
+//! `flinch-trace record`: samples GPUs (NVML), RAPL powercap zones and the host into a trace.csv,
+//! with named marks from a FIFO, optionally for the lifetime of a command.
+//!
+//! Threads: the sampler (absolute deadlines), the writer (owns the files), the marks reader, the
+//! signal taker, and the main thread (which runs and waits for the command, if any).
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::CmdResult;
+
+pub mod clock;
+pub mod gpu;
+pub mod health;
+pub mod host;
+pub mod marks;
+pub mod nvml;
+pub mod rapl;
+pub mod sampler;
+pub mod sidecar;
+pub mod signals;
+pub mod writer;
+
+use clock::{Clock, FakeClock, SystemClock};
+use gpu::{GpuSource, ScriptedGpu};
+use sidecar::{GpuEntry, Sidecar};
+use writer::{Msg, Writer, column_count, header, push_mark_row};
+
+/// Arguments of `flinch-trace record` (the reference sampler's flags keep working).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Output CSV; appended to when it exists with the same columns (the header is not repeated).
+    #[arg(long, default_value = "trace.csv")]
+    out: PathBuf,
+    /// GPU indices to sample, e.g. `0,2` (default: every GPU).
+    #[arg(long, value_delimiter = ',')]
+    gpu: Option<Vec<u32>>,
+    /// Sampling period in milliseconds (fractions allowed, at least 0.05).
+    #[arg(long, default_value_t = 10.0)]
+    interval_ms: f64,
+    /// Recording length in seconds (default 30; `inf` records until Ctrl-C or SIGTERM). With a
+    /// command, the recording lasts as long as the command instead.
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Marks FIFO (created 0600 if missing). With a command, a private one is made when omitted.
+    #[arg(long)]
+    marks_fifo: Option<PathBuf>,
+    /// The `energy_uj` file that fills `rapl_energy_uj` (default: the first package zone).
+    #[arg(long)]
+    rapl: Option<PathBuf>,
+    /// Do not record RAPL.
+    #[arg(long)]
+    no_rapl: bool,
+    /// Powercap sysfs root to discover RAPL zones in.
+    #[arg(long, default_value = "/sys/class/powercap")]
+    powercap_root: PathBuf,
+    /// Where /proc is (host CPU and memory).
+    #[arg(long, default_value = "/proc")]
+    proc_root: PathBuf,
+    /// Host CPU/memory period in milliseconds (/proc/stat counts in 10 ms jiffies).
+    #[arg(long, default_value_t = 100)]
+    host_interval_ms: u64,
+    /// Do not record host CPU and memory.
+    #[arg(long)]
+    no_host: bool,
+    /// Fail (non-zero exit) instead of recording without GPU data when NVML is unavailable.
+    #[arg(long)]
+    require_gpu: bool,
+    /// Also write host telemetry JSONL rows in the schema `summarize` reads.
+    #[arg(long)]
+    host_jsonl: Option<PathBuf>,
+    /// Host-telemetry JSONL period in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    host_jsonl_interval_ms: u64,
+    /// Testing seam: replay GPU readings from a script instead of NVML (see README).
+    #[arg(long, hide = true)]
+    scripted_gpu: Option<PathBuf>,
+    /// Testing seam: a virtual clock advancing this many ns per reading (deterministic output).
+    #[arg(long, hide = true)]
+    fake_clock_step_ns: Option<u64>,
+    /// Command to run and record: `flinch-trace record [OPTIONS] -- CMD ARGS...`.
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+/// A FIFO the recorder made and removes at the end (with its private directory, if any).
+struct FifoGuard {
+    path: PathBuf,
+    created: bool,
+    private_dir: Option<PathBuf>,
+}
+
+impl Drop for FifoGuard {
+    fn drop(&mut self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        if let Some(d) = &self.private_dir {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+fn private_fifo() -> Result<FifoGuard, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!(
+        "flinch-trace-{}-{}",
+        std::process::id(),
+        clock::mono_now_ns()
+    ));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("error: cannot create {}: {e}", dir.display()))?;
+    let path = dir.join("marks");
+    let created = marks::ensure_fifo(&path)?;
+    Ok(FifoGuard {
+        path,
+        created,
+        private_dir: Some(dir),
+    })
+}
+
+fn validate(a: &Args) -> Result<(), String> {
+    if !(a.interval_ms.is_finite() && a.interval_ms >= 0.05) {
+        return Err(format!(
+            "error: --interval-ms {}: must be at least 0.05",
+            a.interval_ms
+        ));
+    }
+    if let Some(s) = a.seconds {
+        if s.is_nan() || s <= 0.0 {
+            return Err(format!("error: --seconds {s}: must be positive (or inf)"));
+        }
+        if !a.command.is_empty() {
+            return Err("error: give either --seconds or a command (the command's lifetime is the recording)".into());
+        }
+    }
+    if a.fake_clock_step_ns.is_some()
+        && a.command.is_empty()
+        && !a.seconds.is_some_and(f64::is_finite)
+    {
+        return Err("error: the virtual clock needs a finite --seconds".into());
+    }
+    if a.scripted_gpu.is_some() && a.gpu.is_some() {
+        return Err("error: --gpu does not apply to a scripted GPU source".into());
+    }
+    if a.host_interval_ms == 0 || a.host_jsonl_interval_ms == 0 {
+        return Err("error: host intervals must be at least 1 ms".into());
+    }
+    Ok(())
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> CmdResult {
+    validate(&args)?;
+    let mut warnings: Vec<String> = Vec::new();
+    let mut warn = |w: String| {
+        eprintln!("{w}");
+        warnings.push(w);
+    };
+
+    // GPU source.
+    let mut gpu_unavailable = None;
+    let mut driver = None;
+    let (gpu, gpu_source): (Option<Box<dyn GpuSource>>, &'static str) = if let Some(p) =
+        &args.scripted_gpu
+    {
+        let text =
+            std::fs::read_to_string(p).map_err(|e| format!("error: {}: {e}", p.display()))?;
+        (
+            Some(Box::new(
+                ScriptedGpu::parse(&text).map_err(|e| format!("error: {}: {e}", p.display()))?,
+            )),
+            "scripted",
+        )
+    } else {
+        match nvml::NvmlSource::open(args.gpu.as_deref()) {
+            Ok(src) => {
+                driver = Some(src.driver.clone());
+                (Some(Box::new(src)), "nvml")
+            }
+            Err(why) if why.starts_with("--gpu") => return Err(format!("error: {why}")),
+            Err(why) if args.require_gpu => {
+                return Err(format!(
+                    "error: no GPU data: {why}; --require-gpu was given"
+                ));
+            }
+            Err(why) => {
+                warn(format!(
+                    "warning: no GPU data: {why}; recording host and RAPL only (--require-gpu makes this an error)"
+                ));
+                gpu_unavailable = Some(why);
+                (None, "none")
+            }
+        }
+    };
+
+    // RAPL and host.
+    let rapl = if args.no_rapl {
+        rapl::Rapl::none()
+    } else {
+        if let Some(p) = &args.rapl
+            && !p.exists()
+        {
+            return Err(format!("error: --rapl {}: no such file", p.display()));
+        }
+        let r = rapl::Rapl::discover(&args.powercap_root, args.rapl.as_deref());
+        if let Some(w) = r.warning() {
+            warn(w);
+        }
+        if r.zones().is_empty() {
+            warn(format!(
+                "warning: RAPL: no powercap zones under {} (no RAPL here, or /sys not mounted); rapl columns stay empty",
+                args.powercap_root.display()
+            ));
+        }
+        r
+    };
+    let host = (!args.no_host).then(|| host::Host::open(&args.proc_root));
+
+    // Layout and output.
+    let header_line = header(rapl.extra_columns());
+    let n_cols = column_count(&header_line);
+    let appended = std::fs::metadata(&args.out)
+        .map(|m| m.len() > 0)
+        .unwrap_or(false);
+
+    // Signals before any other thread, so every thread inherits the blocked mask.
+    let stop_state = Arc::new(signals::StopState::default());
+    let sig_thread = signals::start(stop_state.clone());
+
+    let writer = match Writer::start(&args.out, &header_line, args.host_jsonl.as_deref()) {
+        Ok(w) => w,
+        Err(e) => {
+            signals::finish(&stop_state, sig_thread);
+            return Err(e);
+        }
+    };
+    let clock: Arc<dyn Clock> = match args.fake_clock_step_ns {
+        Some(step) => Arc::new(FakeClock::new(step)),
+        None => Arc::new(SystemClock),
+    };
+
+    // Marks FIFO.
+    let fifo = match (&args.marks_fifo, args.command.is_empty()) {
+        (Some(p), _) => marks::ensure_fifo(p).map(|created| {
+            Some(FifoGuard {
+                path: p.clone(),
+                created,
+                private_dir: None,
+            })
+        }),
+        (None, false) => private_fifo().map(Some),
+        (None, true) => Ok(None),
+    };
+    let fifo = match fifo {
+        Ok(f) => f,
+        Err(e) => {
+            drop(writer.finish());
+            signals::finish(&stop_state, sig_thread);
+            return Err(e);
+        }
+    };
+    let marks_reader = match &fifo {
+        Some(f) => match marks::MarksReader::start(&f.path, clock.clone(), writer.sender(), n_cols)
+        {
+            Ok(r) => Some(r),
+            Err(e) => {
+                drop(writer.finish());
+                signals::finish(&stop_state, sig_thread);
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+
+    let interval_ns = (args.interval_ms * 1e6).round() as u64;
+    let start_mono = clock.mono_ns();
+    let start_wall = clock.wall_ns();
+    let end_mono = match (args.command.is_empty(), args.seconds.unwrap_or(30.0)) {
+        (true, s) if s.is_finite() => Some(start_mono + (s * 1e9).round() as u64),
+        _ => None,
+    };
+    let gpus: Vec<GpuEntry> = gpu
+        .as_ref()
+        .map(|g| {
+            g.info()
+                .iter()
+                .enumerate()
+                .map(|(slot, info)| GpuEntry {
+                    info: info.clone(),
+                    gpu_power_w_source: g.power_kind(slot),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut side = Sidecar {
+        tool: "flinch-trace",
+        version: env!("CARGO_PKG_VERSION"),
+        csv: args.out.display().to_string(),
+        appended,
+        columns: header_line.split(',').map(str::to_string).collect(),
+        interval_ms: args.interval_ms,
+        clock: if args.fake_clock_step_ns.is_some() {
+            "virtual"
+        } else {
+            "CLOCK_MONOTONIC"
+        },
+        gpu_source,
+        gpu_unavailable,
+        nvml: driver,
+        gpus,
+        rapl_zones: rapl.zones().to_vec(),
+        host_interval_ms: host.as_ref().map(|_| args.host_interval_ms as f64),
+        host_jsonl: args.host_jsonl.as_ref().map(|p| p.display().to_string()),
+        host: sidecar::host_info(),
+        marks_fifo: fifo.as_ref().map(|f| f.path.display().to_string()),
+        command: (!args.command.is_empty()).then(|| args.command.clone()),
+        started_wall_ns: start_wall,
+        started_mono_ns: start_mono,
+        warnings,
+        health: None,
+        ended_by: None,
+    };
+    if let Err(w) = side.write(&args.out) {
+        eprintln!("{w}");
+    }
+
+    // The recording's own marks, and the sampler thread.
+    let mark_now = |label: &str| {
+        let s = writer.sender();
+        let mut b = s.buffer();
+        push_mark_row(&mut b, n_cols, clock.mono_ns(), clock.wall_ns(), label);
+        s.send(Msg::Csv(b, 1));
+    };
+    mark_now("begin");
+    let cfg = sampler::SamplerConfig {
+        interval_ns,
+        end_mono_ns: end_mono,
+        host_every_ns: args.host_interval_ms * 1_000_000,
+        jsonl_every_ns: args
+            .host_jsonl
+            .as_ref()
+            .map(|_| args.host_jsonl_interval_ms * 1_000_000),
+        n_cols,
+        start_mono_ns: start_mono,
+    };
+    let sources = sampler::Sources { gpu, rapl, host };
+    let sampler_sender = writer.sender();
+    let sampler_clock = clock.clone();
+    let sampler_state = stop_state.clone();
+    let sampler = std::thread::Builder::new()
+        .name("flinch-sampler".into())
+        .spawn(move || {
+            sampler::run(
+                &cfg,
+                &sampler_clock,
+                sources,
+                &sampler_sender,
+                &sampler_state.stop,
+            )
+        })
+        .map_err(|e| format!("error: cannot start the sampler thread: {e}"))?;
+
+    // The command, if any.
+    let mut exit = ExitCode::SUCCESS;
+    let mut ended_by = String::new();
+    let mut child_error = None;
+    if let (Some(prog), Some(f)) = (args.command.first(), &fifo) {
+        mark_now("cmd_start");
+        match std::process::Command::new(prog)
+            .args(&args.command[1..])
+            .env("FLINCH_MARKS", &f.path)
+            .spawn()
+        {
+            Ok(mut child) => {
+                stop_state
+                    .child_pid
+                    .store(child.id() as i32, Ordering::SeqCst);
+                let status = child.wait();
+                stop_state.child_pid.store(0, Ordering::SeqCst);
+                mark_now("cmd_end");
+                match status {
+                    Ok(st) => {
+                        use std::os::unix::process::ExitStatusExt;
+                        let code = st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
+                        ended_by = match st.signal() {
+                            Some(s) => format!("command ended by signal {s}"),
+                            None => format!("command exited with status {code}"),
+                        };
+                        exit = ExitCode::from(code.clamp(0, 255) as u8);
+                    }
+                    Err(e) => child_error = Some(format!("error: waiting for {prog}: {e}")),
+                }
+            }
+            Err(e) => {
+                mark_now("cmd_end");
+                child_error = Some(format!("error: cannot run {prog}: {e}"));
+            }
+        }
+        stop_state.stop.store(true, Ordering::SeqCst);
+    }
+    let health = sampler.join().unwrap_or_default();
+    mark_now("end");
+    let marks_from_fifo = marks_reader.map(|r| r.stop()).unwrap_or(0);
+    signals::finish(&stop_state, sig_thread);
+    let report = writer.finish();
+    drop(fifo);
+
+    if ended_by.is_empty() {
+        let sig = stop_state.signal.load(Ordering::SeqCst);
+        ended_by = if report.error.is_some() {
+            "write error".to_string()
+        } else if sig != 0 {
+            format!("{} received", signals::name(sig))
+        } else {
+            "--seconds elapsed".to_string()
+        };
+    }
+    let mut summary = health.summary();
+    summary.marks += marks_from_fifo + 2 + if args.command.is_empty() { 0 } else { 2 };
+    eprintln!(
+        "flinch-trace record: {} rows ({} marks) written to {}; {ended_by}",
+        report.rows,
+        summary.marks,
+        args.out.display()
+    );
+    eprintln!("{}", summary.render());
+    side.health = Some(summary);
+    side.ended_by = Some(ended_by);
+    if report.error.is_none()
+        && let Err(w) = side.write(&args.out)
+    {
+        eprintln!("{w}");
+    }
+    if let Some(e) = child_error {
+        return Err(e);
+    }
+    if let Some(e) = report.error {
+        // Already printed by the writer when it happened; the exit status says it failed.
+        let _ = e;
+        return Ok(ExitCode::from(1));
+    }
+    Ok(exit)
+}

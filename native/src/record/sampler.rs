@@ -1,0 +1,394 @@
+//! The sampling loop: absolute CLOCK_MONOTONIC deadlines `start + k * interval`, late deadlines
+//! skipped and counted (never bunched), one SAMPLE row per selected GPU per tick.
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::clock::{Clock, thread_cpu_ns};
+use super::gpu::{GpuReading, GpuSource};
+use super::health::Health;
+use super::host::{Host, HostReading};
+use super::rapl::Rapl;
+use super::writer::{Msg, RowSender, TickFields, push_mark_row, push_sample_row};
+
+/// How the loop runs.
+pub struct SamplerConfig {
+    /// Tick period, ns.
+    pub interval_ns: u64,
+    /// No tick at or after this CLOCK_MONOTONIC time (`None`: until stopped).
+    pub end_mono_ns: Option<u64>,
+    /// Host (/proc) reading period, ns.
+    pub host_every_ns: u64,
+    /// Host-telemetry JSONL period, ns (`None`: no JSONL).
+    pub jsonl_every_ns: Option<u64>,
+    /// CSV column count.
+    pub n_cols: usize,
+    /// When the recording starts (first deadline), CLOCK_MONOTONIC ns.
+    pub start_mono_ns: u64,
+}
+
+/// Everything the loop reads from.
+pub struct Sources {
+    /// The GPUs (`None`: no GPU).
+    pub gpu: Option<Box<dyn GpuSource>>,
+    /// RAPL zones.
+    pub rapl: Rapl,
+    /// The host (`None`: `--no-host`).
+    pub host: Option<Host>,
+}
+
+struct Fmt<T>(Option<T>);
+
+impl<T: std::fmt::Display> std::fmt::Display for Fmt<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(v) => write!(f, "{v}"),
+            None => Ok(()),
+        }
+    }
+}
+
+struct JsonNum(Option<f64>);
+
+impl std::fmt::Display for JsonNum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) if v.is_finite() => write!(f, "{v}"),
+            _ => f.write_str("null"),
+        }
+    }
+}
+
+/// The `gpu_csv` field of a host-telemetry row: index, uuid, memory used MiB, memory total MiB,
+/// temperature C, power W, SM clock MHz, memory clock MHz, GPU utilization %, memory utilization %.
+pub fn push_gpu_csv(
+    buf: &mut Vec<u8>,
+    index: u32,
+    uuid: Option<&str>,
+    mem_total_mib: Option<u64>,
+    r: &GpuReading,
+) {
+    let _ = write!(
+        buf,
+        "\"{index},{},{},{},{},{},{},{},{},{}\"",
+        uuid.unwrap_or("").replace(['"', '\\', ','], ""),
+        Fmt(r.mem_used_mib),
+        Fmt(mem_total_mib),
+        Fmt(r.temp_c),
+        Fmt(r.power_w),
+        Fmt(r.sm_clock_mhz),
+        Fmt(r.mem_clock_mhz),
+        Fmt(r.util_pct),
+        Fmt(r.mem_util_pct),
+    );
+}
+
+fn push_jsonl(
+    buf: &mut Vec<u8>,
+    wall_ns: u64,
+    host: Option<HostReading>,
+    gpu: Option<&dyn GpuSource>,
+    readings: &[GpuReading],
+) {
+    let h = host.unwrap_or_default();
+    let n = |v: Option<u64>| JsonNum(v.map(|x| x as f64));
+    let _ = write!(
+        buf,
+        "{{\"unix\":{}.{:09},\"host_memory\":{{\"available\":{},\"used\":{},\"total\":{}}},\"host_cpu_percent\":{}",
+        wall_ns / 1_000_000_000,
+        wall_ns % 1_000_000_000,
+        n(h.mem_available_bytes),
+        n(h.mem_used_bytes),
+        n(h.mem_total_bytes),
+        JsonNum(h.cpu_pct),
+    );
+    if let Some(g) = gpu {
+        let info = g.info();
+        let n = info.len().min(readings.len());
+        if n > 0 {
+            buf.extend_from_slice(b",\"gpu_csv\":");
+            push_gpu_csv(
+                buf,
+                info[0].index,
+                info[0].uuid.as_deref(),
+                info[0].mem_total_mib,
+                &readings[0],
+            );
+        }
+        if n > 1 {
+            // Every GPU, the first included, for consumers that want them all.
+            buf.extend_from_slice(b",\"gpus_csv\":[");
+            for slot in 0..n {
+                if slot > 0 {
+                    buf.push(b',');
+                }
+                let i = &info[slot];
+                push_gpu_csv(
+                    buf,
+                    i.index,
+                    i.uuid.as_deref(),
+                    i.mem_total_mib,
+                    &readings[slot],
+                );
+            }
+            buf.push(b']');
+        }
+    }
+    buf.extend_from_slice(b"}\n");
+}
+
+/// Runs the loop until the end time, `stop`, or a writer failure; returns the health counters.
+pub fn run(
+    cfg: &SamplerConfig,
+    clock: &Arc<dyn Clock>,
+    mut src: Sources,
+    sender: &RowSender,
+    stop: &AtomicBool,
+) -> Health {
+    let mut health = Health::default();
+    let cpu0 = thread_cpu_ns();
+    let interval = cfg.interval_ns.max(1);
+    let start = cfg.start_mono_ns;
+    let n_gpus = src.gpu.as_ref().map_or(0, |g| g.info().len());
+    let mut readings = vec![GpuReading::default(); n_gpus];
+    let mut prev_power: Vec<Option<f64>> = vec![None; n_gpus];
+    let mut rapl_vals: Vec<Option<u64>> = vec![None; src.rapl.zones().len()];
+    let primary = src.rapl.primary();
+    let primary_max = src.rapl.primary_max_uj();
+    let mut next_host = start;
+    let mut next_jsonl = start;
+    let mut last_host: Option<HostReading> = None;
+    // Prime the CPU counters so the first host reading already has a CPU %.
+    if let Some(h) = src.host.as_mut() {
+        h.read();
+    }
+    let mut k: u64 = 0;
+    loop {
+        let deadline = start + k * interval;
+        if cfg.end_mono_ns.is_some_and(|end| deadline >= end) {
+            break;
+        }
+        // Long intervals sleep in slices so a stop is noticed within 50 ms.
+        if interval > 50_000_000 {
+            loop {
+                let now = clock.mono_ns();
+                if now >= deadline || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                clock.sleep_until(deadline.min(now + 50_000_000));
+            }
+        } else {
+            clock.sleep_until(deadline);
+        }
+        if stop.load(Ordering::Relaxed) || sender.failed() {
+            break;
+        }
+        let wake = clock.mono_ns();
+        health.jitter.add(wake.saturating_sub(deadline));
+
+        let mut buf = sender.buffer();
+        let mut rows = 0u64;
+        if let Some(g) = src.gpu.as_mut() {
+            while let Some(label) = g.take_scripted_mark() {
+                push_mark_row(
+                    &mut buf,
+                    cfg.n_cols,
+                    clock.mono_ns(),
+                    clock.wall_ns(),
+                    &label,
+                );
+                rows += 1;
+                health.marks += 1;
+            }
+        }
+        src.rapl.read_into(&mut rapl_vals);
+        let host = match src.host.as_mut() {
+            Some(h) if wake >= next_host => {
+                next_host = wake.max(next_host) + cfg.host_every_ns;
+                let r = h.read();
+                last_host = Some(r);
+                Some(r)
+            }
+            _ => None,
+        };
+        let jsonl_due = cfg.jsonl_every_ns.is_some_and(|_| wake >= next_jsonl);
+        let tick = TickFields {
+            rapl: &rapl_vals,
+            primary,
+            primary_max_uj: primary_max,
+            host,
+        };
+        match src.gpu.as_mut() {
+            None => {
+                push_sample_row(
+                    &mut buf,
+                    cfg.n_cols,
+                    wake,
+                    clock.wall_ns(),
+                    None,
+                    Some(&tick),
+                );
+                rows += 1;
+            }
+            Some(g) => {
+                for slot in 0..n_gpus {
+                    let t0 = clock.mono_ns();
+                    let w0 = clock.wall_ns();
+                    let r = g.read(slot, jsonl_due);
+                    health.gpu_read.add(clock.mono_ns().saturating_sub(t0));
+                    if let (Some(p), Some(prev)) = (r.power_w, prev_power[slot]) {
+                        health.compared_power += 1;
+                        if p == prev {
+                            health.repeated_power += 1;
+                        }
+                    }
+                    if r.power_w.is_some() {
+                        prev_power[slot] = r.power_w;
+                    }
+                    readings[slot] = r;
+                    let index = g.info()[slot].index;
+                    push_sample_row(
+                        &mut buf,
+                        cfg.n_cols,
+                        t0,
+                        w0,
+                        Some((index, &r)),
+                        (slot == 0).then_some(&tick),
+                    );
+                    rows += 1;
+                }
+            }
+        }
+        sender.send(Msg::Csv(buf, rows));
+        if jsonl_due {
+            next_jsonl = wake.max(next_jsonl) + cfg.jsonl_every_ns.unwrap_or(0);
+            let mut j = sender.buffer();
+            push_jsonl(
+                &mut j,
+                clock.wall_ns(),
+                last_host,
+                src.gpu.as_deref(),
+                &readings,
+            );
+            sender.send(Msg::Jsonl(j));
+        }
+        health.ticks += 1;
+
+        k += 1;
+        let now = clock.mono_ns();
+        let next = start + k * interval;
+        if now > next {
+            let behind = (now - start) / interval + 1;
+            health.missed_ticks += behind - k;
+            k = behind;
+        }
+    }
+    health.sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    health.rapl_read_errors = src.rapl.read_errors();
+    health
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::clock::FakeClock;
+    use crate::record::gpu::ScriptedGpu;
+    use crate::record::writer::{Writer, column_count, header};
+
+    fn record(
+        script: &str,
+        interval_ns: u64,
+        end_after_ns: u64,
+        step_ns: u64,
+    ) -> (String, Health, String) {
+        let dir = std::env::temp_dir().join(format!(
+            "flinch-sampler-{}-{interval_ns}-{end_after_ns}-{step_ns}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("t.csv");
+        let jsonl = dir.join("t.jsonl");
+        let h = header(std::iter::empty());
+        let w = Writer::start(&csv, &h, Some(&jsonl)).unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(step_ns));
+        let start = clock.mono_ns();
+        let cfg = SamplerConfig {
+            interval_ns,
+            end_mono_ns: Some(start + end_after_ns),
+            host_every_ns: 100_000_000,
+            jsonl_every_ns: Some(1_000_000_000),
+            n_cols: column_count(&h),
+            start_mono_ns: start,
+        };
+        let src = Sources {
+            gpu: Some(Box::new(ScriptedGpu::parse(script).unwrap())),
+            rapl: Rapl::none(),
+            host: None,
+        };
+        let s = w.sender();
+        let health = run(&cfg, &clock, src, &s, &AtomicBool::new(false));
+        drop(s);
+        let rep = w.finish();
+        assert!(rep.error.is_none());
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let j = std::fs::read_to_string(&jsonl).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        (text, health, j)
+    }
+
+    #[test]
+    fn ticks_on_absolute_deadlines_with_marks_and_repeats() {
+        let (text, health, jsonl) = record(
+            "mark a\n100,1,2,3,4,5,6,7\n100,1,2,3,4,6,6,7\nmark b\n200,1,2,3,4,7,6,7\n",
+            10_000_000,
+            2_000_000_000,
+            1000,
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(health.ticks, 200);
+        assert_eq!(health.missed_ticks, 0);
+        assert_eq!(health.marks, 2);
+        assert_eq!(lines.len(), 1 + 200 + 2);
+        // Sample times sit on the deadlines (plus the clock-read cost), never drifting.
+        let samples: Vec<u64> = lines
+            .iter()
+            .filter(|l| l.contains(",SAMPLE,"))
+            .map(|l| l.split(',').next().unwrap().parse().unwrap())
+            .collect();
+        for (k, t) in samples.iter().enumerate() {
+            let off = t - FakeClock::START_MONO_NS - k as u64 * 10_000_000;
+            assert!(off < 10_000, "tick {k} at +{off} ns");
+        }
+        assert!(lines[1].contains(",MARK,a,"));
+        assert!(lines[4].contains(",MARK,b,"));
+        // 200 readings, 199 compared; only tick 2 -> 3 changes power (100 -> 200).
+        assert_eq!(health.compared_power, 199);
+        assert_eq!(health.repeated_power, 198);
+        assert_eq!(jsonl.lines().count(), 2);
+        let row: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+        assert_eq!(row["gpu_csv"], "0,GPU-scripted-0,6,81559,4,100,3,2619,1,2");
+        assert!(row["unix"].as_f64().unwrap() > 1.7e9);
+    }
+
+    #[test]
+    fn a_slow_tick_skips_deadlines_instead_of_bunching() {
+        // Each clock reading costs 4 ms and a tick reads the clock 5 times (wake, 2 per GPU,
+        // the end-of-tick check...): a 10 ms interval falls behind and must skip.
+        let (text, health, _) = record("1,1,1,1,1,1,1,1\n", 10_000_000, 1_000_000_000, 4_000_000);
+        assert!(health.missed_ticks > 0);
+        assert_eq!(health.ticks + health.missed_ticks, 100);
+        let t: Vec<u64> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').next().unwrap().parse().unwrap())
+            .collect();
+        for w in t.windows(2) {
+            assert!(
+                w[1] - w[0] >= 10_000_000,
+                "bunched: {} ns apart",
+                w[1] - w[0]
+            );
+        }
+    }
+}

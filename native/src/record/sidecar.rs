@@ -1,0 +1,130 @@
+//! The sidecar `<csv path>.meta.json`: what describes the recording (never comment lines in the
+//! CSV, which the reference reader would choke on). Written at start and rewritten at the end
+//! with the sampler's health; readers must not require it.
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::gpu::GpuInfo;
+use super::health::HealthSummary;
+use super::nvml::DriverInfo;
+use super::rapl::ZoneInfo;
+
+/// One selected GPU and which reading fills its `gpu_power_W`.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuEntry {
+    /// Static facts, queried once at start.
+    #[serde(flatten)]
+    pub info: GpuInfo,
+    /// `"instant"` (NVML field 186, NVML_FI_DEV_POWER_INSTANT) or `"average"`
+    /// (nvmlDeviceGetPowerUsage, a 1 s average on Ampere and newer).
+    pub gpu_power_w_source: &'static str,
+}
+
+/// The host the recording ran on.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostInfo {
+    /// `uname -n`.
+    pub hostname: Option<String>,
+    /// `uname -r`.
+    pub kernel: Option<String>,
+    /// Online CPUs.
+    pub cpus: Option<usize>,
+}
+
+/// The whole sidecar.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sidecar {
+    /// `"flinch-trace"`.
+    pub tool: &'static str,
+    /// Tool version.
+    pub version: &'static str,
+    /// The CSV this describes.
+    pub csv: String,
+    /// Whether rows were appended to an existing file (the sidecar describes the latest run).
+    pub appended: bool,
+    /// CSV header columns.
+    pub columns: Vec<String>,
+    /// Tick period, ms.
+    pub interval_ms: f64,
+    /// `"CLOCK_MONOTONIC"`, or `"virtual"` for a deterministic test recording.
+    pub clock: &'static str,
+    /// `"nvml"`, `"scripted"` (test source) or `"none"`.
+    pub gpu_source: &'static str,
+    /// Why there is no GPU data, when there is none.
+    pub gpu_unavailable: Option<String>,
+    /// NVML driver facts.
+    pub nvml: Option<DriverInfo>,
+    /// Selected GPUs.
+    pub gpus: Vec<GpuEntry>,
+    /// RAPL zones (primary first when given with --rapl), each with its wrap point.
+    pub rapl_zones: Vec<ZoneInfo>,
+    /// Host CPU/memory period, ms (null: not recorded).
+    pub host_interval_ms: Option<f64>,
+    /// Host-telemetry JSONL written alongside, if any.
+    pub host_jsonl: Option<String>,
+    /// The host.
+    pub host: HostInfo,
+    /// Marks FIFO, if any.
+    pub marks_fifo: Option<String>,
+    /// The command recorded, if any.
+    pub command: Option<Vec<String>>,
+    /// First recording tick, wall clock ns.
+    pub started_wall_ns: u64,
+    /// First recording tick, CLOCK_MONOTONIC ns.
+    pub started_mono_ns: u64,
+    /// Warnings printed at start.
+    pub warnings: Vec<String>,
+    /// Sampler health (null until the recording ends).
+    pub health: Option<HealthSummary>,
+    /// How the recording ended (null while running).
+    pub ended_by: Option<String>,
+}
+
+/// `<csv>.meta.json`.
+pub fn path_for(csv: &Path) -> PathBuf {
+    let mut s = csv.as_os_str().to_owned();
+    s.push(".meta.json");
+    PathBuf::from(s)
+}
+
+/// Host facts from uname and the CPU count.
+pub fn host_info() -> HostInfo {
+    // SAFETY: a zeroed utsname is a valid out-parameter for uname.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is valid and writable.
+    let ok = unsafe { libc::uname(&mut u) } == 0;
+    let field = |f: &[libc::c_char]| -> Option<String> {
+        ok.then(|| {
+            let bytes: Vec<u8> = f
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    HostInfo {
+        hostname: field(&u.nodename),
+        kernel: field(&u.release),
+        cpus: std::thread::available_parallelism().ok().map(|n| n.get()),
+    }
+}
+
+impl Sidecar {
+    /// Writes the sidecar atomically (temporary file, then rename).
+    pub fn write(&self, csv: &Path) -> Result<(), String> {
+        let path = path_for(csv);
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        text.push('\n');
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("warning: cannot write sidecar {}: {e}", path.display())
+            })
+    }
+}

@@ -1,0 +1,534 @@
+//! The CSV layout, row formatting, and the one thread that owns the output files.
+//!
+//! Producers (the sampler, the marks reader) format whole rows into byte buffers and send them;
+//! buffers come back through a pool, so the steady state does not allocate. The writer buffers,
+//! flushes every [`FLUSH_EVERY`] or 64 KiB, and on a write error (ENOSPC, EFBIG...) truncates the
+//! file back to its last whole row, so the file is always complete up to a row boundary.
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::gpu::GpuReading;
+use super::host::HostReading;
+
+/// How often buffered rows reach the file at the latest.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
+const FLUSH_BYTES: usize = 64 * 1024;
+
+/// The fixed columns, in order (the first ten are SPEC §1's).
+pub const FIXED_COLUMNS: [&str; 18] = [
+    "t_mono_ns",
+    "t_wall_ns",
+    "row_type",
+    "label",
+    "gpu_power_W",
+    "gpu_util_pct",
+    "gpu_mem_util_pct",
+    "gpu_sm_clock_MHz",
+    "gpu_temp_C",
+    "rapl_energy_uj",
+    "gpu_index",
+    "gpu_energy_mJ",
+    "gpu_mem_used_MiB",
+    "gpu_throttle_reasons",
+    "host_cpu_pct",
+    "host_mem_used_MiB",
+    "host_mem_available_MiB",
+    "rapl_max_energy_range_uj",
+];
+
+/// The header line (without newline) for the given extra RAPL zone columns.
+pub fn header<'a>(extra: impl Iterator<Item = &'a str>) -> String {
+    let mut cols: Vec<&str> = FIXED_COLUMNS.to_vec();
+    cols.extend(extra);
+    cols.join(",")
+}
+
+/// Number of columns in the header line.
+pub fn column_count(header: &str) -> usize {
+    header.split(',').count()
+}
+
+fn opt<T: std::fmt::Display>(buf: &mut Vec<u8>, v: Option<T>) {
+    buf.push(b',');
+    if let Some(v) = v {
+        let _ = write!(buf, "{v}");
+    }
+}
+
+/// Displays an f64 with two decimals.
+struct Fixed2(f64);
+
+impl std::fmt::Display for Fixed2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.2}", self.0)
+    }
+}
+
+/// Appends one label as a CSV field (quoted when it holds `,`, `"`, CR/LF or edge spaces).
+pub fn push_label(buf: &mut Vec<u8>, label: &str) {
+    let needs =
+        label.contains([',', '"', '\r', '\n']) || label.starts_with(' ') || label.ends_with(' ');
+    if needs {
+        buf.push(b'"');
+        for b in label.bytes() {
+            if b == b'"' {
+                buf.push(b'"');
+            }
+            buf.push(b);
+        }
+        buf.push(b'"');
+    } else {
+        buf.extend_from_slice(label.as_bytes());
+    }
+}
+
+/// Appends a MARK row (every metric field empty).
+pub fn push_mark_row(
+    buf: &mut Vec<u8>,
+    n_cols: usize,
+    t_mono_ns: u64,
+    t_wall_ns: u64,
+    label: &str,
+) {
+    let _ = write!(buf, "{t_mono_ns},{t_wall_ns},MARK,");
+    push_label(buf, label);
+    for _ in 4..n_cols {
+        buf.push(b',');
+    }
+    buf.push(b'\n');
+}
+
+/// The per-tick fields only the first row of a tick carries.
+pub struct TickFields<'a> {
+    /// Every RAPL zone's reading, in zone order.
+    pub rapl: &'a [Option<u64>],
+    /// Index of the primary zone in `rapl`.
+    pub primary: Option<usize>,
+    /// The primary zone's wrap point.
+    pub primary_max_uj: Option<u64>,
+    /// The host reading, on ticks where the host was read.
+    pub host: Option<HostReading>,
+}
+
+/// Appends a SAMPLE row. `gpu` is `(index, reading)`; `tick` is `Some` on a tick's first row.
+pub fn push_sample_row(
+    buf: &mut Vec<u8>,
+    n_cols: usize,
+    t_mono_ns: u64,
+    t_wall_ns: u64,
+    gpu: Option<(u32, &GpuReading)>,
+    tick: Option<&TickFields<'_>>,
+) {
+    let _ = write!(buf, "{t_mono_ns},{t_wall_ns},SAMPLE,");
+    let r = gpu.map(|(_, r)| *r).unwrap_or_default();
+    opt(buf, r.power_w);
+    opt(buf, r.util_pct);
+    opt(buf, r.mem_util_pct);
+    opt(buf, r.sm_clock_mhz);
+    opt(buf, r.temp_c);
+    let primary = tick.and_then(|t| t.primary.and_then(|i| t.rapl.get(i).copied().flatten()));
+    opt(buf, primary);
+    opt(buf, gpu.map(|(i, _)| i));
+    opt(buf, r.energy_mj);
+    opt(buf, r.mem_used_mib);
+    opt(buf, r.throttle_reasons);
+    let host = tick.and_then(|t| t.host);
+    opt(buf, host.and_then(|h| h.cpu_pct).map(Fixed2));
+    opt(
+        buf,
+        host.and_then(|h| h.mem_used_bytes).map(|b| b / 1_048_576),
+    );
+    opt(
+        buf,
+        host.and_then(|h| h.mem_available_bytes)
+            .map(|b| b / 1_048_576),
+    );
+    opt(buf, tick.and_then(|t| t.primary_max_uj));
+    let mut written = FIXED_COLUMNS.len();
+    if let Some(t) = tick {
+        for (i, v) in t.rapl.iter().enumerate() {
+            if Some(i) != t.primary {
+                opt(buf, *v);
+                written += 1;
+            }
+        }
+    }
+    for _ in written..n_cols {
+        buf.push(b',');
+    }
+    buf.push(b'\n');
+}
+
+/// What travels to the writer thread.
+pub enum Msg {
+    /// Whole CSV rows, and how many.
+    Csv(Vec<u8>, u64),
+    /// Whole host-telemetry JSONL lines.
+    Jsonl(Vec<u8>),
+}
+
+/// Producers' end: sends buffers, takes recycled ones.
+#[derive(Clone)]
+pub struct RowSender {
+    tx: SyncSender<Msg>,
+    pool: Arc<Mutex<Receiver<Vec<u8>>>>,
+    failed: Arc<AtomicBool>,
+}
+
+impl RowSender {
+    /// An empty buffer: a recycled one when available.
+    pub fn buffer(&self) -> Vec<u8> {
+        if let Ok(rx) = self.pool.try_lock() {
+            match rx.try_recv() {
+                Ok(b) => return b,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
+            }
+        }
+        Vec::with_capacity(1024)
+    }
+
+    /// Sends a message (blocks when the writer is 4096 messages behind).
+    pub fn send(&self, msg: Msg) {
+        let _ = self.tx.send(msg);
+    }
+
+    /// Whether the writer has hit an error (the recording should stop).
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+}
+
+/// What the writer did, once it has finished.
+#[derive(Debug, Default)]
+pub struct WriterReport {
+    /// Rows written by this recording (header excluded).
+    pub rows: u64,
+    /// The first write error, already phrased for the user.
+    pub error: Option<String>,
+}
+
+/// The writer thread's handle.
+pub struct Writer {
+    sender: RowSender,
+    join: JoinHandle<WriterReport>,
+}
+
+struct Out {
+    file: File,
+    path: PathBuf,
+    committed: u64,
+    pending: Vec<u8>,
+    pending_rows: u64,
+    rows: u64,
+}
+
+impl Out {
+    /// Writes the pending whole rows; on error, cuts the file back to its last whole row.
+    fn flush(&mut self) -> Result<(), String> {
+        let mut done = 0usize;
+        while done < self.pending.len() {
+            match self.file.write(&self.pending[done..]) {
+                Ok(0) => return Err(self.fail(done, std::io::Error::from(ErrorKind::WriteZero))),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.fail(done, e)),
+            }
+        }
+        self.committed += done as u64;
+        self.rows += self.pending_rows;
+        self.pending.clear();
+        self.pending_rows = 0;
+        Ok(())
+    }
+
+    fn fail(&mut self, done: usize, e: std::io::Error) -> String {
+        let whole = self.pending[..done]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let rows_in = self.pending[..whole]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
+        self.committed += whole as u64;
+        self.rows += rows_in;
+        let cut = if whole < done {
+            self.file.set_len(self.committed).is_ok()
+        } else {
+            true
+        };
+        let lost = self.pending_rows - rows_in;
+        let how = if cut {
+            ""
+        } else {
+            " (could not cut the partial row)"
+        };
+        format!(
+            "error: writing {}: {e}; the file is complete up to its last whole row ({} rows of this \
+             recording, {} bytes){how}; {lost} buffered rows and the rest of the recording were lost",
+            self.path.display(),
+            self.rows,
+            self.committed
+        )
+    }
+}
+
+fn open_out(path: &Path, header: Option<&str>) -> Result<Out, String> {
+    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if existing > 0
+        && let Some(h) = header
+    {
+        check_existing(path, h, existing)?;
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("error: cannot open {}: {e}", path.display()))?;
+    let mut out = Out {
+        file,
+        path: path.to_path_buf(),
+        committed: existing,
+        pending: Vec::with_capacity(2 * FLUSH_BYTES),
+        pending_rows: 0,
+        rows: 0,
+    };
+    if let (Some(h), 0) = (header, existing) {
+        out.pending.extend_from_slice(h.as_bytes());
+        out.pending.push(b'\n');
+        out.flush()?;
+        out.rows = 0;
+    }
+    Ok(out)
+}
+
+/// Appending is allowed only onto a file with the same header that ends with a whole row.
+fn check_existing(path: &Path, header: &str, len: u64) -> Result<(), String> {
+    let mut f =
+        File::open(path).map_err(|e| format!("error: cannot read {}: {e}", path.display()))?;
+    let mut first = vec![0u8; header.len() + 1];
+    let n = f.read(&mut first).unwrap_or(0);
+    let line_end = first[..n].iter().position(|&b| b == b'\n' || b == b'\r');
+    let same = line_end == Some(header.len()) && &first[..header.len()] == header.as_bytes();
+    if !same {
+        return Err(format!(
+            "error: {} already holds a trace with other columns (different GPU/RAPL set-up or \
+             another tool); appending would mix layouts: choose another --out or move it away",
+            path.display()
+        ));
+    }
+    let mut last = [0u8; 1];
+    use std::os::unix::fs::FileExt;
+    if f.read_at(&mut last, len - 1).is_ok() && last[0] != b'\n' {
+        return Err(format!(
+            "error: {} ends in a cut row (no final newline); repair or move it before appending",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+impl Writer {
+    /// Opens the CSV (writing the header unless appending to a file that has it) and the
+    /// optional JSONL file, and starts the writer thread.
+    ///
+    /// # Errors
+    /// The file cannot be opened, or an existing file has another header or a cut last row.
+    pub fn start(csv: &Path, header: &str, jsonl: Option<&Path>) -> Result<Self, String> {
+        let mut csv_out = open_out(csv, Some(header))?;
+        let mut jsonl_out = match jsonl {
+            Some(p) => Some(open_out(p, None)?),
+            None => None,
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(4096);
+        let (pool_tx, pool_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let failed = Arc::new(AtomicBool::new(false));
+        let failed_w = failed.clone();
+        let join = std::thread::Builder::new()
+            .name("flinch-writer".into())
+            .spawn(move || {
+                let mut report = WriterReport::default();
+                let mut last_flush = Instant::now();
+                let mut dead = false;
+                let fail = |msg: String, report: &mut WriterReport, dead: &mut bool| {
+                    eprintln!("{msg}");
+                    report.error.get_or_insert(msg);
+                    *dead = true;
+                    failed_w.store(true, Ordering::SeqCst);
+                };
+                loop {
+                    let msg = rx.recv_timeout(FLUSH_EVERY);
+                    let end = matches!(msg, Err(RecvTimeoutError::Disconnected));
+                    match msg {
+                        Ok(Msg::Csv(mut buf, rows)) => {
+                            if !dead {
+                                csv_out.pending.extend_from_slice(&buf);
+                                csv_out.pending_rows += rows;
+                            }
+                            buf.clear();
+                            let _ = pool_tx.send(buf);
+                        }
+                        Ok(Msg::Jsonl(mut buf)) => {
+                            if let (Some(j), false) = (jsonl_out.as_mut(), dead) {
+                                j.pending.extend_from_slice(&buf);
+                                j.pending_rows += 1;
+                            }
+                            buf.clear();
+                            let _ = pool_tx.send(buf);
+                        }
+                        Err(_) => {}
+                    }
+                    let due = end
+                        || last_flush.elapsed() >= FLUSH_EVERY
+                        || csv_out.pending.len() >= FLUSH_BYTES;
+                    if due && !dead {
+                        if let Err(e) = csv_out.flush() {
+                            fail(e, &mut report, &mut dead);
+                        }
+                        if let Some(j) = jsonl_out.as_mut()
+                            && let Err(e) = j.flush()
+                        {
+                            fail(e, &mut report, &mut dead);
+                        }
+                        last_flush = Instant::now();
+                    }
+                    if end {
+                        break;
+                    }
+                }
+                report.rows = csv_out.rows;
+                report
+            })
+            .map_err(|e| format!("error: cannot start the writer thread: {e}"))?;
+        let sender = RowSender {
+            tx,
+            pool: Arc::new(Mutex::new(pool_rx)),
+            failed,
+        };
+        Ok(Writer { sender, join })
+    }
+
+    /// A sender for a producer thread.
+    pub fn sender(&self) -> RowSender {
+        self.sender.clone()
+    }
+
+    /// Drops this handle's sender and waits for the writer to drain, flush and finish. Every
+    /// other [`RowSender`] must have been dropped first, or this waits for them.
+    pub fn finish(self) -> WriterReport {
+        drop(self.sender);
+        self.join.join().unwrap_or_else(|_| WriterReport {
+            rows: 0,
+            error: Some("error: the writer thread panicked".to_string()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("flinch-writer-{name}-{}.csv", std::process::id()))
+    }
+
+    #[test]
+    fn rows_have_the_header_width_and_quote_labels() {
+        let h = header(["rapl_package-0_dram_uj"].into_iter());
+        let n = column_count(&h);
+        assert_eq!(n, 19);
+        let mut buf = Vec::new();
+        push_mark_row(&mut buf, n, 5, 6, "a,\"b\"");
+        assert_eq!(
+            String::from_utf8_lossy(&buf),
+            "5,6,MARK,\"a,\"\"b\"\"\",,,,,,,,,,,,,,,\n"
+        );
+        buf.clear();
+        let r = GpuReading {
+            power_w: Some(71.25),
+            util_pct: Some(99),
+            mem_util_pct: Some(40),
+            sm_clock_mhz: Some(1980),
+            temp_c: Some(60),
+            energy_mj: Some(123),
+            mem_used_mib: Some(1000),
+            throttle_reasons: Some(4),
+            mem_clock_mhz: None,
+        };
+        let host = HostReading {
+            cpu_pct: Some(12.345),
+            mem_used_bytes: Some(3 << 20),
+            mem_available_bytes: Some(5 << 20),
+            mem_total_bytes: Some(8 << 20),
+        };
+        let t = TickFields {
+            rapl: &[Some(10), Some(20)],
+            primary: Some(0),
+            primary_max_uj: Some(99),
+            host: Some(host),
+        };
+        push_sample_row(&mut buf, n, 1, 2, Some((0, &r)), Some(&t));
+        push_sample_row(&mut buf, n, 3, 4, Some((1, &r)), None);
+        push_sample_row(&mut buf, n, 7, 8, None, Some(&t));
+        let s = String::from_utf8(buf).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[0],
+            "1,2,SAMPLE,,71.25,99,40,1980,60,10,0,123,1000,4,12.35,3,5,99,20"
+        );
+        assert_eq!(
+            lines[1],
+            "3,4,SAMPLE,,71.25,99,40,1980,60,,1,123,1000,4,,,,,"
+        );
+        assert_eq!(lines[2], "7,8,SAMPLE,,,,,,,10,,,,,12.35,3,5,99,20");
+        for l in lines {
+            assert_eq!(l.split(',').count(), n, "{l}");
+        }
+    }
+
+    #[test]
+    fn appends_without_repeating_the_header_and_refuses_other_layouts() {
+        let p = tmp("append");
+        let _ = std::fs::remove_file(&p);
+        let h = header(std::iter::empty());
+        for _ in 0..2 {
+            let w = Writer::start(&p, &h, None).unwrap();
+            let s = w.sender();
+            let mut b = s.buffer();
+            push_mark_row(&mut b, column_count(&h), 1, 2, "x");
+            s.send(Msg::Csv(b, 1));
+            drop(s);
+            let rep = w.finish();
+            assert_eq!(rep.rows, 1);
+            assert!(rep.error.is_none());
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.matches("t_mono_ns").count(), 1);
+        assert_eq!(text.lines().count(), 3);
+        let other = header(["rapl_x_uj"].into_iter());
+        let e = Writer::start(&p, &other, None).err().unwrap();
+        assert!(e.contains("other columns"), "{e}");
+        std::fs::write(&p, format!("{h}\n1,2,MARK")).unwrap();
+        let e = Writer::start(&p, &h, None).err().unwrap();
+        assert!(e.contains("cut row"), "{e}");
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn dev_full_gives_a_clear_error() {
+        let h = header(std::iter::empty());
+        let e = Writer::start(Path::new("/dev/full"), &h, None)
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("/dev/full") && e.contains("No space left"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,107 @@
+// The page itself: loading, serving, privacy (CSP + request interception), errors, screenshot.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  startServer, startBrowser, openPage, waitFinished, chooseFile, dropFile, artifactPath,
+} from './harness.mjs';
+
+let server;
+let browser;
+const scratch = mkdtempSync(path.join(tmpdir(), 'flinch-page-'));
+
+before(async () => {
+  server = await startServer();
+  browser = await startBrowser(server.url.replace(/\/$/, ''));
+});
+
+after(async () => {
+  await browser?.close();
+  server?.stop();
+});
+
+test('the page loads its analyzer and serves wasm as application/wasm', async () => {
+  const page = await browser.context.newPage();
+  const wasmResponse = page.waitForResponse((r) => r.url().endsWith('.wasm'));
+  const workerResponse = page.waitForResponse((r) => r.url().endsWith('/worker.js'));
+  await page.goto(server.url);
+  const response = await wasmResponse;
+  assert.equal(response.headers()['content-type'], 'application/wasm');
+  // The worker does not inherit the page's meta CSP: the server sends the same policy as a header.
+  assert.match((await workerResponse).headers()['content-security-policy'], /connect-src 'self';/);
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 30_000 });
+  const memory = Number(await page.getAttribute('body', 'data-wasm-memory-bytes'));
+  assert.ok(memory > 0, `WebAssembly memory size reported: ${memory}`);
+  await page.close();
+});
+
+test('an empty file and a whitespace-only file are clear errors', async () => {
+  const page = await openPage(browser.context, server.url);
+  const empty = path.join(scratch, 'empty.json');
+  writeFileSync(empty, '');
+  await chooseFile(page, empty);
+  assert.equal(await waitFinished(page), 'error');
+  assert.match(await page.textContent('#error'), /^empty\.json: empty input: no bytes to analyze$/);
+
+  const blank = path.join(scratch, 'blank.csv');
+  writeFileSync(blank, ' \n\n  \n');
+  await dropFile(page, blank);
+  await page.waitForFunction(() => document.querySelector('#error').textContent.includes('blank.csv'));
+  assert.equal(await page.getAttribute('body', 'data-state'), 'error');
+  assert.match(await page.textContent('#error'), /^blank\.csv: only whitespace up to byte 6/);
+  assert.deepEqual(page.errors ?? [], []);
+  await page.close();
+});
+
+test('a corrupt .json.gz is an error naming the byte offset', async () => {
+  const page = await openPage(browser.context, server.url);
+  const gz = gzipSync(Buffer.from(' '.repeat(100_000)));
+  gz[gz.length - 8] ^= 0xff; // the member's CRC32
+  const file = path.join(scratch, 'corrupt.json.gz');
+  writeFileSync(file, gz);
+  await chooseFile(page, file);
+  assert.equal(await waitFinished(page), 'error');
+  assert.equal(
+    await page.textContent('#error'),
+    `corrupt.json.gz: crc32 mismatch in gzip member ending at byte ${gz.length}`,
+  );
+  assert.equal(await page.isVisible('#error'), true);
+  await page.close();
+});
+
+test('no request leaves the page origin, and the CSP blocks any attempt', async () => {
+  const page = await openPage(browser.context, server.url);
+  // The page's own attempt to reach another origin must be refused by its CSP (connect-src 'self').
+  const outcome = await page.evaluate(async () => {
+    const violations = [];
+    document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
+    let fetched = 'not blocked';
+    try {
+      await fetch('http://example.invalid/upload', { method: 'POST', body: 'x' });
+    } catch (e) {
+      fetched = `blocked: ${e.name}`;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    return { fetched, violations };
+  });
+  assert.equal(outcome.fetched, 'blocked: TypeError');
+  // One report per policy that forbids it: the meta tag's and, when served by `flinch-trace web`, the header's.
+  assert.ok(outcome.violations.length >= 1);
+  assert.deepEqual([...new Set(outcome.violations)], ['connect-src']);
+  const seen = browser.requests.map((u) => new URL(u).pathname);
+  for (const p of ["/", "/app.js", "/worker.js", "/pkg/flinch_wasm.js", "/pkg/flinch_wasm_bg.wasm"]) {
+    assert.ok(seen.includes(p), `request for ${p} was seen by the interception (seen: ${seen})`);
+  }
+  for (const url of browser.requests) assert.ok(url.startsWith(server.url), `request left the origin: ${url}`);
+  assert.deepEqual(browser.foreign, []);
+  await page.close();
+});
+
+test('screenshot of the page', async () => {
+  const page = await openPage(browser.context, server.url);
+  await page.screenshot({ path: artifactPath('page-ready.png'), fullPage: true });
+  await page.close();
+});
