@@ -15,9 +15,11 @@ use alloc::vec::Vec;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-pub mod pystats;
+pub mod pynum;
 
-pub use pystats::{Num, SeriesStats, stats};
+use crate::energy::ReferenceTrapezoid;
+use crate::stats::stats_in_place;
+pub use crate::stats::{Num, Stats};
 
 /// Largest sampling gap, in seconds, that the energy trapezoid bridges (reference rule).
 pub const MAX_ENERGY_GAP_S: i64 = 5;
@@ -80,7 +82,7 @@ impl AcState {
     /// Python's `==` between set members: numbers and bools compare by value.
     fn py_eq(&self, other: &AcStateRef<'_>) -> bool {
         match (self.as_number(), other_number(other)) {
-            (Some(a), Some(b)) => a.partial_cmp_py(b) == Some(core::cmp::Ordering::Equal),
+            (Some(a), Some(b)) => pynum::cmp(a, b) == Some(core::cmp::Ordering::Equal),
             (None, None) => match (self, other) {
                 (AcState::Null, AcStateRef::Null) => true,
                 (AcState::Str(a), AcStateRef::Str(b)) => a == b,
@@ -151,7 +153,8 @@ impl Window {
     };
 
     fn contains(&self, unix: Num) -> bool {
-        self.start.is_none_or(|s| unix.ge(s)) && self.stop.is_none_or(|s| unix.le(s))
+        self.start.is_none_or(|s| pynum::ge(unix, s))
+            && self.stop.is_none_or(|s| pynum::le(unix, s))
     }
 }
 
@@ -168,7 +171,7 @@ pub struct TelemetrySummary {
     /// The window asked for.
     pub requested_window: RequestedWindow,
     /// Statistics of consecutive `unix` differences.
-    pub sampling_gap_s: SeriesStats,
+    pub sampling_gap_s: Stats,
     /// How many of those differences exceed 5 s.
     pub gaps_over_5s: usize,
     /// Statistics per metric, in the order the reference creates them.
@@ -197,7 +200,7 @@ pub struct RequestedWindow {
 
 /// Per-metric statistics in creation order (a JSON object).
 #[derive(Clone, Debug, Default)]
-pub struct Metrics(pub Vec<(&'static str, SeriesStats)>);
+pub struct Metrics(pub Vec<(&'static str, Stats)>);
 
 impl Serialize for Metrics {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -223,10 +226,9 @@ struct WindowAcc {
     /// Order in which GPU series got their first value (indices into GPU_FIELDS).
     gpu_order: [u8; 6],
     gpu_seen: usize,
-    last_power: Option<(Num, f64)>,
-    energy_j: f64,
-    energy_duration_s: Num,
-    energy_intervals: usize,
+    energy: ReferenceTrapezoid,
+    /// Whether every power timestamp was an integer (then the observed duration is one).
+    power_times_all_int: bool,
     ac_states: Vec<AcState>,
     ac_states_dropped: usize,
 }
@@ -244,10 +246,8 @@ impl WindowAcc {
             gpu: Default::default(),
             gpu_order: [0; 6],
             gpu_seen: 0,
-            last_power: None,
-            energy_j: 0.0,
-            energy_duration_s: Num::Int(0),
-            energy_intervals: 0,
+            energy: ReferenceTrapezoid::new(MAX_ENERGY_GAP_S as f64),
+            power_times_all_int: true,
             ac_states: Vec::new(),
             ac_states_dropped: 0,
         }
@@ -256,8 +256,8 @@ impl WindowAcc {
     fn push(&mut self, row: &TelemetryRow<'_>, gpu_values: &[Option<f64>; 6]) {
         self.samples += 1;
         if let Some(prev) = self.last_unix {
-            let gap = row.unix - prev;
-            if gap.gt(Num::Int(MAX_ENERGY_GAP_S)) {
+            let gap = pynum::sub(row.unix, prev);
+            if pynum::gt(gap, Num::Int(MAX_ENERGY_GAP_S)) {
                 self.gaps_over_5s += 1;
             }
             self.gaps.push(gap);
@@ -293,15 +293,19 @@ impl WindowAcc {
 
     /// The reference's trapezoid: `(b0-a0)*(a1+b1)/2` summed in order over `0 < b0-a0 <= 5`.
     fn push_power(&mut self, unix: Num, power_w: f64) {
-        if let Some((t0, p0)) = self.last_power {
-            let dt = unix - t0;
-            if dt.gt(Num::Int(0)) && dt.le(Num::Int(MAX_ENERGY_GAP_S)) {
-                self.energy_j += dt.to_f64() * (p0 + power_w) / 2.0;
-                self.energy_duration_s = self.energy_duration_s + dt;
-                self.energy_intervals += 1;
-            }
+        self.power_times_all_int &= matches!(unix, Num::Int(_));
+        self.energy.push(unix.to_f64(), power_w);
+    }
+
+    /// `energy_observed_duration_s`: Python sums integer differences as an `int`. An f64 sum
+    /// of integers below 2^53 is exact, so it converts back without loss.
+    fn observed_duration_s(&self) -> Num {
+        let s = self.energy.observed_s();
+        if self.power_times_all_int && s.abs() < 9_007_199_254_740_992.0 {
+            Num::Int(s as i64)
+        } else {
+            Num::Float(s)
         }
-        self.last_power = Some((unix, power_w));
     }
 
     fn push_ac_state(&mut self, state: AcStateRef<'_>) {
@@ -329,11 +333,11 @@ impl WindowAcc {
                 "host_cpu_percent",
             ];
             for (name, series) in names.iter().zip(self.host.iter_mut()) {
-                metrics.push((*name, stats(series)));
+                metrics.push((*name, stats_in_place(series)));
             }
             for &i in &self.gpu_order[..self.gpu_seen] {
                 let i = i as usize;
-                metrics.push((GPU_FIELDS[i].1, stats(&mut self.gpu[i])));
+                metrics.push((GPU_FIELDS[i].1, stats_in_place(&mut self.gpu[i])));
             }
         }
         let mut warnings = Vec::new();
@@ -345,7 +349,7 @@ impl WindowAcc {
             a.rank().cmp(&b.rank()).then_with(|| match (a, b) {
                 (AcState::Str(x), AcState::Str(y)) => x.cmp(y),
                 _ => match (a.as_number(), b.as_number()) {
-                    (Some(x), Some(y)) => x.partial_cmp_py(y).unwrap_or(core::cmp::Ordering::Equal),
+                    (Some(x), Some(y)) => x.cmp_exact(y),
                     _ => core::cmp::Ordering::Equal,
                 },
             })
@@ -362,24 +366,25 @@ impl WindowAcc {
                 MAX_AC_STATES
             ));
         }
+        let energy_j = self.energy.energy_j();
+        let energy_observed_duration_s = self.observed_duration_s();
         TelemetrySummary {
             source: String::from(source),
             samples: self.samples,
             span_s: match (self.first_unix, self.last_unix) {
-                (Some(a), Some(b)) if self.samples >= 2 => Some(b - a),
+                (Some(a), Some(b)) if self.samples >= 2 => Some(pynum::sub(b, a)),
                 _ => None,
             },
             requested_window: RequestedWindow {
                 start: self.window.start,
                 stop: self.window.stop,
             },
-            sampling_gap_s: stats(&mut self.gaps),
+            sampling_gap_s: stats_in_place(&mut self.gaps),
             gaps_over_5s: self.gaps_over_5s,
             metrics: Metrics(metrics),
             ac_states: self.ac_states,
-            whole_gpu_energy_j_over_observed_intervals: (self.energy_intervals > 0)
-                .then_some(self.energy_j),
-            energy_observed_duration_s: self.energy_duration_s,
+            whole_gpu_energy_j_over_observed_intervals: energy_j,
+            energy_observed_duration_s,
             energy_scope: ENERGY_SCOPE,
             warnings,
         }
@@ -433,7 +438,7 @@ pub fn parse_gpu_csv(line: &str) -> [Option<f64>; 6] {
     }
     let mut out = [None; 6];
     for (slot, (index, _)) in out.iter_mut().zip(GPU_FIELDS) {
-        *slot = pystats::parse_py_float(fields[index]).filter(|v| v.is_finite());
+        *slot = pynum::parse_py_float(fields[index]).filter(|v| v.is_finite());
     }
     out
 }
@@ -540,7 +545,7 @@ mod tests {
                 );
                 assert_eq!(s.energy_observed_duration_s.to_f64(), d);
                 let gaps: Vec<f64> = kept.windows(2).map(|p| p[1].0 - p[0].0).collect();
-                assert_eq!(s.sampling_gap_s.n, gaps.len());
+                assert_eq!(s.sampling_gap_s.n, gaps.len() as u64);
                 assert_eq!(s.gaps_over_5s, gaps.iter().filter(|g| **g > 5.0).count());
                 assert_eq!(
                     s.span_s,

@@ -13,6 +13,7 @@ use std::io::BufReader;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use flinch_core::telemetry::pynum::{add, sub};
 use flinch_core::telemetry::{Num, TelemetrySummary, Window};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -226,16 +227,16 @@ fn summarize_run(runs: &PyPath, name: &str, host: &PyPath, raw: &PyPath) -> RunR
     };
     let mut windows = vec![Window::ALL];
     if let Some((s, d)) = sustained {
-        let end = s + d;
+        let end = add(s, d);
         let win = |a: Num, b: Num| Window {
             start: Some(a),
             stop: Some(b),
         };
         windows.extend([
             win(s, end),
-            win(s, s + Num::Int(300)),
-            win(end - Num::Int(300), end),
-            win(end - Num::Int(60), end),
+            win(s, add(s, Num::Int(300))),
+            win(sub(end, Num::Int(300)), end),
+            win(sub(end, Num::Int(60)), end),
         ]);
     }
     let mut summaries = telemetry::summarize(&raw.to_fs(), &source, &windows).into_iter();

@@ -160,7 +160,7 @@ pub fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,
-        Value::Number(_) => num(v).is_some_and(Num::is_truthy),
+        Value::Number(_) => num(v).is_some_and(flinch_core::telemetry::pynum::truthy),
         Value::String(s) => !s.is_empty(),
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),

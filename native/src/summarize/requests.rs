@@ -1,6 +1,7 @@
 //! `startup`, `sustained_request_summary` and `sustained_request_trends` of a run, from
 //! `report.json`, the host's `status.json` and `requests.jsonl`.
-use flinch_core::telemetry::{Num, SeriesStats, stats};
+use flinch_core::stats::{Num, Stats, stats_in_place};
+use flinch_core::telemetry::pynum::{add, ge, gt, lt, sub};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -134,7 +135,7 @@ pub fn startup(
         }
     });
     let since_launch = |t: Option<Num>| match (t, launch) {
-        (Some(t), Some(l)) => Some(t - l),
+        (Some(t), Some(l)) => Some(sub(t, l)),
         _ => None,
     };
     Startup {
@@ -146,7 +147,7 @@ pub fn startup(
         host_launch_to_benchmark_report_start_s: since_launch(report_start),
         host_launch_to_first_request_s: since_launch(first_submit),
         host_launch_to_first_output_s: match (since_launch(first_submit), first_latency) {
-            (Some(d), Some(l)) => Some(d + l),
+            (Some(d), Some(l)) => Some(add(d, l)),
             _ => None,
         },
         inclusive_startup_scope: INCLUSIVE_STARTUP_SCOPE,
@@ -172,7 +173,7 @@ pub struct RequestSummary {
     n: usize,
     rtf_above_one_requests: usize,
     simulated_playback_deficit_requests: usize,
-    rtf_total: SeriesStats,
+    rtf_total: Stats,
     scope: &'static str,
 }
 
@@ -181,7 +182,7 @@ pub struct RequestSummary {
 pub struct Trend {
     n: usize,
     window_basis: &'static str,
-    metrics: OrderedMap<SeriesStats>,
+    metrics: OrderedMap<Stats>,
 }
 
 /// `sustained_request_trends`: first 5 min, last 5 min, last 60 s by submission time.
@@ -202,7 +203,7 @@ fn above(r: &Request, key: &str, threshold: i64, w: &mut Warnings) -> bool {
     match v {
         Value::Bool(b) => (*b as i64) > threshold,
         _ => match num(v) {
-            Some(n) => n.gt(Num::Int(threshold)),
+            Some(n) => gt(n, Num::Int(threshold)),
             None => {
                 w.at_line(&format!("{key} is not a number, not counted"), r.line);
                 false
@@ -211,9 +212,9 @@ fn above(r: &Request, key: &str, threshold: i64, w: &mut Warnings) -> bool {
     }
 }
 
-fn series(requests: &[&Request], key: &str) -> SeriesStats {
+fn series(requests: &[&Request], key: &str) -> Stats {
     let mut values: Vec<Num> = requests.iter().filter_map(|r| num(r.get(key))).collect();
-    stats(&mut values)
+    stats_in_place(&mut values)
 }
 
 /// The sustained phase's request summary and trends. `start`/`duration` are the report's
@@ -260,11 +261,11 @@ pub fn sustained(
         .collect();
     // The reference's windows: [start, start+300), [end-300, end), [end-60, end), with
     // end = start + duration.
-    let end = start + duration;
+    let end = add(start, duration);
     let trends = Trends {
-        first_5min: trend(&sustained, &submitted, start, start + Num::Int(300)),
-        last_5min: trend(&sustained, &submitted, end - Num::Int(300), end),
-        last_60s: trend(&sustained, &submitted, end - Num::Int(60), end),
+        first_5min: trend(&sustained, &submitted, start, add(start, Num::Int(300))),
+        last_5min: trend(&sustained, &submitted, sub(end, Num::Int(300)), end),
+        last_60s: trend(&sustained, &submitted, sub(end, Num::Int(60)), end),
     };
     (summary, trends)
 }
@@ -274,7 +275,7 @@ fn trend(sustained: &[&Request], submitted: &[Option<Num>], begin: Num, end: Num
     let window: Vec<&Request> = sustained
         .iter()
         .zip(submitted)
-        .filter(|(_, t)| t.is_some_and(|t| begin.le(t) && t.lt(end)))
+        .filter(|(_, t)| t.is_some_and(|t| ge(t, begin) && lt(t, end)))
         .map(|(r, _)| *r)
         .collect();
     Trend {
