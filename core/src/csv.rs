@@ -1,1 +1,688 @@
-//! Placeholder: filled by its issue (see README 'Status').
+//! trace.csv reader (SPEC §1) over csv-core: a push parser that finds columns by header name.
+//!
+//! The caller owns the input. [`TraceCsvReader::read`] consumes bytes and returns a [`CsvEvent`]
+//! plus the number of bytes consumed; an empty input means end of data. After
+//! [`CsvEvent::Row`], [`TraceCsvReader::row`] borrows the row's fields from the reader's fixed
+//! record buffer, so reading never allocates, whatever the file size.
+//!
+//! Header handling follows Python's `csv.DictReader`, which the reference reader uses: the first
+//! record names the columns. A later record that repeats the header (files appended with `cat`)
+//! re-maps the columns by name and is otherwise skipped, as the reference skips any row whose
+//! `row_type` is neither `SAMPLE` nor `MARK`. Blank lines are skipped. A record longer than the
+//! record buffer is reported as [`CsvEvent::BadRow`] with its line number, and reading goes on.
+//!
+//! Numbers parse as Python's `float()` and `int()` parse them (surrounding ASCII whitespace,
+//! `_` between digits, `nan`/`inf`), so the reference-exact figures see the same values.
+
+use csv_core::{ReadRecordResult, Reader};
+
+/// Bytes of one record kept at once (all fields together). Longer records are bad rows.
+pub const RECORD_BYTES: usize = 4096;
+/// Fields of one record kept at once. Records with more fields are bad rows.
+pub const MAX_FIELDS: usize = 64;
+
+/// A column the reader knows by name. See the README ("trace.csv columns") for units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Col {
+    /// `t_mono_ns`: CLOCK_MONOTONIC, ns.
+    TMonoNs,
+    /// `t_wall_ns`: CLOCK_REALTIME, ns.
+    TWallNs,
+    /// `row_type`: `SAMPLE` or `MARK`.
+    RowType,
+    /// `label`: the mark's label.
+    Label,
+    /// `gpu_power_W`.
+    GpuPowerW,
+    /// `gpu_util_pct`.
+    GpuUtilPct,
+    /// `gpu_mem_util_pct`.
+    GpuMemUtilPct,
+    /// `gpu_sm_clock_MHz`.
+    GpuSmClockMhz,
+    /// `gpu_temp_C`.
+    GpuTempC,
+    /// `rapl_energy_uj`: first RAPL package zone, µJ, wraps.
+    RaplEnergyUj,
+    /// `gpu_index`: NVML index of the GPU a sample belongs to.
+    GpuIndex,
+    /// `gpu_energy_mJ`: NVML cumulative energy counter, mJ.
+    GpuEnergyMj,
+    /// `gpu_mem_used_MiB`.
+    GpuMemUsedMib,
+    /// `gpu_throttle_reasons`: NVML clocks-event bitmask.
+    GpuThrottleReasons,
+    /// `host_cpu_pct`.
+    HostCpuPct,
+    /// `host_mem_used_MiB`.
+    HostMemUsedMib,
+    /// `host_mem_available_MiB`.
+    HostMemAvailableMib,
+    /// `rapl_max_energy_range_uj`: the wrap point of `rapl_energy_uj`.
+    RaplMaxEnergyRangeUj,
+}
+
+/// Number of known columns.
+pub const KNOWN_COLS: usize = 18;
+
+const COL_NAMES: [&[u8]; KNOWN_COLS] = [
+    b"t_mono_ns",
+    b"t_wall_ns",
+    b"row_type",
+    b"label",
+    b"gpu_power_W",
+    b"gpu_util_pct",
+    b"gpu_mem_util_pct",
+    b"gpu_sm_clock_MHz",
+    b"gpu_temp_C",
+    b"rapl_energy_uj",
+    b"gpu_index",
+    b"gpu_energy_mJ",
+    b"gpu_mem_used_MiB",
+    b"gpu_throttle_reasons",
+    b"host_cpu_pct",
+    b"host_mem_used_MiB",
+    b"host_mem_available_MiB",
+    b"rapl_max_energy_range_uj",
+];
+
+impl Col {
+    /// The header name of this column.
+    pub fn name(self) -> &'static str {
+        // All names are ASCII literals.
+        core::str::from_utf8(COL_NAMES[self as usize]).unwrap_or("")
+    }
+}
+
+const ABSENT: u16 = u16::MAX;
+
+/// Where each known column sits in the current header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Columns {
+    idx: [u16; KNOWN_COLS],
+    /// Number of `rapl_<zone>_uj` columns beyond the first zone (kept in the file, not analyzed).
+    pub rapl_zone_cols: u16,
+    /// Number of fields in the header.
+    pub fields: u16,
+}
+
+impl Columns {
+    const NONE: Columns = Columns {
+        idx: [ABSENT; KNOWN_COLS],
+        rapl_zone_cols: 0,
+        fields: 0,
+    };
+
+    /// Whether the header has column `c`.
+    pub fn has(&self, c: Col) -> bool {
+        self.idx[c as usize] != ABSENT
+    }
+
+    /// Field position of column `c`, if present.
+    pub fn position(&self, c: Col) -> Option<usize> {
+        let i = self.idx[c as usize];
+        (i != ABSENT).then_some(i as usize)
+    }
+}
+
+/// What one call to [`TraceCsvReader::read`] produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsvEvent {
+    /// All input was consumed; call again with more (or with an empty slice at end of data).
+    NeedsInput,
+    /// A header line was read (the first record, or a repeated one). Columns are re-mapped.
+    Header,
+    /// A data row is ready: borrow it with [`TraceCsvReader::row`].
+    Row,
+    /// A record was skipped because it does not fit the record buffer; its first line is given.
+    BadRow {
+        /// 1-based line where the record starts.
+        line: u64,
+    },
+    /// End of data.
+    End,
+}
+
+/// The trace.csv push reader. Fixed-size buffers; never allocates.
+pub struct TraceCsvReader {
+    rdr: Reader,
+    out: [u8; RECORD_BYTES],
+    ends: [usize; MAX_FIELDS],
+    nout: usize,
+    nends: usize,
+    overflow: bool,
+    record_line: u64,
+    in_record: bool,
+    cols: Columns,
+    header_seen: bool,
+    rows: u64,
+    ended: bool,
+    last_byte: u8,
+}
+
+impl Default for TraceCsvReader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TraceCsvReader {
+    /// A reader expecting the header as the first record.
+    pub fn new() -> TraceCsvReader {
+        TraceCsvReader {
+            rdr: Reader::new(),
+            out: [0; RECORD_BYTES],
+            ends: [0; MAX_FIELDS],
+            nout: 0,
+            nends: 0,
+            overflow: false,
+            record_line: 1,
+            in_record: false,
+            cols: Columns::NONE,
+            header_seen: false,
+            rows: 0,
+            ended: false,
+            last_byte: 0,
+        }
+    }
+
+    /// The current column mapping.
+    pub fn columns(&self) -> &Columns {
+        &self.cols
+    }
+
+    /// Whether a header has been read.
+    pub fn header_seen(&self) -> bool {
+        self.header_seen
+    }
+
+    /// Data rows returned so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Reads from `input` until one event; returns it and the number of bytes consumed.
+    /// An empty `input` means end of data.
+    pub fn read(&mut self, input: &[u8]) -> (CsvEvent, usize) {
+        if self.ended {
+            return (CsvEvent::End, 0);
+        }
+        let mut consumed = 0;
+        loop {
+            if !self.in_record {
+                self.in_record = true;
+                self.nout = 0;
+                self.nends = 0;
+                self.overflow = false;
+            }
+            let inp = &input[consumed..];
+            let (res, nin, nout, nend) = if self.overflow {
+                // Discard the rest of an over-long record, reusing the buffers.
+                self.rdr.read_record(inp, &mut self.out, &mut self.ends)
+            } else {
+                self.rdr.read_record(
+                    inp,
+                    &mut self.out[self.nout..],
+                    &mut self.ends[self.nends..],
+                )
+            };
+            if nin > 0 {
+                self.last_byte = inp[nin - 1];
+            }
+            consumed += nin;
+            if !self.overflow {
+                self.nout += nout;
+                self.nends += nend;
+            }
+            match res {
+                ReadRecordResult::InputEmpty => {
+                    if inp.is_empty() {
+                        // csv-core keeps going until End on empty input.
+                        continue;
+                    }
+                    return (CsvEvent::NeedsInput, consumed);
+                }
+                ReadRecordResult::OutputFull | ReadRecordResult::OutputEndsFull => {
+                    self.overflow = true;
+                }
+                ReadRecordResult::Record => {
+                    self.in_record = false;
+                    // csv-core's line() is 1-based and counts '\n' consumed; the record's first line is its last line less the
+                    // newlines inside quoted fields. At end of data the last line has no '\n'.
+                    let last = self.rdr.line() - u64::from(self.last_byte == b'\n');
+                    let inner = if self.overflow {
+                        0
+                    } else {
+                        memchr::memchr_iter(b'\n', &self.out[..self.nout]).count() as u64
+                    };
+                    self.record_line = last.saturating_sub(inner).max(1);
+                    if self.overflow {
+                        return (
+                            CsvEvent::BadRow {
+                                line: self.record_line,
+                            },
+                            consumed,
+                        );
+                    }
+                    if !self.header_seen || self.is_header() {
+                        self.map_header();
+                        return (CsvEvent::Header, consumed);
+                    }
+                    self.rows += 1;
+                    return (CsvEvent::Row, consumed);
+                }
+                ReadRecordResult::End => {
+                    self.ended = true;
+                    return (CsvEvent::End, consumed);
+                }
+            }
+        }
+    }
+
+    fn field_raw(&self, i: usize) -> &[u8] {
+        if i >= self.nends {
+            return b"";
+        }
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.out[start..self.ends[i]]
+    }
+
+    fn is_header(&self) -> bool {
+        // A repeated header has `row_type` under the row_type column and `t_mono_ns` under t_mono.
+        match (
+            self.cols.position(Col::RowType),
+            self.cols.position(Col::TMonoNs),
+        ) {
+            (Some(r), Some(t)) => {
+                self.field_raw(r) == b"row_type" && self.field_raw(t) == b"t_mono_ns"
+            }
+            _ => false,
+        }
+    }
+
+    fn map_header(&mut self) {
+        let mut cols = Columns::NONE;
+        cols.fields = self.nends as u16;
+        for i in 0..self.nends {
+            let name = self.field_raw(i);
+            if let Some(k) = COL_NAMES.iter().position(|n| *n == name) {
+                // DictReader keeps the last column of a duplicated name.
+                cols.idx[k] = i as u16;
+            } else if name.starts_with(b"rapl_") && name.ends_with(b"_uj") {
+                cols.rapl_zone_cols += 1;
+            }
+        }
+        self.cols = cols;
+        self.header_seen = true;
+    }
+
+    /// The row just read (valid after [`CsvEvent::Row`] until the next call to `read`).
+    pub fn row(&self) -> Row<'_> {
+        Row {
+            out: &self.out[..self.nout],
+            ends: &self.ends[..self.nends],
+            cols: &self.cols,
+            line: self.record_line,
+        }
+    }
+}
+
+/// One data row, borrowed from the reader.
+#[derive(Clone, Copy, Debug)]
+pub struct Row<'a> {
+    out: &'a [u8],
+    ends: &'a [usize],
+    cols: &'a Columns,
+    /// 1-based line where the row starts.
+    pub line: u64,
+}
+
+/// The kind of a row, by its `row_type` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    /// `SAMPLE`.
+    Sample,
+    /// `MARK`.
+    Mark,
+    /// Anything else (ignored, as the reference ignores it).
+    Other,
+}
+
+impl<'a> Row<'a> {
+    /// The raw bytes of column `c`; `None` when the header lacks it or the row is short (as
+    /// DictReader's `None` for missing trailing fields).
+    pub fn raw(&self, c: Col) -> Option<&'a [u8]> {
+        let i = self.cols.position(c)?;
+        if i >= self.ends.len() {
+            return None;
+        }
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        Some(&self.out[start..self.ends[i]])
+    }
+
+    /// Number of fields in this row.
+    pub fn fields(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The row kind (exact, case-sensitive match as in the reference).
+    pub fn kind(&self) -> RowKind {
+        match self.raw(Col::RowType) {
+            Some(b"SAMPLE") => RowKind::Sample,
+            Some(b"MARK") => RowKind::Mark,
+            _ => RowKind::Other,
+        }
+    }
+
+    /// `t_mono_ns` parsed as Python's `int()`; `None` if absent or unparseable.
+    pub fn t_mono_ns(&self) -> Option<i64> {
+        self.raw(Col::TMonoNs).and_then(parse_py_int)
+    }
+
+    /// A column parsed as Python's `float()`; `None` when blank, absent or unparseable.
+    pub fn f64(&self, c: Col) -> Option<f64> {
+        self.raw(c).and_then(parse_py_float)
+    }
+
+    /// A column parsed as Python's `int()`; `None` when blank, absent or unparseable.
+    pub fn i64(&self, c: Col) -> Option<i64> {
+        self.raw(c).and_then(parse_py_int)
+    }
+
+    /// The label (empty when absent).
+    pub fn label(&self) -> &'a [u8] {
+        self.raw(Col::Label).unwrap_or(b"")
+    }
+}
+
+fn is_py_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+fn trim_py(s: &[u8]) -> &[u8] {
+    let mut a = 0;
+    let mut b = s.len();
+    while a < b && is_py_space(s[a]) {
+        a += 1;
+    }
+    while b > a && is_py_space(s[b - 1]) {
+        b -= 1;
+    }
+    &s[a..b]
+}
+
+/// Removes `_` that sit between two ASCII digits (Python's numeric literal rule) into `buf`;
+/// `None` when an underscore is misplaced or the text does not fit.
+fn strip_underscores<'b>(s: &[u8], buf: &'b mut [u8; 64]) -> Option<&'b [u8]> {
+    if s.len() > buf.len() {
+        return None;
+    }
+    let mut n = 0;
+    for (i, &c) in s.iter().enumerate() {
+        if c == b'_' {
+            let ok =
+                i > 0 && i + 1 < s.len() && s[i - 1].is_ascii_digit() && s[i + 1].is_ascii_digit();
+            if !ok {
+                return None;
+            }
+        } else {
+            buf[n] = c;
+            n += 1;
+        }
+    }
+    Some(&buf[..n])
+}
+
+/// Parses text as Python's `float()` does for ASCII input: surrounding whitespace, a sign,
+/// decimal or exponent forms, `_` between digits, `nan`, `inf`, `infinity` in any case.
+pub fn parse_py_float(s: &[u8]) -> Option<f64> {
+    let s = trim_py(s);
+    if s.is_empty() {
+        return None;
+    }
+    let mut buf = [0u8; 64];
+    let s = if s.contains(&b'_') {
+        strip_underscores(s, &mut buf)?
+    } else {
+        s
+    };
+    // Rust accepts what Python accepts here, except that it also takes nothing Python rejects
+    // among ASCII float texts (checked by the tests).
+    let text = core::str::from_utf8(s).ok()?;
+    text.parse::<f64>().ok()
+}
+
+/// Parses text as Python's `int()` does for ASCII decimal input (whitespace, sign, `_` between
+/// digits, leading zeros). `None` if it does not fit an `i64`.
+pub fn parse_py_int(s: &[u8]) -> Option<i64> {
+    let s = trim_py(s);
+    let mut buf = [0u8; 64];
+    let s = if s.contains(&b'_') {
+        strip_underscores(s, &mut buf)?
+    } else {
+        s
+    };
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        let d = (c - b'0') as i64;
+        v = v.checked_mul(10)?;
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{Rng, for_each_split};
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// What the reader gives for a file, as text (the oracle compares to this).
+    fn read_all(chunks: &[&[u8]]) -> Vec<String> {
+        let mut rdr = TraceCsvReader::new();
+        let mut out = Vec::new();
+        let mut chunks = chunks.iter().copied().chain(core::iter::once(&b""[..]));
+        let mut cur: &[u8] = chunks.next().unwrap();
+        loop {
+            if cur.is_empty() {
+                cur = chunks.next().unwrap_or(b"");
+            }
+            let (ev, n) = rdr.read(cur);
+            cur = &cur[n..];
+            match ev {
+                CsvEvent::NeedsInput => assert!(cur.is_empty()),
+                CsvEvent::Header => out.push(std::format!("H{}", rdr.columns().fields)),
+                CsvEvent::BadRow { line } => out.push(std::format!("B{line}")),
+                CsvEvent::Row => {
+                    let r = rdr.row();
+                    out.push(std::format!(
+                        "L{} {:?} t={:?} lab={} p={:?} g={:?}",
+                        r.line,
+                        r.kind(),
+                        r.t_mono_ns(),
+                        String::from_utf8_lossy(r.label()),
+                        r.f64(Col::GpuPowerW),
+                        r.i64(Col::GpuIndex)
+                    ))
+                }
+                CsvEvent::End => break,
+            }
+        }
+        out
+    }
+
+    /// Naive oracle: split lines on '\n', split fields on ',' (inputs here have no quotes).
+    fn naive(data: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut header: Option<Vec<&str>> = None;
+        for (i, line) in data.split('\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let f: Vec<&str> = line.split(',').collect();
+            let is_header = match &header {
+                None => true,
+                Some(h) => {
+                    let pos = |n: &str| h.iter().rposition(|x| *x == n);
+                    matches!((pos("row_type"), pos("t_mono_ns")), (Some(r), Some(t))
+                        if f.get(r) == Some(&"row_type") && f.get(t) == Some(&"t_mono_ns"))
+                }
+            };
+            if is_header {
+                out.push(std::format!("H{}", f.len()));
+                header = Some(f);
+                continue;
+            }
+            let h = header.as_ref().unwrap();
+            let get = |n: &str| {
+                h.iter()
+                    .rposition(|x| *x == n)
+                    .and_then(|p| f.get(p).copied())
+            };
+            let kind = match get("row_type") {
+                Some("SAMPLE") => RowKind::Sample,
+                Some("MARK") => RowKind::Mark,
+                _ => RowKind::Other,
+            };
+            out.push(std::format!(
+                "L{} {:?} t={:?} lab={} p={:?} g={:?}",
+                i + 1,
+                kind,
+                get("t_mono_ns").and_then(|s| s.trim().parse::<i64>().ok()),
+                get("label").unwrap_or(""),
+                get("gpu_power_W").and_then(|s| s.trim().parse::<f64>().ok()),
+                get("gpu_index").and_then(|s| s.trim().parse::<i64>().ok()),
+            ));
+        }
+        out
+    }
+
+    const HDR10: &str = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj\n";
+    const HDR_FULL: &str = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ,gpu_mem_used_MiB,gpu_throttle_reasons,host_cpu_pct,host_mem_used_MiB,host_mem_available_MiB,rapl_max_energy_range_uj,rapl_package-0_dram_uj\n";
+
+    fn random_file(rng: &mut Rng) -> String {
+        let mut s = String::new();
+        s.push_str(if rng.below(2) == 0 { HDR10 } else { HDR_FULL });
+        let full = s.starts_with(HDR_FULL);
+        let mut t = 1_000_000i64;
+        for _ in 0..rng.below(60) {
+            t += rng.below(20_000_000) as i64;
+            match rng.below(10) {
+                0 => s.push_str(&std::format!(
+                    "{t},{},MARK,m{},,,,,,\n",
+                    t + 5,
+                    rng.below(3)
+                )),
+                1 => s.push('\n'),
+                2 => s.push_str(if full { HDR_FULL } else { HDR10 }),
+                3 => s.push_str(&std::format!("{t},1,SAMPLE,,,,,,,\r\n")),
+                4 => s.push_str("garbage\n"),
+                _ => {
+                    let p = rng.below(40000) as f64 / 100.0;
+                    if full {
+                        s.push_str(&std::format!(
+                            "{t},2,SAMPLE,,{p},50,1,1400,60,123,{},99,1,0,3,4,5,999,7\n",
+                            rng.below(4)
+                        ));
+                    } else {
+                        s.push_str(&std::format!("{t},2,SAMPLE,,{p},50,1,1400,60,\n"));
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn matches_naive_oracle_in_every_split() {
+        let mut rng = Rng::from_env(7);
+        for _ in 0..30 {
+            let data = random_file(&mut rng);
+            let want = naive(&data);
+            for_each_split(data.as_bytes(), 4, rng.next_u64(), |chunks| {
+                assert_eq!(read_all(chunks), want, "{data}");
+            });
+        }
+    }
+
+    #[test]
+    fn overlong_row_is_bad_row_and_reading_goes_on() {
+        let mut data = String::from(HDR10);
+        data.push_str("1,2,MARK,");
+        data.push_str(&"x".repeat(RECORD_BYTES + 10));
+        data.push_str(",,,,,,\n5,6,MARK,ok,,,,,,\n");
+        for_each_split(data.as_bytes(), 3, 1, |chunks| {
+            let got = read_all(chunks);
+            assert_eq!(got[0], "H10");
+            assert_eq!(got[1], "B2");
+            assert!(got[2].starts_with("L3 Mark t=Some(5) lab=ok"), "{got:?}");
+        });
+    }
+
+    #[test]
+    fn short_rows_read_missing_fields_as_none_and_bom_is_skipped() {
+        let data = std::format!("\u{feff}{HDR10}7,8,SAMPLE\n");
+        let got = read_all(&[data.as_bytes()]);
+        assert_eq!(got, ["H10", "L2 Sample t=Some(7) lab= p=None g=None"]);
+    }
+
+    #[test]
+    fn quoted_fields_unquote() {
+        let data = std::format!("{HDR10}1,2,MARK,\"a,b\"\"c\",,,,,,\n");
+        let mut rdr = TraceCsvReader::new();
+        let mut inp = data.as_bytes();
+        loop {
+            let (ev, n) = rdr.read(inp);
+            inp = &inp[n..];
+            if ev == CsvEvent::Row {
+                assert_eq!(rdr.row().label(), b"a,b\"c");
+                return;
+            }
+            assert_ne!(ev, CsvEvent::End);
+        }
+    }
+
+    #[test]
+    fn python_number_rules() {
+        // Values checked against CPython 3.11 float()/int().
+        assert_eq!(parse_py_float(b" 1.5\t"), Some(1.5));
+        assert_eq!(parse_py_float(b"1_000.2_5"), Some(1000.25));
+        assert_eq!(parse_py_float(b"1__0"), None);
+        assert_eq!(parse_py_float(b"_1"), None);
+        assert_eq!(parse_py_float(b""), None);
+        assert_eq!(parse_py_float(b"  "), None);
+        assert_eq!(parse_py_float(b"1e3"), Some(1000.0));
+        assert_eq!(parse_py_float(b".5"), Some(0.5));
+        assert_eq!(parse_py_float(b"5."), Some(5.0));
+        assert_eq!(parse_py_float(b"-Infinity"), Some(f64::NEG_INFINITY));
+        assert!(parse_py_float(b"NaN").unwrap().is_nan());
+        assert_eq!(parse_py_float(b"abc"), None);
+        assert_eq!(parse_py_float(b"0x10"), None);
+        assert_eq!(parse_py_int(b" +0012 "), Some(12));
+        assert_eq!(parse_py_int(b"-5"), Some(-5));
+        assert_eq!(parse_py_int(b"1_000"), Some(1000));
+        assert_eq!(parse_py_int(b"1.0"), None);
+        assert_eq!(parse_py_int(b"-"), None);
+        assert_eq!(parse_py_int(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_py_int(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_py_int(b"9223372036854775808"), None);
+    }
+}

@@ -1,11 +1,262 @@
-//! `flinch-trace analyze` (placeholder: filled by its issue, see README 'Status').
+//! `flinch-trace analyze`: duration, GPU energy, utilization and a verdict between marks of a
+//! trace.csv. Thin adapter: reading the file, presentation and exit codes; the analysis is
+//! `flinch_core::window`.
+//!
+//! Exit status: 0 on success (including `gpu_energy_J≈(n/a)`, as the reference); 1 for a missing
+//! or out-of-order mark (the reference's texts) and for an unreadable file; 2 for usage errors.
+use std::fs::File;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use flinch_core::window::{
+    AnalyzeOptions, PowerSource, RecordingAnalysis, WindowAnalyzer, WindowResult, WindowSelect,
+};
+
 use crate::CmdResult;
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The trace.csv to read.
+    #[arg(long)]
+    csv: PathBuf,
+    /// Label of the start MARK.
+    #[arg(long)]
+    start: Option<String>,
+    /// Label of the end MARK.
+    #[arg(long)]
+    end: Option<String>,
+    /// Use the K-th MARK of each label (file order) instead of the first.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    occurrence: u32,
+    /// Print the full analysis as JSON (per GPU, edge and counter energy, RAPL, verdict). Without
+    /// --start/--end: the recording-level analysis (all spans, marks, plot series).
+    #[arg(long)]
+    json: bool,
+    /// Analyze every span: X_start/X_end and begin/end pairs, and each stretch between marks.
+    #[arg(long)]
+    spans: bool,
+    /// Analyze only this GPU (its `gpu_index`; rows without one count as GPU 0).
+    #[arg(long, value_name = "N")]
+    gpu: Option<i64>,
+    /// Power intervals longer than this are skipped from the edge energy and reported.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    max_gap_ms: u64,
+    /// Which NVML power reading gpu_power_W holds: instant, average or unknown. Default: from the
+    /// `<csv>.meta.json` sidecar when it says, else unknown.
+    #[arg(long, value_name = "SOURCE")]
+    power_source: Option<String>,
+}
+
+/// Formats as Python's `f"{x:.{prec}f}"` (nan, inf, -inf spelled as Python does).
+fn py_fixed(x: f64, prec: usize) -> String {
+    if x.is_nan() {
+        "nan".to_string()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf" } else { "-inf" }.to_string()
+    } else {
+        format!("{x:.prec$}")
+    }
+}
+
+/// The power source the sidecar names, if any: any key mentioning "power" with the value
+/// "instant" or "average".
+fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
+    let mut p = csv.as_os_str().to_owned();
+    p.push(".meta.json");
+    let text = std::fs::read_to_string(PathBuf::from(p)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    fn find(v: &serde_json::Value) -> Option<PowerSource> {
+        match v {
+            serde_json::Value::Object(m) => m.iter().find_map(|(k, x)| {
+                if k.contains("power")
+                    && let Some(s) = x.as_str()
+                {
+                    match s {
+                        "instant" => return Some(PowerSource::Instant),
+                        "average" => return Some(PowerSource::Average),
+                        _ => {}
+                    }
+                }
+                find(x)
+            }),
+            serde_json::Value::Array(a) => a.iter().find_map(find),
+            _ => None,
+        }
+    }
+    find(&v)
+}
+
+fn read_all(path: &Path, analyzer: &mut WindowAnalyzer) -> Result<(), String> {
+    let mut f = File::open(path)
+        .map_err(|e| format!("flinch-trace analyze: cannot open {}: {e}", path.display()))?;
+    let total = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let show = std::io::stderr().is_terminal() && total > (64 << 20);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done: u64 = 0;
+    let mut shown = u64::MAX;
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(format!(
+                    "flinch-trace analyze: read error in {} at byte {done}: {e}",
+                    path.display()
+                ));
+            }
+        };
+        analyzer.write(&buf[..n]);
+        done += n as u64;
+        if show {
+            let pct = done * 100 / total.max(1);
+            if pct != shown {
+                shown = pct;
+                eprint!("\ranalyze: {pct:3}% of {} MiB", total >> 20);
+            }
+        }
+    }
+    if show {
+        eprint!("\r\x1b[K");
+    }
+    Ok(())
+}
+
+fn span_line(w: &WindowResult) -> String {
+    let e = |x: Option<f64>| x.map_or("n/a".to_string(), |v| py_fixed(v, 3));
+    format!(
+        "{:<8} {:>20} -> {:<20} occ={:<3} duration_s={:.6} energy_edge_J={} energy_ref_J={} verdict={}{}",
+        w.kind,
+        w.start_label,
+        w.end_label,
+        w.occurrence,
+        w.duration_s,
+        e(w.total.energy_edge_j),
+        e(w.reference.energy_j),
+        w.verdict.verdict.unwrap_or("none"),
+        if w.verdict.confident || w.verdict.verdict.is_none() {
+            ""
+        } else {
+            " (indicative)"
+        },
+    )
+}
+
+fn warn_all(r: &RecordingAnalysis) {
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+}
 
 /// Runs the subcommand.
-pub fn run(_args: Args) -> CmdResult {
-    Err("flinch-trace analyze: not implemented yet".to_string())
+pub fn run(args: Args) -> CmdResult {
+    let select = match (&args.start, &args.end) {
+        (Some(s), Some(e)) => Some(WindowSelect {
+            start: s.clone(),
+            end: e.clone(),
+            occurrence: args.occurrence.max(1),
+        }),
+        (None, None) if args.json || args.spans => None,
+        _ => {
+            eprintln!(
+                "flinch-trace analyze: --start and --end are both required (or use --json / --spans alone)"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let power_source = match args.power_source.as_deref() {
+        Some("instant") => PowerSource::Instant,
+        Some("average") => PowerSource::Average,
+        Some("unknown") => PowerSource::Unknown,
+        Some(other) => {
+            eprintln!(
+                "flinch-trace analyze: --power-source must be instant, average or unknown, not {other:?}"
+            );
+            return Ok(ExitCode::from(2));
+        }
+        None => sidecar_power_source(&args.csv).unwrap_or(PowerSource::Unknown),
+    };
+    let recording_level = select.is_none();
+    let opts = AnalyzeOptions {
+        select,
+        gpu: args.gpu,
+        spans: args.spans || recording_level,
+        series_points: if args.json && recording_level {
+            2000
+        } else {
+            0
+        },
+        max_gap_ns: (args.max_gap_ms.min(i64::MAX as u64 / 1_000_000) * 1_000_000) as i64,
+        power_source,
+        ..AnalyzeOptions::default()
+    };
+    let mut analyzer = WindowAnalyzer::new(opts);
+    read_all(&args.csv, &mut analyzer)?;
+    let r = analyzer.end();
+
+    if args.json {
+        warn_all(&r);
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", r.to_json()).map_err(|e| e.to_string())?;
+        if let Some(err) = r.selection.as_ref().and_then(|s| s.error()) {
+            eprintln!("{err}");
+            return Ok(ExitCode::from(1));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(sel) = &r.selection
+        && let Some(err) = sel.error()
+    {
+        warn_all(&r);
+        return Err(err);
+    }
+    let mut out = std::io::stdout().lock();
+    if let Some(w) = &r.window {
+        // The reference's three lines, byte for byte.
+        let mut text = format!("duration_s={:.6}\n", w.duration_s);
+        match w.reference.energy_j {
+            None => {
+                text.push_str("gpu_energy_J≈(n/a)  # not enough gpu_power_W samples in window\n")
+            }
+            Some(e) => {
+                text.push_str(&format!(
+                    "gpu_energy_J≈{}  # trapezoid over {} samples\n",
+                    py_fixed(e, 3),
+                    w.reference.samples
+                ));
+                if let Some(u) = w.reference.avg_util_pct {
+                    text.push_str(&format!("avg_gpu_util_pct≈{}\n", py_fixed(u, 2)));
+                }
+            }
+        }
+        out.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+        if args.gpu.is_none() && r.gpus.len() > 1 {
+            eprintln!(
+                "note: {} GPUs in this file; these lines mix their samples as the reference does: use --gpu N or --json",
+                r.gpus.len()
+            );
+        }
+    }
+    if args.spans {
+        for w in &r.spans {
+            writeln!(out, "{}", span_line(w)).map_err(|e| e.to_string())?;
+        }
+    }
+    warn_all(&r);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::py_fixed;
+
+    #[test]
+    fn python_fixed_formatting() {
+        assert_eq!(py_fixed(0.125, 2), "0.12");
+        assert_eq!(py_fixed(f64::NAN, 3), "nan");
+        assert_eq!(py_fixed(f64::NEG_INFINITY, 3), "-inf");
+        assert_eq!(py_fixed(-0.0, 3), "-0.000");
+    }
 }

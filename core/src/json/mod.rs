@@ -1,1 +1,215 @@
-//! Placeholder: filled by its issue (see README, 'Status').
+//! Streaming `traceEvents` scanner for Chrome / PyTorch (Kineto) trace JSON.
+//!
+//! [`EventScanner`] is a push parser: the caller owns the input, feeds chunks of any size to
+//! [`EventScanner::scan`], and gets back [`Scan::Event`] after each complete trace event (read it
+//! with [`EventScanner::event`]) or [`Scan::NeedsInput`] once the chunk is used up. At end of
+//! input, [`EventScanner::finish`] reports whether the document was complete or truncated, and
+//! how many events were read.
+//!
+//! What it accepts:
+//! - the object form `{"traceEvents": [...], ...}` with the key anywhere in the object; every
+//!   other top-level value, of any size or type, is skipped without being stored;
+//! - the bare-array form `[{...}, ...]`;
+//! - events whose `ts`/`dur` are numbers or numeric strings, converted straight from the decimal
+//!   text to integer nanoseconds ([`parse_us_to_ns`]);
+//! - strings with escapes, `\u` surrogate pairs and raw control characters (tolerated, counted).
+//!
+//! Only `ph`, `cat`, `name` (into fixed buffers sized from [`Limits`](crate::Limits)), `ts`,
+//! `dur`, `pid`, `tid`, `id` and `scope` are extracted; `args` and every other field are
+//! skipped without copying. Skipped values are not validated beyond bracket and string
+//! balance. A malformed event is skipped and counted when the scanner can find its closing
+//! brace; malformed structure outside events is a [`ScanError`] with the byte offset. Memory is
+//! fixed at construction: there is no event-size limit other than
+//! [`Limits::max_event_bytes`](crate::Limits::max_event_bytes), and no re-parse.
+//!
+//! ```
+//! use flinch_core::json::{EventScanner, Scan};
+//! let doc = br#"{"meta": "x", "traceEvents": [{"ph":"X","cat":"k","name":"a","ts":1.5,"dur":2}]}"#;
+//! let mut scanner = EventScanner::new(flinch_core::Limits::EXACT);
+//! let mut durations_ns = Vec::new();
+//! for chunk in doc.chunks(7) {
+//!     let mut pos = 0;
+//!     loop {
+//!         let (what, nin) = scanner.scan(&chunk[pos..]).unwrap();
+//!         pos += nin;
+//!         match what {
+//!             Scan::Event => durations_ns.push(scanner.event().dur_ns),
+//!             Scan::NeedsInput => break,
+//!         }
+//!     }
+//! }
+//! let end = scanner.finish();
+//! assert!(end.complete && end.events == 1);
+//! assert_eq!(durations_ns, [flinch_core::json::NumField::Ns(2000)]);
+//! ```
+
+mod decimal;
+mod scanner;
+
+pub use decimal::parse_us_to_ns;
+pub use scanner::{DefaultStorage, EventScanner};
+
+use core::fmt;
+
+/// What one [`EventScanner::scan`] call ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scan {
+    /// A complete event was read; [`EventScanner::event`] returns it until the next call.
+    Event,
+    /// The whole input was consumed; feed more, or call [`EventScanner::finish`] at its end.
+    NeedsInput,
+}
+
+/// A numeric field (`ts`, `dur`) of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NumField {
+    /// The key was absent.
+    #[default]
+    Missing,
+    /// A number (or numeric string) in nanoseconds, rounded half-to-even below 1 ns.
+    Ns(i64),
+    /// Present but not a usable number: `true`, `null`, `NaN`, a non-numeric string, an object,
+    /// or a number outside the `i64` nanosecond range.
+    NotNumber,
+}
+
+impl NumField {
+    /// The nanosecond value, if the field held a usable number.
+    pub fn ns(self) -> Option<i64> {
+        match self {
+            NumField::Ns(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// An identifier field (`pid`, `tid`, `id`, `scope`): an integer, or a hash of any other value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum IdField {
+    /// The key was absent (or `null`).
+    #[default]
+    Missing,
+    /// An integer value.
+    Int(i64),
+    /// A 64-bit FNV-1a hash of the text of a string or non-integer value.
+    Hash(u64),
+}
+
+/// One trace event, borrowed from the scanner until the next [`EventScanner::scan`] call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// The `ph` (phase) string, e.g. `b"X"`; empty when absent.
+    pub ph: &'a [u8],
+    /// The decoded `cat`, or `None` when absent or not a string. May be cut at
+    /// `Limits::max_string_bytes` (on a UTF-8 boundary; counted in warnings).
+    pub cat: Option<&'a [u8]>,
+    /// The decoded `name`, like `cat`.
+    pub name: Option<&'a [u8]>,
+    /// `ts` in nanoseconds.
+    pub ts_ns: NumField,
+    /// `dur` in nanoseconds.
+    pub dur_ns: NumField,
+    /// `pid`.
+    pub pid: IdField,
+    /// `tid`.
+    pub tid: IdField,
+    /// `id` (async and flow events).
+    pub id: IdField,
+    /// `scope`.
+    pub scope: IdField,
+}
+
+/// Counted, tolerated oddities of the input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ScanWarnings {
+    /// Raw control characters (below U+0020) inside strings.
+    pub control_chars: u64,
+    /// Events skipped because their syntax was broken (resynchronised at their closing brace).
+    pub malformed_events: u64,
+    /// Elements of the events array that were not objects (skipped).
+    pub non_object_events: u64,
+    /// Events larger than `Limits::max_event_bytes` (skipped).
+    pub oversized_events: u64,
+    /// `cat`/`name` strings cut at `Limits::max_string_bytes`.
+    pub truncated_strings: u64,
+    /// Invalid escapes and lone surrogates (replaced by U+FFFD or kept raw).
+    pub bad_escapes: u64,
+    /// `ts`/`dur` values that looked numeric but did not parse or fit in `i64` nanoseconds.
+    pub bad_numbers: u64,
+    /// Trailing commas before `]` or `}`.
+    pub trailing_commas: u64,
+    /// Non-whitespace bytes after the end of the document.
+    pub trailing_bytes: u64,
+    /// `traceEvents` keys whose value was not an array (skipped).
+    pub non_array_trace_events: u64,
+}
+
+/// How the input ended, from [`EventScanner::finish`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ScanEnd {
+    /// The document closed properly (final `]` or `}` seen).
+    pub complete: bool,
+    /// The input ended early (missing `]`/`}`, or an event cut off). Not a failure: the events
+    /// read before the cut are valid.
+    pub truncated: bool,
+    /// The input ended inside an event, which was dropped.
+    pub cut_event: bool,
+    /// Events returned.
+    pub events: u64,
+    /// Bytes consumed in all.
+    pub bytes: u64,
+    /// An events array was found (a `traceEvents` array, or the bare-array form).
+    pub found_events_array: bool,
+    /// The document was the bare-array form.
+    pub bare_array: bool,
+}
+
+/// A structural error outside any event; the scanner stays failed afterwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanError {
+    /// What was expected.
+    pub kind: ScanErrorKind,
+    /// Absolute byte offset of the offending byte.
+    pub offset: u64,
+}
+
+/// The kinds of [`ScanError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanErrorKind {
+    /// The document does not start with `{` or `[`.
+    NotJson,
+    /// In the top-level object: expected a `"key"`.
+    ExpectedKey,
+    /// In the top-level object: expected `:`.
+    ExpectedColon,
+    /// In the top-level object: expected `,` or `}`.
+    ExpectedObjectComma,
+    /// In the events array: expected `,` or `]`.
+    ExpectedArrayComma,
+    /// In the events array: expected an element after `,`.
+    ExpectedElement,
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            ScanErrorKind::NotJson => "expected `{` or `[` at the start of a trace",
+            ScanErrorKind::ExpectedKey => "expected a key string in the top-level object",
+            ScanErrorKind::ExpectedColon => "expected `:` after a key in the top-level object",
+            ScanErrorKind::ExpectedObjectComma => "expected `,` or `}` in the top-level object",
+            ScanErrorKind::ExpectedArrayComma => "expected `,` or `]` between trace events",
+            ScanErrorKind::ExpectedElement => "expected a trace event after `,`",
+        };
+        write!(f, "{what} at byte {}", self.offset)
+    }
+}
+
+impl core::error::Error for ScanError {}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+pub(crate) fn scanner_fnv(text: &[u8]) -> u64 {
+    scanner::fnv1a(text)
+}

@@ -1,0 +1,1279 @@
+//! The resumable scanner state machine behind [`EventScanner`].
+//!
+//! One explicit state per structural position; every state consumes as many bytes as it can in
+//! a tight loop over a byte-class table before returning to the dispatch, so an event wholly
+//! inside the chunk is read without ever saving or restoring partial state, and an event split
+//! across chunks resumes exactly where it stopped. Each input byte is examined once.
+
+use super::decimal::parse_us_to_ns;
+use super::{Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind, ScanWarnings};
+use crate::Limits;
+
+/// Storage for the `cat`/`name` buffers when none is given: a `Vec` under `alloc`, else a
+/// fixed array (256 bytes per string).
+#[cfg(feature = "alloc")]
+pub type DefaultStorage = alloc::vec::Vec<u8>;
+/// Storage for the `cat`/`name` buffers when none is given: a `Vec` under `alloc`, else a
+/// fixed array (256 bytes per string).
+#[cfg(not(feature = "alloc"))]
+pub type DefaultStorage = [u8; 512];
+
+const WS: u8 = 1;
+const STR: u8 = 2;
+const SKIP: u8 = 4;
+const DELIM: u8 = 8;
+
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b <= 0x20 {
+        // Outside strings every byte up to U+0020 is whitespace (NUL padding of a cut file,
+        // stray control characters); inside strings the control characters are counted.
+        t[b] |= WS | DELIM;
+        if b < 0x20 {
+            t[b] |= STR;
+        }
+        b += 1;
+    }
+    t[b'"' as usize] |= STR | SKIP | DELIM;
+    t[b'\\' as usize] |= STR;
+    t[b'{' as usize] |= SKIP | DELIM;
+    t[b'[' as usize] |= SKIP | DELIM;
+    t[b'}' as usize] |= SKIP | DELIM;
+    t[b']' as usize] |= SKIP | DELIM;
+    t[b',' as usize] |= DELIM;
+    t[b':' as usize] |= DELIM;
+    t
+}
+
+static CLASS: [u8; 256] = classes();
+
+// SWAR: eight bytes per step in safe code. Each mask has the high bit of a byte set where the
+// byte matches; only the lowest set bit is relied on (the borrow tricks are exact there).
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+#[inline(always)]
+fn load(s: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&s[i..i + 8]);
+    u64::from_le_bytes(w)
+}
+#[inline(always)]
+fn eq(x: u64, b: u8) -> u64 {
+    let y = x ^ (LO * u64::from(b));
+    y.wrapping_sub(LO) & !y & HI
+}
+#[inline(always)]
+fn lt(x: u64, n: u8) -> u64 {
+    x.wrapping_sub(LO * u64::from(n)) & !x & HI
+}
+/// Exact per byte: bytes above U+0020.
+#[inline(always)]
+fn above_space(x: u64) -> u64 {
+    ((x | HI).wrapping_sub(LO * 0x21) | x) & HI
+}
+#[inline(always)]
+fn mask_of(x: u64, class: u8) -> u64 {
+    match class {
+        STR => eq(x, b'"') | eq(x, b'\\') | lt(x, 0x20),
+        SKIP => {
+            let y = x | (LO * 0x20);
+            eq(x, b'"') | eq(y, b'{') | eq(y, b'}')
+        }
+        DELIM => {
+            let y = x | (LO * 0x20);
+            lt(x, 0x21) | eq(x, b',') | eq(x, b':') | eq(x, b'"') | eq(y, b'{') | eq(y, b'}')
+        }
+        _ => above_space(x),
+    }
+}
+
+/// First index at or after `i` whose byte has class `class` (one of STR, SKIP, DELIM; WS means
+/// "first non-whitespace"), or `input.len()`.
+#[inline(always)]
+fn find_class(input: &[u8], mut i: usize, class: u8) -> usize {
+    while i + 8 <= input.len() {
+        let m = mask_of(load(input, i), class);
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < input.len() {
+        let c = CLASS[input[i] as usize];
+        let hit = if class == WS {
+            c & WS == 0
+        } else {
+            c & class != 0
+        };
+        if hit {
+            return i;
+        }
+        i += 1;
+    }
+    input.len()
+}
+
+#[inline(always)]
+fn find(input: &[u8], i: usize, class: u8) -> usize {
+    find_class(input, i, class)
+}
+
+/// First index at or after `i` that is not whitespace, or `input.len()`.
+#[inline(always)]
+fn skip_ws(input: &[u8], i: usize) -> usize {
+    // Most gaps are zero or one byte: test that before the word loop.
+    if i < input.len() && input[i] > 0x20 {
+        return i;
+    }
+    find_class(input, i, WS)
+}
+
+/// Like [`skip_ws`], `None` at the end of the input (fast path).
+#[inline(always)]
+fn ws(s: &[u8], i: usize) -> Option<usize> {
+    let j = skip_ws(s, i);
+    if j < s.len() { Some(j) } else { None }
+}
+
+const KEY_CAP: usize = 16;
+const WORD_CAP: usize = 128;
+const PH_CAP: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    Start,
+    TopKeyOrEnd,
+    TopKey,
+    TopColon,
+    TopValue,
+    TopCommaOrEnd,
+    ArrFirst,
+    ArrElem,
+    ArrCommaOrEnd,
+    EvKeyOrEnd,
+    EvKey,
+    EvColon,
+    EvValue,
+    EvCommaOrEnd,
+    Str,
+    Word,
+    Skip,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Ph,
+    Cat,
+    Name,
+    Ts,
+    Dur,
+    Pid,
+    Tid,
+    Id,
+    Scope,
+    Other,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    TopKey,
+    EvKey,
+    Cat,
+    Name,
+    Word,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Esc {
+    None,
+    Backslash,
+    Hex { n: u8, acc: u16 },
+}
+
+/// Push-style scanner of trace events (see the [module docs](super)).
+///
+/// Memory is fixed at construction: two string buffers of `Limits::max_string_bytes` each
+/// (or half the caller's storage, whichever is smaller) plus a few hundred bytes of state.
+pub struct EventScanner<S = DefaultStorage> {
+    storage: S,
+    str_cap: usize,
+    max_event_bytes: u64,
+    st: St,
+    error: Option<ScanError>,
+    offset: u64,
+    events: u64,
+    warnings: ScanWarnings,
+    bare: bool,
+    found_array: bool,
+    in_event: bool,
+    in_fast: bool,
+    ev_start: u64,
+    // string decoding
+    target: Target,
+    esc: Esc,
+    pending_high: u16,
+    // skipping
+    skip_depth: u64,
+    skip_in_str: bool,
+    skip_esc: bool,
+    skip_word: bool,
+    skip_ret: St,
+    // current key / word
+    key: [u8; KEY_CAP],
+    key_len: usize,
+    key_over: bool,
+    field: Field,
+    word: [u8; WORD_CAP],
+    word_len: usize,
+    word_over: bool,
+    // event fields
+    ph: [u8; PH_CAP],
+    ph_len: usize,
+    cat_len: usize,
+    cat_some: bool,
+    cat_trunc: bool,
+    name_len: usize,
+    name_some: bool,
+    name_trunc: bool,
+    ts: NumField,
+    dur: NumField,
+    pid: IdField,
+    tid: IdField,
+    id: IdField,
+    scope: IdField,
+}
+
+#[cfg(feature = "alloc")]
+impl EventScanner<alloc::vec::Vec<u8>> {
+    /// A scanner whose string buffers (2 × `limits.max_string_bytes`) are allocated once here.
+    pub fn new(limits: Limits) -> Self {
+        let bytes = limits.max_string_bytes.saturating_mul(2).min(1 << 30);
+        EventScanner::with_storage(limits, alloc::vec![0u8; bytes])
+    }
+}
+
+#[cfg(not(feature = "alloc"))]
+impl EventScanner<[u8; 512]> {
+    /// A scanner with 256-byte string buffers held inline (no allocator needed).
+    pub fn new(limits: Limits) -> Self {
+        EventScanner::with_storage(limits, [0u8; 512])
+    }
+}
+
+impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
+    /// A scanner over caller-provided storage for the `cat`/`name` buffers: each gets
+    /// `min(limits.max_string_bytes, storage.len() / 2)` bytes. Works without an allocator.
+    pub fn with_storage(limits: Limits, storage: S) -> Self {
+        let str_cap = limits.max_string_bytes.min(storage.as_ref().len() / 2);
+        EventScanner {
+            storage,
+            str_cap,
+            max_event_bytes: u64::try_from(limits.max_event_bytes).unwrap_or(u64::MAX),
+            st: St::Start,
+            error: None,
+            offset: 0,
+            events: 0,
+            warnings: ScanWarnings::default(),
+            bare: false,
+            found_array: false,
+            in_event: false,
+            in_fast: false,
+            ev_start: 0,
+            target: Target::Word,
+            esc: Esc::None,
+            pending_high: 0,
+            skip_depth: 0,
+            skip_in_str: false,
+            skip_esc: false,
+            skip_word: false,
+            skip_ret: St::Done,
+            key: [0; KEY_CAP],
+            key_len: 0,
+            key_over: false,
+            field: Field::Other,
+            word: [0; WORD_CAP],
+            word_len: 0,
+            word_over: false,
+            ph: [0; PH_CAP],
+            ph_len: 0,
+            cat_len: 0,
+            cat_some: false,
+            cat_trunc: false,
+            name_len: 0,
+            name_some: false,
+            name_trunc: false,
+            ts: NumField::Missing,
+            dur: NumField::Missing,
+            pid: IdField::Missing,
+            tid: IdField::Missing,
+            id: IdField::Missing,
+            scope: IdField::Missing,
+        }
+    }
+
+    /// Consumes input until the next complete event ([`Scan::Event`], read it with
+    /// [`event`](Self::event)) or the end of `input` ([`Scan::NeedsInput`]). Returns the bytes
+    /// consumed; feed the rest of the chunk in the next call.
+    ///
+    /// # Errors
+    /// A [`ScanError`] with the absolute byte offset when the structure outside events is
+    /// broken. The scanner then stays failed and returns the same error.
+    pub fn scan(&mut self, input: &[u8]) -> Result<(Scan, usize), ScanError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        match self.run(input) {
+            Ok((s, n)) => {
+                self.offset += n as u64;
+                Ok((s, n))
+            }
+            Err(e) => {
+                self.error = Some(e);
+                Err(e)
+            }
+        }
+    }
+
+    /// The event that the last [`Scan::Event`] reported.
+    pub fn event(&self) -> Event<'_> {
+        let buf = self.storage.as_ref();
+        let cap = self.str_cap;
+        Event {
+            ph: &self.ph[..self.ph_len],
+            cat: if self.cat_some {
+                Some(&buf[..self.cat_len])
+            } else {
+                None
+            },
+            name: if self.name_some {
+                Some(&buf[cap..cap + self.name_len])
+            } else {
+                None
+            },
+            ts_ns: self.ts,
+            dur_ns: self.dur,
+            pid: self.pid,
+            tid: self.tid,
+            id: self.id,
+            scope: self.scope,
+        }
+    }
+
+    /// Call at end of input: says whether the document was complete or truncated, and how
+    /// many events were read.
+    pub fn finish(&mut self) -> ScanEnd {
+        let complete = self.st == St::Done && self.error.is_none();
+        ScanEnd {
+            complete,
+            truncated: !complete,
+            cut_event: self.in_event,
+            events: self.events,
+            bytes: self.offset,
+            found_events_array: self.found_array,
+            bare_array: self.bare,
+        }
+    }
+
+    /// Warnings counted so far.
+    pub fn warnings(&self) -> &ScanWarnings {
+        &self.warnings
+    }
+
+    /// Events returned so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Bytes consumed so far.
+    pub fn bytes_consumed(&self) -> u64 {
+        self.offset
+    }
+
+    fn err(&self, kind: ScanErrorKind, i: usize) -> ScanError {
+        ScanError {
+            kind,
+            offset: self.offset + i as u64,
+        }
+    }
+
+    fn run(&mut self, input: &[u8]) -> Result<(Scan, usize), ScanError> {
+        let n = input.len();
+        let mut i = 0usize;
+        loop {
+            match self.st {
+                St::Str => {
+                    match self.decode_str(input, i) {
+                        Some(j) => i = j,
+                        None => return Ok((Scan::NeedsInput, n)),
+                    }
+                    self.end_string();
+                    continue;
+                }
+                St::Word => {
+                    let j = find(input, i, DELIM);
+                    self.push_word(&input[i..j]);
+                    if j == n {
+                        return Ok((Scan::NeedsInput, n));
+                    }
+                    i = j;
+                    self.end_word(false);
+                    self.st = St::EvCommaOrEnd;
+                    continue;
+                }
+                St::Skip => {
+                    match self.skip(input, i) {
+                        Some(j) => i = j,
+                        None => return Ok((Scan::NeedsInput, n)),
+                    }
+                    if self.skip_ret == St::ArrCommaOrEnd {
+                        self.in_event = false;
+                    }
+                    self.st = self.skip_ret;
+                    continue;
+                }
+                St::Done => {
+                    let junk = input[i..]
+                        .iter()
+                        .filter(|&&b| CLASS[b as usize] & WS == 0)
+                        .count();
+                    self.warnings.trailing_bytes += junk as u64;
+                    return Ok((Scan::NeedsInput, n));
+                }
+                _ => {}
+            }
+            i = skip_ws(input, i);
+            if i == n {
+                return Ok((Scan::NeedsInput, n));
+            }
+            let b = input[i];
+            match self.st {
+                St::Start => match b {
+                    b'{' => {
+                        self.st = St::TopKeyOrEnd;
+                        i += 1;
+                    }
+                    b'[' => {
+                        self.bare = true;
+                        self.found_array = true;
+                        self.st = St::ArrFirst;
+                        i += 1;
+                    }
+                    // A UTF-8 byte-order mark.
+                    0xEF | 0xBB | 0xBF if self.offset + (i as u64) < 3 => i += 1,
+                    _ => return Err(self.err(ScanErrorKind::NotJson, i)),
+                },
+                St::TopKeyOrEnd | St::TopKey => match b {
+                    b'"' => {
+                        self.begin_str(Target::TopKey);
+                        i += 1;
+                    }
+                    b'}' => {
+                        if self.st == St::TopKey {
+                            self.warnings.trailing_commas += 1;
+                        }
+                        self.st = St::Done;
+                        i += 1;
+                    }
+                    _ => return Err(self.err(ScanErrorKind::ExpectedKey, i)),
+                },
+                St::TopColon => {
+                    if b != b':' {
+                        return Err(self.err(ScanErrorKind::ExpectedColon, i));
+                    }
+                    self.st = St::TopValue;
+                    i += 1;
+                }
+                St::TopValue => {
+                    if !self.key_over && &self.key[..self.key_len] == b"traceEvents" {
+                        if b == b'[' {
+                            self.found_array = true;
+                            self.st = St::ArrFirst;
+                            i += 1;
+                            continue;
+                        }
+                        self.warnings.non_array_trace_events += 1;
+                    }
+                    i = self.begin_skip(b, i, St::TopCommaOrEnd);
+                }
+                St::TopCommaOrEnd => {
+                    self.st = match b {
+                        b',' => St::TopKey,
+                        b'}' => St::Done,
+                        _ => return Err(self.err(ScanErrorKind::ExpectedObjectComma, i)),
+                    };
+                    i += 1;
+                }
+                St::ArrFirst | St::ArrElem => match b {
+                    b'{' => {
+                        self.begin_event(i);
+                        if let Some(end) = self.fast_event(input, i) {
+                            i = end;
+                            if self.end_event(end) {
+                                return Ok((Scan::Event, end));
+                            }
+                            continue;
+                        }
+                        // Cut by the chunk end or unusual: the resumable path from the brace.
+                        self.begin_event(i);
+                        i += 1;
+                    }
+                    b']' => {
+                        if self.st == St::ArrElem {
+                            self.warnings.trailing_commas += 1;
+                        }
+                        self.st = if self.bare {
+                            St::Done
+                        } else {
+                            St::TopCommaOrEnd
+                        };
+                        i += 1;
+                    }
+                    b',' => return Err(self.err(ScanErrorKind::ExpectedElement, i)),
+                    _ => {
+                        self.warnings.non_object_events += 1;
+                        i = self.begin_skip(b, i, St::ArrCommaOrEnd);
+                    }
+                },
+                St::ArrCommaOrEnd => {
+                    self.st = match b {
+                        b',' => St::ArrElem,
+                        b']' if self.bare => St::Done,
+                        b']' => St::TopCommaOrEnd,
+                        _ => return Err(self.err(ScanErrorKind::ExpectedArrayComma, i)),
+                    };
+                    i += 1;
+                }
+                St::EvKeyOrEnd | St::EvKey => match b {
+                    b'"' => {
+                        self.begin_str(Target::EvKey);
+                        i += 1;
+                    }
+                    b'}' => {
+                        if self.st == St::EvKey {
+                            self.warnings.trailing_commas += 1;
+                        }
+                        i += 1;
+                        if self.end_event(i) {
+                            return Ok((Scan::Event, i));
+                        }
+                    }
+                    _ => self.recover(),
+                },
+                St::EvColon => {
+                    if b == b':' {
+                        self.st = St::EvValue;
+                        i += 1;
+                    } else {
+                        self.recover();
+                    }
+                }
+                St::EvValue => {
+                    let f = self.field;
+                    match b {
+                        b'"' => match f {
+                            Field::Other => i = self.begin_skip(b, i, St::EvCommaOrEnd),
+                            Field::Cat => {
+                                self.begin_str(Target::Cat);
+                                i += 1;
+                            }
+                            Field::Name => {
+                                self.begin_str(Target::Name);
+                                i += 1;
+                            }
+                            _ => {
+                                self.begin_str(Target::Word);
+                                i += 1;
+                            }
+                        },
+                        b'{' | b'[' => {
+                            self.clear_field(f);
+                            i = self.begin_skip(b, i, St::EvCommaOrEnd);
+                        }
+                        b'}' | b',' | b']' | b':' => self.recover(),
+                        _ => match f {
+                            Field::Other => i = self.begin_skip(b, i, St::EvCommaOrEnd),
+                            Field::Cat | Field::Name => {
+                                self.clear_field(f);
+                                i = self.begin_skip(b, i, St::EvCommaOrEnd);
+                            }
+                            _ => {
+                                self.word_len = 0;
+                                self.word_over = false;
+                                self.st = St::Word;
+                            }
+                        },
+                    }
+                }
+                St::EvCommaOrEnd => match b {
+                    b',' => {
+                        self.st = St::EvKey;
+                        i += 1;
+                    }
+                    b'}' => {
+                        i += 1;
+                        if self.end_event(i) {
+                            return Ok((Scan::Event, i));
+                        }
+                    }
+                    _ => self.recover(),
+                },
+                St::Str | St::Word | St::Skip | St::Done => unreachable!(),
+            }
+        }
+    }
+
+    /// Reads the event whose `{` is at `start` when it lies wholly inside `s` and holds nothing
+    /// that needs a warning or an escape decoded; returns the index after its `}`. `None`
+    /// means "use the resumable path from the brace" (nothing was counted).
+    #[inline]
+    fn fast_event(&mut self, s: &[u8], start: usize) -> Option<usize> {
+        self.in_fast = true;
+        let r = self.fast_event_inner(s, start);
+        self.in_fast = false;
+        r
+    }
+
+    #[inline(always)]
+    fn fast_event_inner(&mut self, s: &[u8], start: usize) -> Option<usize> {
+        let mut i = ws(s, start + 1)?;
+        if s[i] == b'}' {
+            return Some(i + 1);
+        }
+        loop {
+            if s[i] != b'"' {
+                return None;
+            }
+            let ke = find(s, i + 1, STR);
+            if ke >= s.len() || s[ke] != b'"' {
+                return None;
+            }
+            let field = classify(&s[i + 1..ke]);
+            i = ws(s, ke + 1)?;
+            if s[i] != b':' {
+                return None;
+            }
+            i = ws(s, i + 1)?;
+            match field {
+                Field::Other => i = skip_value_fast(s, i)?,
+                Field::Cat | Field::Name => {
+                    if s[i] != b'"' {
+                        return None;
+                    }
+                    let e = find(s, i + 1, STR);
+                    if e >= s.len() || s[e] != b'"' || e - (i + 1) > self.str_cap {
+                        return None;
+                    }
+                    let text = &s[i + 1..e];
+                    let cap = self.str_cap;
+                    let buf = self.storage.as_mut();
+                    if field == Field::Cat {
+                        buf[..text.len()].copy_from_slice(text);
+                        self.cat_len = text.len();
+                        self.cat_some = true;
+                    } else {
+                        buf[cap..cap + text.len()].copy_from_slice(text);
+                        self.name_len = text.len();
+                        self.name_some = true;
+                    }
+                    i = e + 1;
+                }
+                _ => {
+                    let (text, quoted) = if s[i] == b'"' {
+                        let e = find(s, i + 1, STR);
+                        if e >= s.len() || s[e] != b'"' {
+                            return None;
+                        }
+                        let t = &s[i + 1..e];
+                        i = e + 1;
+                        (t, true)
+                    } else {
+                        if CLASS[s[i] as usize] & DELIM != 0 {
+                            return None;
+                        }
+                        let e = find(s, i, DELIM);
+                        if e >= s.len() {
+                            return None;
+                        }
+                        let t = &s[i..e];
+                        i = e;
+                        (t, false)
+                    };
+                    if text.len() > WORD_CAP || !self.set_word(field, text, quoted, false) {
+                        return None;
+                    }
+                }
+            }
+            i = ws(s, i)?;
+            match s[i] {
+                b',' => i = ws(s, i + 1)?,
+                b'}' => return Some(i + 1),
+                _ => return None,
+            }
+        }
+    }
+
+    fn begin_event(&mut self, i: usize) {
+        self.in_event = true;
+        self.ev_start = self.offset + i as u64;
+        self.ph_len = 0;
+        self.cat_some = false;
+        self.cat_len = 0;
+        self.name_some = false;
+        self.name_len = 0;
+        self.ts = NumField::Missing;
+        self.dur = NumField::Missing;
+        self.pid = IdField::Missing;
+        self.tid = IdField::Missing;
+        self.id = IdField::Missing;
+        self.scope = IdField::Missing;
+        self.st = St::EvKeyOrEnd;
+    }
+
+    /// After the closing brace (at `i_after`): true when the event is to be returned.
+    fn end_event(&mut self, i_after: usize) -> bool {
+        self.in_event = false;
+        self.st = St::ArrCommaOrEnd;
+        let size = self.offset + i_after as u64 - self.ev_start;
+        if size > self.max_event_bytes {
+            self.warnings.oversized_events += 1;
+            return false;
+        }
+        self.events += 1;
+        true
+    }
+
+    /// Broken syntax inside an event: skip to its closing brace, without consuming the
+    /// offending byte (the skipper reads it).
+    fn recover(&mut self) {
+        self.warnings.malformed_events += 1;
+        self.skip_depth = 1;
+        self.skip_in_str = false;
+        self.skip_esc = false;
+        self.skip_word = false;
+        self.skip_ret = St::ArrCommaOrEnd;
+        self.st = St::Skip;
+    }
+
+    /// Starts skipping the value that begins with `b` at `i`; returns the new position.
+    fn begin_skip(&mut self, b: u8, i: usize, ret: St) -> usize {
+        self.skip_ret = ret;
+        self.skip_esc = false;
+        self.st = St::Skip;
+        match b {
+            b'"' => {
+                self.skip_depth = 0;
+                self.skip_in_str = true;
+                self.skip_word = false;
+                i + 1
+            }
+            b'{' | b'[' => {
+                self.skip_depth = 1;
+                self.skip_in_str = false;
+                self.skip_word = false;
+                i + 1
+            }
+            _ => {
+                self.skip_depth = 0;
+                self.skip_in_str = false;
+                self.skip_word = true;
+                i
+            }
+        }
+    }
+
+    /// Skips from `i`; `Some(end)` when the value is complete.
+    fn skip(&mut self, input: &[u8], mut i: usize) -> Option<usize> {
+        let n = input.len();
+        if self.skip_word {
+            let j = find(input, i, DELIM);
+            return if j == n { None } else { Some(j) };
+        }
+        loop {
+            if self.skip_in_str {
+                if self.skip_esc {
+                    if i == n {
+                        return None;
+                    }
+                    self.skip_esc = false;
+                    i += 1;
+                }
+                loop {
+                    let j = find(input, i, STR);
+                    if j == n {
+                        return None;
+                    }
+                    i = j + 1;
+                    match input[j] {
+                        b'"' => {
+                            self.skip_in_str = false;
+                            if self.skip_depth == 0 {
+                                return Some(i);
+                            }
+                            break;
+                        }
+                        b'\\' => {
+                            if i == n {
+                                self.skip_esc = true;
+                                return None;
+                            }
+                            i += 1;
+                        }
+                        _ => self.warnings.control_chars += 1,
+                    }
+                }
+            } else {
+                let j = find(input, i, SKIP);
+                if j == n {
+                    return None;
+                }
+                i = j + 1;
+                match input[j] {
+                    b'"' => self.skip_in_str = true,
+                    b'{' | b'[' => self.skip_depth += 1,
+                    _ => {
+                        self.skip_depth -= 1;
+                        if self.skip_depth == 0 {
+                            return Some(i);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn begin_str(&mut self, target: Target) {
+        self.target = target;
+        self.esc = Esc::None;
+        self.pending_high = 0;
+        match target {
+            Target::TopKey | Target::EvKey => {
+                self.key_len = 0;
+                self.key_over = false;
+            }
+            Target::Cat => {
+                self.cat_len = 0;
+                self.cat_trunc = false;
+            }
+            Target::Name => {
+                self.name_len = 0;
+                self.name_trunc = false;
+            }
+            Target::Word => {
+                self.word_len = 0;
+                self.word_over = false;
+            }
+        }
+        self.st = St::Str;
+    }
+
+    /// Decodes string bytes from `i` into the current target; `Some(end)` after the closing
+    /// quote.
+    fn decode_str(&mut self, input: &[u8], mut i: usize) -> Option<usize> {
+        let n = input.len();
+        loop {
+            if self.esc != Esc::None {
+                if i == n {
+                    return None;
+                }
+                if self.esc_byte(input[i]) {
+                    i += 1;
+                }
+                continue;
+            }
+            let j = find(input, i, STR);
+            if j > i {
+                self.flush_pending();
+                self.push(&input[i..j]);
+            }
+            if j == n {
+                return None;
+            }
+            let b = input[j];
+            i = j + 1;
+            match b {
+                b'"' => {
+                    self.flush_pending();
+                    return Some(i);
+                }
+                b'\\' => self.esc = Esc::Backslash,
+                _ => {
+                    self.warnings.control_chars += 1;
+                    self.flush_pending();
+                    self.push(&[b]);
+                }
+            }
+        }
+    }
+
+    /// One byte of an escape sequence; false when the byte was not consumed (a broken `\u`).
+    fn esc_byte(&mut self, b: u8) -> bool {
+        match self.esc {
+            Esc::Backslash => {
+                self.esc = Esc::None;
+                let out = match b {
+                    b'"' | b'\\' | b'/' => b,
+                    b'b' => 0x08,
+                    b'f' => 0x0C,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'u' => {
+                        self.esc = Esc::Hex { n: 0, acc: 0 };
+                        return true;
+                    }
+                    _ => {
+                        self.warnings.bad_escapes += 1;
+                        self.flush_pending();
+                        self.push(&[b'\\', b]);
+                        return true;
+                    }
+                };
+                self.flush_pending();
+                self.push(&[out]);
+                true
+            }
+            Esc::Hex { n, acc } => {
+                let v = match b {
+                    b'0'..=b'9' => b - b'0',
+                    b'a'..=b'f' => b - b'a' + 10,
+                    b'A'..=b'F' => b - b'A' + 10,
+                    _ => {
+                        self.esc = Esc::None;
+                        self.warnings.bad_escapes += 1;
+                        self.flush_pending();
+                        self.push_char(char::REPLACEMENT_CHARACTER);
+                        return false;
+                    }
+                };
+                let acc = (acc << 4) | u16::from(v);
+                if n + 1 < 4 {
+                    self.esc = Esc::Hex { n: n + 1, acc };
+                } else {
+                    self.esc = Esc::None;
+                    self.code_unit(acc);
+                }
+                true
+            }
+            Esc::None => true,
+        }
+    }
+
+    fn code_unit(&mut self, u: u16) {
+        match u {
+            0xD800..=0xDBFF => {
+                self.flush_pending();
+                self.pending_high = u;
+            }
+            0xDC00..=0xDFFF => {
+                if self.pending_high != 0 {
+                    let hi = u32::from(self.pending_high - 0xD800);
+                    let lo = u32::from(u - 0xDC00);
+                    self.pending_high = 0;
+                    let c = char::from_u32(0x10000 + (hi << 10) + lo)
+                        .unwrap_or(char::REPLACEMENT_CHARACTER);
+                    self.push_char(c);
+                } else {
+                    self.warnings.bad_escapes += 1;
+                    self.push_char(char::REPLACEMENT_CHARACTER);
+                }
+            }
+            _ => {
+                self.flush_pending();
+                let c = char::from_u32(u32::from(u)).unwrap_or(char::REPLACEMENT_CHARACTER);
+                self.push_char(c);
+            }
+        }
+    }
+
+    #[inline]
+    fn flush_pending(&mut self) {
+        if self.pending_high != 0 {
+            self.pending_high = 0;
+            self.warnings.bad_escapes += 1;
+            self.push_char(char::REPLACEMENT_CHARACTER);
+        }
+    }
+
+    fn push_char(&mut self, c: char) {
+        let mut tmp = [0u8; 4];
+        let s = c.encode_utf8(&mut tmp);
+        let len = s.len();
+        self.push(&tmp[..len]);
+    }
+
+    /// Appends decoded bytes to the current target, cutting at its capacity.
+    #[inline]
+    fn push(&mut self, bytes: &[u8]) {
+        match self.target {
+            Target::TopKey | Target::EvKey => {
+                let room = KEY_CAP - self.key_len;
+                let k = bytes.len().min(room);
+                self.key[self.key_len..self.key_len + k].copy_from_slice(&bytes[..k]);
+                self.key_len += k;
+                self.key_over |= k < bytes.len();
+            }
+            Target::Word => self.push_word(bytes),
+            Target::Cat => {
+                let cap = self.str_cap;
+                let buf = self.storage.as_mut();
+                let k = bytes.len().min(cap - self.cat_len);
+                buf[self.cat_len..self.cat_len + k].copy_from_slice(&bytes[..k]);
+                self.cat_len += k;
+                self.cat_trunc |= k < bytes.len();
+            }
+            Target::Name => {
+                let cap = self.str_cap;
+                let buf = self.storage.as_mut();
+                let k = bytes.len().min(cap - self.name_len);
+                let at = cap + self.name_len;
+                buf[at..at + k].copy_from_slice(&bytes[..k]);
+                self.name_len += k;
+                self.name_trunc |= k < bytes.len();
+            }
+        }
+    }
+
+    #[inline]
+    fn push_word(&mut self, bytes: &[u8]) {
+        let k = bytes.len().min(WORD_CAP - self.word_len);
+        self.word[self.word_len..self.word_len + k].copy_from_slice(&bytes[..k]);
+        self.word_len += k;
+        self.word_over |= k < bytes.len();
+    }
+
+    fn end_string(&mut self) {
+        match self.target {
+            Target::TopKey => self.st = St::TopColon,
+            Target::EvKey => {
+                self.field = if self.key_over {
+                    Field::Other
+                } else {
+                    classify(&self.key[..self.key_len])
+                };
+                self.st = St::EvColon;
+            }
+            Target::Cat => {
+                self.cat_some = true;
+                if self.cat_trunc {
+                    self.warnings.truncated_strings += 1;
+                    self.cat_len = utf8_boundary(&self.storage.as_ref()[..self.cat_len]);
+                }
+                self.st = St::EvCommaOrEnd;
+            }
+            Target::Name => {
+                self.name_some = true;
+                if self.name_trunc {
+                    self.warnings.truncated_strings += 1;
+                    let cap = self.str_cap;
+                    self.name_len = utf8_boundary(&self.storage.as_ref()[cap..cap + self.name_len]);
+                }
+                self.st = St::EvCommaOrEnd;
+            }
+            Target::Word => {
+                self.end_word(true);
+                self.st = St::EvCommaOrEnd;
+            }
+        }
+    }
+
+    /// Stores the collected word (a bareword, or a string when `quoted`) into its field.
+    fn end_word(&mut self, quoted: bool) {
+        let word = self.word;
+        let text = &word[..self.word_len];
+        let over = self.word_over;
+        self.set_word(self.field, text, quoted, over);
+    }
+
+    /// Stores `text` into `field`. With `count` false (the fast path) it stores nothing and
+    /// returns false where a warning would be due; otherwise it counts and returns true.
+    #[inline]
+    fn set_word(&mut self, field: Field, text: &[u8], quoted: bool, over: bool) -> bool {
+        match field {
+            Field::Ts | Field::Dur => {
+                let v = match (over, parse_us_to_ns(text)) {
+                    (false, Some(ns)) => NumField::Ns(ns),
+                    _ => {
+                        let literal = matches!(
+                            text,
+                            b"true" | b"false" | b"null" | b"NaN" | b"Infinity" | b"-Infinity"
+                        );
+                        if !quoted && !literal {
+                            if self.in_fast {
+                                return false;
+                            }
+                            self.warnings.bad_numbers += 1;
+                        }
+                        NumField::NotNumber
+                    }
+                };
+                if field == Field::Ts {
+                    self.ts = v;
+                } else {
+                    self.dur = v;
+                }
+            }
+            Field::Pid | Field::Tid | Field::Id | Field::Scope => {
+                let v = if !quoted && text == b"null" {
+                    IdField::Missing
+                } else if let (false, Some(x)) = (quoted, parse_int(text)) {
+                    IdField::Int(x)
+                } else {
+                    IdField::Hash(fnv1a(text))
+                };
+                match field {
+                    Field::Pid => self.pid = v,
+                    Field::Tid => self.tid = v,
+                    Field::Id => self.id = v,
+                    _ => self.scope = v,
+                }
+            }
+            Field::Ph => {
+                let k = text.len().min(PH_CAP);
+                self.ph[..k].copy_from_slice(&text[..k]);
+                self.ph_len = k;
+            }
+            Field::Cat | Field::Name | Field::Other => {}
+        }
+        true
+    }
+
+    /// A known field whose value has the wrong type (object/array, or a non-string name).
+    fn clear_field(&mut self, f: Field) {
+        match f {
+            Field::Ph => self.ph_len = 0,
+            Field::Cat => self.cat_some = false,
+            Field::Name => self.name_some = false,
+            Field::Ts => self.ts = NumField::NotNumber,
+            Field::Dur => self.dur = NumField::NotNumber,
+            Field::Pid => self.pid = IdField::Missing,
+            Field::Tid => self.tid = IdField::Missing,
+            Field::Id => self.id = IdField::Missing,
+            Field::Scope => self.scope = IdField::Missing,
+            Field::Other => {}
+        }
+    }
+}
+
+#[inline(always)]
+fn classify(key: &[u8]) -> Field {
+    match key {
+        b"ph" => Field::Ph,
+        b"cat" => Field::Cat,
+        b"name" => Field::Name,
+        b"ts" => Field::Ts,
+        b"dur" => Field::Dur,
+        b"pid" => Field::Pid,
+        b"tid" => Field::Tid,
+        b"id" => Field::Id,
+        b"scope" => Field::Scope,
+        _ => Field::Other,
+    }
+}
+
+/// Fast path: the index after the string whose first content byte is at `j`; `None` at the
+/// end of the input or on a raw control character (which the resumable path counts).
+#[inline(always)]
+fn skip_str_fast(s: &[u8], mut j: usize) -> Option<usize> {
+    loop {
+        let k = find(s, j, STR);
+        if k >= s.len() {
+            return None;
+        }
+        match s[k] {
+            b'"' => return Some(k + 1),
+            b'\\' => {
+                if k + 2 > s.len() {
+                    return None;
+                }
+                j = k + 2;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Fast path: the index after the value starting at `i`, with the resumable skipper's rules.
+#[inline(always)]
+fn skip_value_fast(s: &[u8], i: usize) -> Option<usize> {
+    match s[i] {
+        b'"' => skip_str_fast(s, i + 1),
+        b'{' | b'[' => {
+            let mut depth = 1u32;
+            let mut j = i + 1;
+            loop {
+                j = find(s, j, SKIP);
+                if j >= s.len() {
+                    return None;
+                }
+                match s[j] {
+                    b'"' => j = skip_str_fast(s, j + 1)?,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        j += 1;
+                    }
+                    _ => {
+                        depth -= 1;
+                        j += 1;
+                        if depth == 0 {
+                            return Some(j);
+                        }
+                    }
+                }
+            }
+        }
+        b'}' | b']' | b',' | b':' => None,
+        _ => {
+            let j = find(s, i, DELIM);
+            if j >= s.len() { None } else { Some(j) }
+        }
+    }
+}
+
+/// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
+fn utf8_boundary(s: &[u8]) -> usize {
+    let n = s.len();
+    // Walk back over at most 3 continuation bytes to the lead byte of the last sequence.
+    let mut k = n;
+    while k > 0 && n - k < 4 && s[k - 1] & 0xC0 == 0x80 {
+        k -= 1;
+    }
+    if k == 0 {
+        return n;
+    }
+    let lead = s[k - 1];
+    let need = match lead {
+        0x00..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => return n,
+    };
+    if n - (k - 1) < need { k - 1 } else { n }
+}
+
+fn parse_int(text: &[u8]) -> Option<i64> {
+    let (neg, digits) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
+    }
+    Some(if neg { -v } else { v })
+}
+
+pub(super) fn fnv1a(text: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in text {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    h
+}

@@ -1,0 +1,693 @@
+//! Scanner tests: generated traces checked against the generator's own exact values and
+//! against `serde_json::Value` (the decoding oracle), fed whole, byte by byte and in random
+//! splits.
+use super::*;
+use crate::Limits;
+use crate::testutil::{Rng, for_each_split};
+use std::string::String;
+use std::vec;
+use std::vec::Vec;
+
+#[derive(Clone, Debug, PartialEq)]
+struct Owned {
+    ph: Vec<u8>,
+    cat: Option<Vec<u8>>,
+    name: Option<Vec<u8>>,
+    ts: NumField,
+    dur: NumField,
+    pid: IdField,
+    tid: IdField,
+    id: IdField,
+}
+
+impl Owned {
+    fn of(e: &Event<'_>) -> Owned {
+        Owned {
+            ph: e.ph.to_vec(),
+            cat: e.cat.map(<[u8]>::to_vec),
+            name: e.name.map(<[u8]>::to_vec),
+            ts: e.ts_ns,
+            dur: e.dur_ns,
+            pid: e.pid,
+            tid: e.tid,
+            id: e.id,
+        }
+    }
+}
+
+struct Outcome {
+    events: Vec<Owned>,
+    end: ScanEnd,
+    warnings: ScanWarnings,
+    error: Option<ScanError>,
+}
+
+fn run_chunks(chunks: &[&[u8]], limits: Limits) -> Outcome {
+    let mut sc = EventScanner::new(limits);
+    let mut events = Vec::new();
+    let mut error = None;
+    'outer: for chunk in chunks {
+        let mut pos = 0;
+        loop {
+            match sc.scan(&chunk[pos..]) {
+                Ok((Scan::Event, nin)) => {
+                    pos += nin;
+                    events.push(Owned::of(&sc.event()));
+                }
+                Ok((Scan::NeedsInput, nin)) => {
+                    assert_eq!(pos + nin, chunk.len());
+                    break;
+                }
+                Err(e) => {
+                    error = Some(e);
+                    break 'outer;
+                }
+            }
+        }
+    }
+    let end = sc.finish();
+    Outcome {
+        events,
+        end,
+        warnings: *sc.warnings(),
+        error,
+    }
+}
+
+fn run_whole(doc: &[u8]) -> Outcome {
+    run_chunks(&[doc], Limits::EXACT)
+}
+
+/// Every split gives the same events, end and warnings as the whole input.
+fn check_splits(doc: &[u8], rounds: usize, seed: u64) -> Outcome {
+    let whole = run_whole(doc);
+    for_each_split(doc, rounds, seed, |chunks| {
+        let got = run_chunks(chunks, Limits::EXACT);
+        assert_eq!(got.events, whole.events);
+        assert_eq!(got.end, whole.end);
+        assert_eq!(got.warnings, whole.warnings);
+        assert_eq!(got.error, whole.error);
+    });
+    whole
+}
+
+// ---------- generator ----------
+
+struct Gen {
+    rng: Rng,
+    out: Vec<u8>,
+}
+
+impl Gen {
+    fn ws(&mut self) {
+        for _ in 0..self.rng.below(3) {
+            let c = [b' ', b'\n', b'\t', b'\r', b' '][self.rng.below(5) as usize];
+            self.out.push(c);
+        }
+    }
+
+    /// Writes a JSON string with random escaping; returns the decoded bytes.
+    fn string(&mut self, text: &str) -> Vec<u8> {
+        self.out.push(b'"');
+        for c in text.chars() {
+            let r = self.rng.below(10);
+            match c {
+                '"' => self.out.extend_from_slice(b"\\\""),
+                '\\' => self.out.extend_from_slice(b"\\\\"),
+                '\n' => self.out.extend_from_slice(b"\\n"),
+                '\t' => self.out.extend_from_slice(b"\\t"),
+                '\u{8}' => self.out.extend_from_slice(b"\\b"),
+                '\u{c}' => self.out.extend_from_slice(b"\\f"),
+                '\r' => self.out.extend_from_slice(b"\\r"),
+                '/' if r < 5 => self.out.extend_from_slice(b"\\/"),
+                c if (c as u32) < 0x20 => self
+                    .out
+                    .extend_from_slice(std::format!("\\u{:04x}", c as u32).as_bytes()),
+                c if r < 2 => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        let s = if r == 0 {
+                            std::format!("\\u{:04X}", u)
+                        } else {
+                            std::format!("\\u{:04x}", u)
+                        };
+                        self.out.extend_from_slice(s.as_bytes());
+                    }
+                }
+                c => {
+                    let mut b = [0u8; 4];
+                    self.out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+                }
+            }
+        }
+        self.out.push(b'"');
+        text.as_bytes().to_vec()
+    }
+
+    fn text(&mut self) -> String {
+        const PARTS: &[&str] = &[
+            "aten::mm",
+            "cpu_op",
+            "kernel",
+            "void gemm<float, 128>(...)",
+            "é",
+            "日本",
+            "🚀",
+            "\"q\"",
+            "a\\b",
+            "x/y",
+            "\n",
+            "\t",
+            "\u{1}",
+            "",
+            "𝄞",
+            " ",
+            "ncclKernel_AllReduce",
+            "\u{8}\u{c}\r",
+        ];
+        let mut s = String::new();
+        for _ in 0..self.rng.below(4) {
+            s.push_str(PARTS[self.rng.below(PARTS.len() as u64) as usize]);
+        }
+        s
+    }
+
+    /// A decimal number text for `ns` nanoseconds, in microseconds, in one of several spellings.
+    fn us_text(&mut self, ns: i64) -> String {
+        let neg = ns < 0;
+        let a = ns.unsigned_abs();
+        let (ip, fp) = (a / 1000, a % 1000);
+        let sign = if neg { "-" } else { "" };
+        match self.rng.below(5) {
+            0 if fp == 0 => std::format!("{sign}{ip}"),
+            1 => std::format!("{sign}{ip}.{fp:03}"),
+            2 => {
+                // Exponent form: digits * 10^-3 written as d.ddd...e+k
+                let digits = std::format!("{a}");
+                let k = digits.len() as i64 - 1 - 3;
+                std::format!("{sign}{}.{}e{k}", &digits[..1], &digits[1..]).replace(".e", "e")
+            }
+            3 => std::format!("{sign}{ip}.{fp:03}0"),
+            _ => {
+                let mut f = std::format!("{fp:03}");
+                while f.ends_with('0') {
+                    f.pop();
+                }
+                if f.is_empty() {
+                    std::format!("{sign}{ip}")
+                } else {
+                    std::format!("{sign}{ip}.{f}")
+                }
+            }
+        }
+    }
+
+    fn skipped_value(&mut self, depth: u32) {
+        match self.rng.below(if depth > 3 { 4 } else { 6 }) {
+            0 => {
+                let t = self.text();
+                self.string(&t);
+            }
+            1 => self.out.extend_from_slice(b"12.5e-3"),
+            2 => self
+                .out
+                .extend_from_slice([&b"true"[..], b"false", b"null"][self.rng.below(3) as usize]),
+            3 => self.out.extend_from_slice(b"-7"),
+            4 => {
+                self.out.push(b'{');
+                for k in 0..self.rng.below(4) {
+                    if k > 0 {
+                        self.out.push(b',');
+                    }
+                    self.ws();
+                    let t = self.text();
+                    self.string(&t);
+                    self.ws();
+                    self.out.push(b':');
+                    self.ws();
+                    self.skipped_value(depth + 1);
+                }
+                self.out.push(b'}');
+            }
+            _ => {
+                self.out.push(b'[');
+                for k in 0..self.rng.below(4) {
+                    if k > 0 {
+                        self.out.push(b',');
+                    }
+                    self.ws();
+                    self.skipped_value(depth + 1);
+                    self.ws();
+                }
+                self.out.push(b']');
+            }
+        }
+    }
+
+    fn event(&mut self) -> Owned {
+        let mut e = Owned {
+            ph: Vec::new(),
+            cat: None,
+            name: None,
+            ts: NumField::Missing,
+            dur: NumField::Missing,
+            pid: IdField::Missing,
+            tid: IdField::Missing,
+            id: IdField::Missing,
+        };
+        let mut keys: Vec<u8> = vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+        // Shuffle, then drop some.
+        for k in (1..keys.len()).rev() {
+            let j = self.rng.below(k as u64 + 1) as usize;
+            keys.swap(k, j);
+        }
+        keys.retain(|_| self.rng.below(8) != 0);
+        self.out.push(b'{');
+        for (n, k) in keys.iter().enumerate() {
+            if n > 0 {
+                self.ws();
+                self.out.push(b',');
+            }
+            self.ws();
+            let name = [
+                "ph", "cat", "name", "ts", "dur", "pid", "tid", "id", "args", "extra",
+            ][*k as usize];
+            self.string(name);
+            self.ws();
+            self.out.push(b':');
+            self.ws();
+            match k {
+                0 => {
+                    let ph = ["X", "B", "E", "i", "s", "f", "M", "C"][self.rng.below(8) as usize];
+                    e.ph = self.string(ph);
+                }
+                1 => {
+                    let t = self.text();
+                    e.cat = Some(self.string(&t));
+                }
+                2 => {
+                    let t = self.text();
+                    e.name = Some(self.string(&t));
+                }
+                3 | 4 => {
+                    let ns = if self.rng.below(2) == 0 {
+                        1_712_195_495_000_000_000 + self.rng.below(1 << 40) as i64
+                    } else {
+                        self.rng.below(10_000_000) as i64
+                            - if self.rng.below(10) == 0 {
+                                5_000_000
+                            } else {
+                                0
+                            }
+                    };
+                    let t = self.us_text(ns);
+                    let v = match self.rng.below(12) {
+                        0 => {
+                            self.string(&t);
+                            NumField::Ns(ns)
+                        }
+                        1 => {
+                            self.out.extend_from_slice(b"true");
+                            NumField::NotNumber
+                        }
+                        2 => {
+                            self.out.extend_from_slice(b"null");
+                            NumField::NotNumber
+                        }
+                        _ => {
+                            self.out.extend_from_slice(t.as_bytes());
+                            NumField::Ns(ns)
+                        }
+                    };
+                    if *k == 3 {
+                        e.ts = v;
+                    } else {
+                        e.dur = v;
+                    }
+                }
+                5..=7 => {
+                    let v = if self.rng.below(4) == 0 {
+                        let t = std::format!("0x{:x}", self.rng.below(1000));
+                        self.string(&t);
+                        IdField::Hash(super::scanner_fnv(t.as_bytes()))
+                    } else {
+                        let v = self.rng.below(100_000) as i64;
+                        self.out.extend_from_slice(std::format!("{v}").as_bytes());
+                        IdField::Int(v)
+                    };
+                    match k {
+                        5 => e.pid = v,
+                        6 => e.tid = v,
+                        _ => e.id = v,
+                    }
+                }
+                _ => self.skipped_value(0),
+            }
+        }
+        self.ws();
+        self.out.push(b'}');
+        e
+    }
+
+    /// A whole document; returns the expected events.
+    fn doc(&mut self, n_events: usize) -> Vec<Owned> {
+        let bare = self.rng.below(4) == 0;
+        let mut expected = Vec::new();
+        if !bare {
+            self.out.push(b'{');
+            self.ws();
+            let before = self.rng.below(3);
+            for _ in 0..before {
+                let t = self.text();
+                self.string(&std::format!("k{t}"));
+                self.out.push(b':');
+                self.skipped_value(0);
+                self.out.push(b',');
+                self.ws();
+            }
+            self.string("traceEvents");
+            self.ws();
+            self.out.push(b':');
+            self.ws();
+        }
+        self.out.push(b'[');
+        for k in 0..n_events {
+            if k > 0 {
+                self.out.push(b',');
+            }
+            self.ws();
+            expected.push(self.event());
+            self.ws();
+        }
+        self.out.push(b']');
+        if !bare {
+            for _ in 0..self.rng.below(3) {
+                self.out.push(b',');
+                self.ws();
+                self.string("displayTimeUnit");
+                self.out.push(b':');
+                self.skipped_value(0);
+            }
+            self.ws();
+            self.out.push(b'}');
+        }
+        self.ws();
+        expected
+    }
+}
+
+/// Cross-checks the generator with serde_json: the document is valid JSON, and the decoded
+/// `ph`/`cat`/`name` strings and the events count agree with what the generator recorded.
+fn serde_check(doc: &[u8], expected: &[Owned]) {
+    let v: serde_json::Value = serde_json::from_slice(doc).expect("generator wrote valid JSON");
+    let arr = match &v {
+        serde_json::Value::Array(a) => a,
+        serde_json::Value::Object(o) => o["traceEvents"].as_array().unwrap(),
+        _ => panic!(),
+    };
+    assert_eq!(arr.len(), expected.len());
+    for (ev, want) in arr.iter().zip(expected) {
+        let o = ev.as_object().unwrap();
+        let s = |k: &str| {
+            o.get(k)
+                .and_then(|v| v.as_str())
+                .map(|s| s.as_bytes().to_vec())
+        };
+        assert_eq!(s("cat"), want.cat);
+        assert_eq!(s("name"), want.name);
+        assert_eq!(s("ph").unwrap_or_default(), want.ph);
+        for (k, f) in [("ts", want.ts), ("dur", want.dur)] {
+            if let (Some(x), NumField::Ns(ns)) = (o.get(k).and_then(|v| v.as_f64()), f) {
+                let want_us = ns as f64 / 1000.0;
+                assert!(
+                    (x - want_us).abs() <= want_us.abs() * 1e-15 + 1e-9,
+                    "{k}: {x} vs {want_us}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn random_documents_against_oracle() {
+    let mut rng = Rng::from_env(1);
+    for round in 0..150 {
+        let mut g = Gen {
+            rng: Rng(rng.next_u64()),
+            out: Vec::new(),
+        };
+        let n = rng.below(12) as usize;
+        let expected = g.doc(n);
+        serde_check(&g.out, &expected);
+        let got = check_splits(&g.out, 4, round);
+        assert_eq!(got.error, None, "{}", String::from_utf8_lossy(&g.out));
+        assert_eq!(got.events, expected, "{}", String::from_utf8_lossy(&g.out));
+        assert!(got.end.complete && !got.end.truncated && !got.end.cut_event);
+        assert_eq!(got.end.events, n as u64);
+        assert_eq!(got.end.bytes, g.out.len() as u64);
+        let w = got.warnings;
+        assert_eq!(
+            (
+                w.malformed_events,
+                w.bad_escapes,
+                w.control_chars,
+                w.trailing_bytes
+            ),
+            (0, 0, 0, 0)
+        );
+    }
+}
+
+#[test]
+fn every_truncation_point_is_truncation_not_failure() {
+    let mut g = Gen {
+        rng: Rng(99),
+        out: Vec::new(),
+    };
+    let expected = g.doc(6);
+    let doc = g.out.clone();
+    // Byte offset at which each event's closing brace ends, from a whole run.
+    let mut ends = Vec::new();
+    {
+        let mut sc = EventScanner::new(Limits::EXACT);
+        let mut pos = 0;
+        while let (Scan::Event, nin) = sc.scan(&doc[pos..]).unwrap() {
+            pos += nin;
+            ends.push(pos);
+        }
+    }
+    assert_eq!(ends.len(), expected.len());
+    for cut in 0..doc.len() {
+        let got = run_whole(&doc[..cut]);
+        assert_eq!(got.error, None);
+        let n_before = ends.iter().filter(|&&e| e <= cut).count();
+        assert_eq!(got.events, expected[..n_before], "cut at {cut}");
+        assert_eq!(got.end.events, n_before as u64);
+        let fully = run_whole(&doc).end.bytes as usize;
+        let tail_ws = doc[cut..].iter().all(|b| b.is_ascii_whitespace());
+        assert_eq!(
+            got.end.complete,
+            tail_ws && cut > 0 && cut <= fully,
+            "cut at {cut}"
+        );
+        assert_eq!(got.end.truncated, !got.end.complete);
+    }
+}
+
+#[test]
+fn huge_top_level_values_are_skipped() {
+    let mut doc = Vec::new();
+    doc.extend_from_slice(br#"{"systemTraceEvents": ""#);
+    for k in 0..300_000 {
+        doc.extend_from_slice(if k % 7 == 0 {
+            b"ab\\\"{[}]"
+        } else {
+            b"abcdefgh"
+        });
+    }
+    doc.extend_from_slice(br#"", "obj": {"a": [1, {"b": "]}"}], "traceEvents": 5}, "n": -1.5e3, "#);
+    doc.extend_from_slice(br#""traceEvents": [{"ph": "X", "dur": 1}], "z": null}"#);
+    for chunk_len in [1usize << 16, 4093, 1 << 20] {
+        let chunks: Vec<&[u8]> = doc.chunks(chunk_len).collect();
+        let got = run_chunks(&chunks, Limits::EXACT);
+        assert_eq!(got.error, None);
+        assert_eq!(got.events.len(), 1);
+        assert_eq!(got.events[0].dur, NumField::Ns(1000));
+        assert!(got.end.complete);
+    }
+}
+
+#[test]
+fn large_events_are_read_in_one_pass() {
+    let mut doc = Vec::from(&br#"[{"ph":"X","args":{"big":["#[..]);
+    for k in 0..200_000 {
+        if k > 0 {
+            doc.push(b',');
+        }
+        doc.extend_from_slice(br#"{"s":"x\"}]"}"#);
+    }
+    doc.extend_from_slice(br#"]},"name":"after","dur":2.5},{"ph":"B","name":"n2"}]"#);
+    let chunks: Vec<&[u8]> = doc.chunks(1000).collect();
+    let got = run_chunks(&chunks, Limits::EXACT);
+    assert_eq!(got.events.len(), 2);
+    assert_eq!(got.events[0].name.as_deref(), Some(&b"after"[..]));
+    assert_eq!(got.events[0].dur, NumField::Ns(2500));
+    assert!(got.end.complete);
+    // The event-size limit skips it, counted.
+    let limits = Limits {
+        max_event_bytes: 1 << 20,
+        ..Limits::EXACT
+    };
+    let got = run_chunks(&chunks, limits);
+    assert_eq!(got.events.len(), 1);
+    assert_eq!(got.warnings.oversized_events, 1);
+}
+
+#[test]
+fn control_characters_are_tolerated_and_counted() {
+    let doc = b"[{\"name\":\"a\x01b\tc\",\"cat\":\"k\",\"args\":{\"x\":\"\x02\x1f\"}},{\"name\":\"\x0a\"}]";
+    let got = check_splits(doc, 8, 3);
+    assert_eq!(got.events.len(), 2);
+    assert_eq!(got.events[0].name.as_deref(), Some(&b"a\x01b\tc"[..]));
+    assert_eq!(got.events[1].name.as_deref(), Some(&b"\n"[..]));
+    assert_eq!(got.warnings.control_chars, 5);
+}
+
+#[test]
+fn bad_escapes_and_lone_surrogates() {
+    let doc = br#"[{"name":"a\ud83d\ude80b\ud800c\udc00d\x\u12g"}]"#;
+    let got = check_splits(doc, 8, 4);
+    let want = "a🚀b\u{FFFD}c\u{FFFD}d\\x\u{FFFD}g";
+    assert_eq!(got.events[0].name.as_deref(), Some(want.as_bytes()));
+    assert_eq!(got.warnings.bad_escapes, 4);
+}
+
+#[test]
+fn long_strings_are_cut_on_a_utf8_boundary() {
+    let limits = Limits {
+        max_string_bytes: 8,
+        ..Limits::EXACT
+    };
+    let doc = "[{\"name\":\"abcdefg日本\",\"cat\":\"12345678\"}]".as_bytes();
+    for_each_split(doc, 8, 5, |chunks| {
+        let got = run_chunks(chunks, limits);
+        assert_eq!(got.events[0].name.as_deref(), Some(&b"abcdefg"[..]));
+        assert_eq!(got.events[0].cat.as_deref(), Some(&b"12345678"[..]));
+        assert_eq!(got.warnings.truncated_strings, 1);
+    });
+}
+
+#[test]
+fn malformed_events_are_skipped_and_counted() {
+    let doc = br#"{"traceEvents":[{"ph":"X","dur":1},{"ph" "X","name":"}"},{"a":},{"dur":12abc,"ph":"X"},5,"s",{"dur":3,}],}"#;
+    let got = check_splits(doc, 8, 6);
+    assert_eq!(got.error, None);
+    assert_eq!(got.warnings.malformed_events, 2);
+    assert_eq!(got.warnings.non_object_events, 2);
+    assert_eq!(got.warnings.bad_numbers, 1);
+    assert_eq!(got.warnings.trailing_commas, 2);
+    let durs: Vec<NumField> = got.events.iter().map(|e| e.dur).collect();
+    assert_eq!(
+        durs,
+        [NumField::Ns(1000), NumField::NotNumber, NumField::Ns(3000)]
+    );
+    assert!(got.end.complete);
+}
+
+#[test]
+fn structural_errors_carry_the_byte_offset() {
+    let cases: &[(&[u8], &str)] = &[
+        (
+            b"  x",
+            "expected `{` or `[` at the start of a trace at byte 2",
+        ),
+        (
+            br#"{"a" 1}"#,
+            "expected `:` after a key in the top-level object at byte 5",
+        ),
+        (
+            br#"{"a":1 "b":2}"#,
+            "expected `,` or `}` in the top-level object at byte 7",
+        ),
+        (
+            br#"{5:1}"#,
+            "expected a key string in the top-level object at byte 1",
+        ),
+        (
+            br#"[{} {}]"#,
+            "expected `,` or `]` between trace events at byte 4",
+        ),
+        (br#"[{},,{}]"#, "expected a trace event after `,` at byte 4"),
+    ];
+    for (doc, msg) in cases {
+        for_each_split(doc, 4, 7, |chunks| {
+            let got = run_chunks(chunks, Limits::EXACT);
+            assert_eq!(
+                got.error.map(|e| std::format!("{e}")).as_deref(),
+                Some(*msg)
+            );
+        });
+        // A failed scanner stays failed.
+        let mut sc = EventScanner::new(Limits::EXACT);
+        let mut pos = 0;
+        let first = loop {
+            match sc.scan(&doc[pos..]) {
+                Ok((_, nin)) if nin > 0 => pos += nin,
+                Ok(_) => panic!("no error"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(sc.scan(b"]"), Err(first));
+    }
+}
+
+#[test]
+fn forms_and_edge_documents() {
+    let got = check_splits(b"[]", 2, 8);
+    assert!(got.end.complete && got.end.bare_array && got.end.found_events_array);
+    let got = check_splits(br#"{"displayTimeUnit":"ns"}"#, 2, 8);
+    assert!(got.end.complete && !got.end.found_events_array);
+    let got = check_splits(b"", 0, 8);
+    assert!(got.end.truncated && got.end.bytes == 0);
+    let got = check_splits(b"\xEF\xBB\xBF[{\"ph\":\"i\"}] \n x", 4, 8);
+    assert_eq!(got.events.len(), 1);
+    assert_eq!(got.warnings.trailing_bytes, 1);
+    let got = check_splits(
+        br#"{"traceEvents": {"a": 1}, "traceEvents": [{"ph":"X"}]}"#,
+        4,
+        8,
+    );
+    assert_eq!(got.warnings.non_array_trace_events, 1);
+    assert_eq!(got.events.len(), 1);
+    let got = check_splits(
+        br#"[{"ph":"X","pid":"Browser","tid":-3,"id":null,"ts":"12.5","dur":"abc"}]"#,
+        4,
+        8,
+    );
+    let e = &got.events[0];
+    assert_eq!(e.pid, IdField::Hash(scanner_fnv(b"Browser")));
+    assert_eq!((e.tid, e.id), (IdField::Int(-3), IdField::Missing));
+    assert_eq!((e.ts, e.dur), (NumField::Ns(12_500), NumField::NotNumber));
+    let got = check_splits(
+        br#"[{"ph":"X","dur":NaN},{"dur":-Infinity,"cat":5,"name":null}]"#,
+        4,
+        8,
+    );
+    assert_eq!(got.events[0].dur, NumField::NotNumber);
+    assert_eq!(
+        (got.events[1].cat.clone(), got.events[1].name.clone()),
+        (None, None)
+    );
+    assert_eq!(got.warnings.bad_numbers, 0);
+}
+
+#[test]
+fn works_over_caller_storage_without_alloc() {
+    let mut storage = [0u8; 16];
+    let mut sc = EventScanner::with_storage(Limits::BOUNDED, &mut storage[..]);
+    let doc = br#"[{"cat":"0123456789","name":"n"}]"#;
+    let (s, _) = sc.scan(doc).unwrap();
+    assert_eq!(s, Scan::Event);
+    assert_eq!(sc.event().cat, Some(&b"01234567"[..]));
+    assert_eq!(sc.event().name, Some(&b"n"[..]));
+}

@@ -1,0 +1,1030 @@
+//! Mark windows, spans and the compute-or-waiting verdict over a trace.csv (SPEC §2, §6, §8).
+//!
+//! [`WindowAnalyzer`] reads a trace.csv in one streaming pass (`write(chunk)` … `end()`), so the
+//! same code serves the CLI and the browser. Rows pass through a small bounded reorder buffer
+//! (the recorder's threads interleave: a MARK can be written after a SAMPLE with a later
+//! timestamp) and leave in time order; a row older than one already released is counted as late
+//! and skipped. Windows and spans accumulate as the rows leave, so memory depends on the number
+//! of GPUs, marks and spans, never on the number of samples.
+//!
+//! For each window it computes the reference-exact samples-only figures (the three lines of
+//! `analyze_trace.py`, quirks included), edge-interpolated power energy, counter energy (NVML mJ,
+//! RAPL µJ with wraparound), time-weighted utilization, sample health and a verdict. The idle
+//! floor of each GPU (5th percentile of its power) is known only at the end, so each window keeps
+//! a small time-in-power histogram and the power busy share is read from it at the end: one pass,
+//! which also works for `write()`/`end()`.
+//!
+//! Needs the `alloc` feature (marks, labels and span results are owned).
+#![cfg(feature = "alloc")]
+
+mod acc;
+mod floor;
+mod reorder;
+mod series;
+mod verdict;
+
+pub use acc::{GpuAcc, POWER_BINS, Prev, RaplAcc, RefAcc, Sample, bin_edges, clip, power_bin};
+pub use floor::PowerHistogram;
+pub use series::{Series, SeriesPoint};
+pub use verdict::{PowerSource, Signal, Verdict};
+
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use serde::Serialize;
+
+use crate::Limits;
+use crate::csv::{Col, CsvEvent, Row, RowKind, TraceCsvReader};
+use reorder::Reorder;
+
+/// Which mark pair is "the window": the `occurrence`-th MARK labelled `start` (in file order)
+/// and the `occurrence`-th labelled `end`. Occurrence 1 is the reference's rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowSelect {
+    /// Start label.
+    pub start: String,
+    /// End label.
+    pub end: String,
+    /// 1-based occurrence (run) of each label.
+    pub occurrence: u32,
+}
+
+/// Options of an analysis.
+#[derive(Clone, Debug)]
+pub struct AnalyzeOptions {
+    /// Memory bounds (`max_marks`, `max_gpus`).
+    pub limits: Limits,
+    /// The mark pair to analyze, if any.
+    pub select: Option<WindowSelect>,
+    /// Only this GPU (`gpu_index`; rows without one count as GPU 0).
+    pub gpu: Option<i64>,
+    /// Analyze every span (mark pairs and stretches between consecutive marks).
+    pub spans: bool,
+    /// Points per GPU in the plotted series (0: no series).
+    pub series_points: usize,
+    /// Power/utilization intervals longer than this are skipped (SPEC §6), ns.
+    pub max_gap_ns: i64,
+    /// Rows are held this long behind the newest row to restore time order, ns.
+    pub reorder_horizon_ns: i64,
+    /// At most this many rows are held for reordering.
+    pub reorder_capacity: usize,
+    /// Which NVML reading fills `gpu_power_W` (from the sidecar, when known).
+    pub power_source: PowerSource,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            limits: Limits::EXACT,
+            select: None,
+            gpu: None,
+            spans: false,
+            series_points: 0,
+            max_gap_ns: 5_000_000_000,
+            reorder_horizon_ns: 2_000_000_000,
+            reorder_capacity: 65_536,
+            power_source: PowerSource::Unknown,
+        }
+    }
+}
+
+/// Row counts of the whole file.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RowCounts {
+    /// Data rows read (after the header).
+    pub rows: u64,
+    /// SAMPLE rows.
+    pub samples: u64,
+    /// MARK rows.
+    pub marks: u64,
+    /// Header lines (the first and any repeated one, e.g. appended recordings).
+    pub headers: u64,
+    /// Rows whose row_type is neither SAMPLE nor MARK (ignored, as by the reference).
+    pub other_rows: u64,
+    /// Bad rows (unparseable `t_mono_ns` on a SAMPLE/MARK row, or over-long records).
+    pub bad_rows: u64,
+    /// Line of the first bad row.
+    pub first_bad_line: Option<u64>,
+    /// Rows older than a row already released by the reorder buffer (skipped).
+    pub late_rows: u64,
+    /// Line of the first late row.
+    pub first_late_line: Option<u64>,
+    /// Samples of GPUs beyond `max_gpus` (skipped).
+    pub samples_dropped: u64,
+    /// Marks beyond `max_marks` (not listed, not used for spans).
+    pub marks_dropped: u64,
+    /// Spans beyond the span limit (not reported).
+    pub spans_dropped: u64,
+}
+
+/// One mark of the recording.
+#[derive(Clone, Debug, Serialize)]
+pub struct MarkInfo {
+    /// Label.
+    pub label: String,
+    /// CLOCK_MONOTONIC, ns.
+    pub t_mono_ns: i64,
+    /// CLOCK_REALTIME, ns, when recorded.
+    pub t_wall_ns: Option<i64>,
+    /// 1-based occurrence of this label in file order.
+    pub occurrence: u32,
+    /// Line in the file.
+    pub line: u64,
+}
+
+/// The recording-level figures of one GPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuSummary {
+    /// `gpu_index` (null when the file has none).
+    pub gpu_index: Option<i64>,
+    /// Samples.
+    pub samples: u64,
+    /// Samples with a power reading.
+    pub power_samples: u64,
+    /// Idle floor: 5th percentile of power, W (±0.125 W).
+    pub idle_floor_w: Option<f64>,
+    /// 99th percentile of power, W.
+    pub power_p99_w: Option<f64>,
+    /// Power above this counts as busy: floor + max(10 W, 20% of (p99 − floor)).
+    pub busy_threshold_w: Option<f64>,
+    /// Mean interval between power readings, ms.
+    pub mean_interval_ms: Option<f64>,
+    /// Repeated power readings (equal to the previous one).
+    pub repeated_power_readings: u64,
+}
+
+/// The reference's samples-only figures.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct RefFigures {
+    /// Trapezoid energy, J; null with fewer than two samples.
+    pub energy_j: Option<f64>,
+    /// Samples with t0 ≤ t ≤ t1 and a parseable power.
+    pub samples: u64,
+    /// Mean utilization of the first sample of each pair, %.
+    pub avg_util_pct: Option<f64>,
+}
+
+impl From<&RefAcc> for RefFigures {
+    fn from(a: &RefAcc) -> Self {
+        RefFigures {
+            energy_j: a.energy(),
+            samples: a.samples,
+            avg_util_pct: a.avg_util(),
+        }
+    }
+}
+
+/// One GPU over one window.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuWindow {
+    /// `gpu_index` (null when the file has none).
+    pub gpu_index: Option<i64>,
+    /// The reference's figures for this GPU alone.
+    pub reference: RefFigures,
+    /// Power energy interpolated to the window edges, J.
+    pub energy_edge_j: Option<f64>,
+    /// Energy from the NVML cumulative counter (pro-rated at the edges), J.
+    pub energy_counter_j: Option<f64>,
+    /// Time-weighted utilization, %.
+    pub util_time_weighted_pct: Option<f64>,
+    /// Mean SM clock of the samples in the window, MHz.
+    pub sm_clock_mean_mhz: Option<f64>,
+    /// Samples with t0 ≤ t ≤ t1.
+    pub samples: u64,
+    /// Of them, power readings equal to the previous reading.
+    pub repeated_samples: u64,
+    /// Share of the edge energy on intervals that end on a repeated reading.
+    pub repeated_energy_share: Option<f64>,
+    /// Largest interval between power readings overlapping the window, s.
+    pub max_gap_s: Option<f64>,
+    /// Share of the window covered by power intervals.
+    pub power_coverage: f64,
+    /// Window time in intervals longer than the max gap (skipped), s.
+    pub gap_skipped_s: f64,
+    /// Counter decreases (driver reload) skipped.
+    pub counter_resets: u64,
+    /// Verdict for this GPU.
+    pub verdict: Verdict,
+}
+
+/// Totals over the GPUs of a window.
+#[derive(Clone, Copy, Debug, Serialize, Default)]
+pub struct WindowTotals {
+    /// Sum of the GPUs' edge energies, J.
+    pub energy_edge_j: Option<f64>,
+    /// Sum of the GPUs' counter energies, J (only when every GPU has one).
+    pub energy_counter_j: Option<f64>,
+    /// Sum of the GPUs' reference energies, J.
+    pub energy_reference_j: Option<f64>,
+}
+
+/// RAPL package energy over a window.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RaplWindow {
+    /// Energy, J.
+    pub energy_j: f64,
+    /// Share of the window covered by RAPL readings.
+    pub coverage: f64,
+    /// Wraps corrected with `rapl_max_energy_range_uj`.
+    pub wraps: u64,
+    /// Decreases not corrected (no max recorded): their intervals are skipped.
+    pub uncorrected_wraps: u64,
+}
+
+/// One window or span.
+#[derive(Clone, Debug, Serialize)]
+pub struct WindowResult {
+    /// `window` (the selected pair), `pair` (X_start/X_end, begin/end) or `between` (consecutive marks).
+    pub kind: &'static str,
+    /// Start mark label.
+    pub start_label: String,
+    /// End mark label.
+    pub end_label: String,
+    /// Occurrence of the start label.
+    pub occurrence: u32,
+    /// Start, CLOCK_MONOTONIC ns.
+    pub t0_mono_ns: i64,
+    /// End, CLOCK_MONOTONIC ns.
+    pub t1_mono_ns: i64,
+    /// (t1 − t0) / 1e9, as the reference computes it.
+    pub duration_s: f64,
+    /// The reference's figures over every selected GPU's samples together (its three lines).
+    pub reference: RefFigures,
+    /// Per GPU.
+    pub gpus: Vec<GpuWindow>,
+    /// Totals.
+    pub total: WindowTotals,
+    /// RAPL package energy.
+    pub rapl: Option<RaplWindow>,
+    /// Verdict over all GPUs.
+    pub verdict: Verdict,
+}
+
+/// The selected pair: where its marks were found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Selection {
+    /// Start label.
+    pub start: String,
+    /// End label.
+    pub end: String,
+    /// Occurrence.
+    pub occurrence: u32,
+    /// Time of the start mark, if found.
+    pub start_t_mono_ns: Option<i64>,
+    /// Time of the end mark, if found.
+    pub end_t_mono_ns: Option<i64>,
+}
+
+impl Selection {
+    /// The reference's error for this selection, if any (exact texts).
+    pub fn error(&self) -> Option<String> {
+        let fmt = |t: Option<i64>| t.map_or_else(|| "None".to_string(), |v| v.to_string());
+        match (self.start_t_mono_ns, self.end_t_mono_ns) {
+            (Some(a), Some(b)) if b > a => None,
+            (Some(_), Some(_)) => Some("End MARK must be after start MARK".to_string()),
+            (a, b) => Some(alloc::format!(
+                "Missing MARK(s). start={} end={}",
+                fmt(a),
+                fmt(b)
+            )),
+        }
+    }
+}
+
+/// A downsampled series of one GPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuSeries {
+    /// `gpu_index`.
+    pub gpu_index: Option<i64>,
+    /// Bucket width, ns.
+    pub bucket_ns: i64,
+    /// Points (min/max per bucket).
+    pub points: Vec<SeriesPoint>,
+}
+
+/// The result of analyzing one recording.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordingAnalysis {
+    /// Row counts.
+    pub rows: RowCounts,
+    /// Per GPU.
+    pub gpus: Vec<GpuSummary>,
+    /// Every mark, in file order.
+    pub marks: Vec<MarkInfo>,
+    /// The selected pair, when one was asked for.
+    pub selection: Option<Selection>,
+    /// The selected window (absent when its marks are missing or out of order).
+    pub window: Option<WindowResult>,
+    /// Every span, when asked for.
+    pub spans: Vec<WindowResult>,
+    /// Plot series, when asked for.
+    pub series: Vec<GpuSeries>,
+    /// Warnings about the input.
+    pub warnings: Vec<String>,
+}
+
+impl RecordingAnalysis {
+    /// Pretty JSON, the same bytes on every platform.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| alloc::format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SampleItem {
+    slot: u16,
+    s: Sample,
+    rapl_uj: Option<u64>,
+    rapl_max_uj: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Item {
+    Sample(SampleItem),
+    /// Index into `marks`.
+    Mark(u32),
+    /// A RAPL reading on a row whose GPU is not analyzed (or dropped).
+    Rapl(Option<u64>, Option<u64>),
+}
+
+struct GpuState {
+    key: Option<i64>,
+    prev: Prev,
+    floor: PowerHistogram,
+    series: Series,
+    samples: u64,
+    power_samples: u64,
+    repeated: u64,
+    first_power_t: Option<i64>,
+    last_power_t: Option<i64>,
+}
+
+struct ActiveWindow {
+    id: u64,
+    kind: &'static str,
+    start_label: u32,
+    end_label: Option<u32>,
+    occurrence: u32,
+    t0: i64,
+    t1: Option<i64>,
+    reference: RefAcc,
+    gpus: Vec<GpuAcc>,
+    rapl: RaplAcc,
+}
+
+impl ActiveWindow {
+    fn t1(&self) -> i64 {
+        self.t1.unwrap_or(i64::MAX)
+    }
+}
+
+/// The streaming analyzer: `write` chunks of a trace.csv, then `end`.
+pub struct WindowAnalyzer {
+    reader: TraceCsvReader,
+    eng: Engine,
+}
+
+/// Everything but the CSV reader (so a row borrowed from the reader can be added).
+struct Engine {
+    opts: AnalyzeOptions,
+    reorder: Reorder<Item>,
+    counts: RowCounts,
+    label_ids: BTreeMap<Vec<u8>, u32>,
+    labels: Vec<String>,
+    label_counts: Vec<u32>,
+    marks: Vec<MarkInfo>,
+    mark_label: Vec<u32>,
+    gpus: Vec<GpuState>,
+    rapl_prev: Option<(i64, u64)>,
+    rapl_max: Option<u64>,
+    active: Vec<ActiveWindow>,
+    done: Vec<ActiveWindow>,
+    next_id: u64,
+    sel_start: Option<u32>,
+    sel_end: Option<u32>,
+    sel_window: Option<ActiveWindow>,
+    warnings: Vec<String>,
+    max_spans: usize,
+}
+
+const MAX_OPEN_PAIRS: usize = 64;
+
+impl WindowAnalyzer {
+    /// A new analyzer. Allocates its fixed buffers now.
+    pub fn new(opts: AnalyzeOptions) -> WindowAnalyzer {
+        WindowAnalyzer {
+            reader: TraceCsvReader::new(),
+            eng: Engine::new(opts),
+        }
+    }
+
+    /// Data rows read so far.
+    pub fn rows(&self) -> u64 {
+        self.eng.counts.rows
+    }
+
+    /// Feeds a chunk of the file.
+    pub fn write(&mut self, mut chunk: &[u8]) {
+        while !chunk.is_empty() {
+            let (ev, n) = self.reader.read(chunk);
+            chunk = &chunk[n..];
+            self.on_event(ev);
+        }
+    }
+
+    fn on_event(&mut self, ev: CsvEvent) {
+        match ev {
+            CsvEvent::NeedsInput | CsvEvent::End => {}
+            CsvEvent::Header => self.eng.counts.headers += 1,
+            CsvEvent::BadRow { line } => self.eng.bad(line),
+            CsvEvent::Row => self.eng.push_row(&self.reader.row()),
+        }
+    }
+
+    /// Adds one parsed row (for callers that read the CSV themselves).
+    pub fn push_row(&mut self, row: &Row<'_>) {
+        self.eng.push_row(row);
+    }
+
+    /// Ends the input and returns the analysis.
+    pub fn end(mut self) -> RecordingAnalysis {
+        loop {
+            let (ev, _) = self.reader.read(&[]);
+            self.on_event(ev);
+            if ev == CsvEvent::End {
+                break;
+            }
+        }
+        self.eng.end()
+    }
+}
+
+impl Engine {
+    fn new(opts: AnalyzeOptions) -> Engine {
+        let max_spans = opts.limits.max_marks.saturating_mul(2);
+        Engine {
+            reorder: Reorder::new(opts.reorder_capacity, opts.reorder_horizon_ns),
+            opts,
+            counts: RowCounts::default(),
+            label_ids: BTreeMap::new(),
+            labels: Vec::new(),
+            label_counts: Vec::new(),
+            marks: Vec::new(),
+            mark_label: Vec::new(),
+            gpus: Vec::new(),
+            rapl_prev: None,
+            rapl_max: None,
+            active: Vec::with_capacity(MAX_OPEN_PAIRS + 4),
+            done: Vec::new(),
+            next_id: 0,
+            sel_start: None,
+            sel_end: None,
+            sel_window: None,
+            warnings: Vec::new(),
+            max_spans,
+        }
+    }
+
+    fn bad(&mut self, line: u64) {
+        self.counts.bad_rows += 1;
+        self.counts.first_bad_line.get_or_insert(line);
+    }
+
+    fn late(&mut self, line: u64) {
+        self.counts.late_rows += 1;
+        self.counts.first_late_line.get_or_insert(line);
+    }
+
+    fn push_row(&mut self, row: &Row<'_>) {
+        self.counts.rows += 1;
+        let kind = row.kind();
+        if kind == RowKind::Other {
+            self.counts.other_rows += 1;
+            return;
+        }
+        let Some(t) = row.t_mono_ns() else {
+            self.bad(row.line);
+            return;
+        };
+        let item = match kind {
+            RowKind::Mark => {
+                self.counts.marks += 1;
+                match self.add_mark(row, t) {
+                    Some(i) => Item::Mark(i),
+                    None => return,
+                }
+            }
+            _ => {
+                self.counts.samples += 1;
+                let gpu_key = row.i64(Col::GpuIndex);
+                let rapl_uj = row
+                    .raw(Col::RaplEnergyUj)
+                    .and_then(crate::csv::parse_py_int);
+                let rapl_uj = rapl_uj.and_then(|v| u64::try_from(v).ok());
+                let rapl_max_uj = row
+                    .i64(Col::RaplMaxEnergyRangeUj)
+                    .and_then(|v| u64::try_from(v).ok());
+                let selected = match self.opts.gpu {
+                    Some(g) => gpu_key.unwrap_or(0) == g,
+                    None => true,
+                };
+                let slot = if selected { self.slot(gpu_key) } else { None };
+                match slot {
+                    Some(slot) => Item::Sample(SampleItem {
+                        slot,
+                        s: Sample {
+                            t_ns: t,
+                            power_w: row.f64(Col::GpuPowerW),
+                            util_pct: row.f64(Col::GpuUtilPct),
+                            sm_clock_mhz: row.f64(Col::GpuSmClockMhz),
+                            energy_mj: row.f64(Col::GpuEnergyMj),
+                        },
+                        rapl_uj,
+                        rapl_max_uj,
+                    }),
+                    None => {
+                        if selected {
+                            self.counts.samples_dropped += 1;
+                        }
+                        if rapl_uj.is_none() {
+                            return;
+                        }
+                        Item::Rapl(rapl_uj, rapl_max_uj)
+                    }
+                }
+            }
+        };
+        let prio = if matches!(item, Item::Mark(_)) { 0 } else { 1 };
+        if self.reorder.push(t, prio, item).is_err() {
+            self.late(row.line);
+            return;
+        }
+        while let Some((t, item)) = self.reorder.pop(false) {
+            self.emit(t, item);
+        }
+    }
+
+    fn slot(&mut self, key: Option<i64>) -> Option<u16> {
+        if let Some(i) = self.gpus.iter().position(|g| g.key == key) {
+            return Some(i as u16);
+        }
+        if self.gpus.len() >= self.opts.limits.max_gpus.min(u16::MAX as usize) {
+            return None;
+        }
+        self.gpus.push(GpuState {
+            key,
+            prev: Prev::default(),
+            floor: PowerHistogram::new(),
+            series: Series::new(self.opts.series_points),
+            samples: 0,
+            power_samples: 0,
+            repeated: 0,
+            first_power_t: None,
+            last_power_t: None,
+        });
+        Some((self.gpus.len() - 1) as u16)
+    }
+
+    fn add_mark(&mut self, row: &Row<'_>, t: i64) -> Option<u32> {
+        let label = row.label();
+        let id = match self.label_ids.get(label) {
+            Some(&id) => id,
+            None => {
+                let id = self.labels.len() as u32;
+                self.label_ids.insert(label.to_vec(), id);
+                self.labels
+                    .push(String::from_utf8_lossy(label).into_owned());
+                self.label_counts.push(0);
+                id
+            }
+        };
+        self.label_counts[id as usize] += 1;
+        let occurrence = self.label_counts[id as usize];
+        if let Some(sel) = &self.opts.select
+            && occurrence == sel.occurrence
+        {
+            if label == sel.start.as_bytes() {
+                self.sel_start = Some(self.marks.len() as u32);
+            }
+            if label == sel.end.as_bytes() {
+                self.sel_end = Some(self.marks.len() as u32);
+            }
+        }
+        let is_sel = self.sel_start == Some(self.marks.len() as u32)
+            || self.sel_end == Some(self.marks.len() as u32);
+        if self.marks.len() >= self.opts.limits.max_marks && !is_sel {
+            self.counts.marks_dropped += 1;
+            return None;
+        }
+        self.marks.push(MarkInfo {
+            label: self.labels[id as usize].clone(),
+            t_mono_ns: t,
+            t_wall_ns: row.i64(Col::TWallNs),
+            occurrence,
+            line: row.line,
+        });
+        self.mark_label.push(id);
+        Some((self.marks.len() - 1) as u32)
+    }
+
+    fn new_window(
+        &mut self,
+        kind: &'static str,
+        start_label: u32,
+        occurrence: u32,
+        t0: i64,
+    ) -> ActiveWindow {
+        self.next_id += 1;
+        let mut gpus = Vec::with_capacity(self.gpus.len().max(1));
+        gpus.resize_with(self.gpus.len(), GpuAcc::default);
+        ActiveWindow {
+            id: self.next_id,
+            kind,
+            start_label,
+            end_label: None,
+            occurrence,
+            t0,
+            t1: None,
+            reference: RefAcc::default(),
+            gpus,
+            rapl: RaplAcc::default(),
+        }
+    }
+
+    fn emit(&mut self, t: i64, item: Item) {
+        match item {
+            Item::Mark(i) => self.emit_mark(t, i),
+            Item::Sample(s) => {
+                self.emit_sample(&s);
+                self.close_due(t);
+            }
+            Item::Rapl(uj, max) => {
+                self.emit_rapl(t, uj, max);
+                self.close_due(t);
+            }
+        }
+    }
+
+    fn emit_mark(&mut self, t: i64, i: u32) {
+        let label = self.mark_label[i as usize];
+        let occurrence = self.marks[i as usize].occurrence;
+        if self.sel_start == Some(i) {
+            let w = self.new_window("window", label, occurrence, t);
+            self.sel_window = Some(w);
+        }
+        if self.sel_end == Some(i)
+            && let Some(w) = &mut self.sel_window
+            && w.t1.is_none()
+        {
+            w.t1 = Some(t);
+            w.end_label = Some(label);
+        }
+        if !self.opts.spans {
+            return;
+        }
+        // The stretch since the previous mark ends here.
+        for w in self.active.iter_mut() {
+            if w.kind == "between" && w.t1.is_none() {
+                w.t1 = Some(t);
+                w.end_label = Some(label);
+            }
+        }
+        // A pair end closes the latest open pair with the same stem.
+        let name = self.labels[label as usize].clone();
+        if let Some(stem) = pair_end_stem(&name) {
+            let found = self.active.iter_mut().rev().find(|w| {
+                w.kind == "pair"
+                    && w.t1.is_none()
+                    && pair_start_stem(&self.labels[w.start_label as usize]) == Some(stem)
+            });
+            if let Some(w) = found {
+                w.t1 = Some(t);
+                w.end_label = Some(label);
+            }
+        }
+        if pair_start_stem(&name).is_some() {
+            let open = self
+                .active
+                .iter()
+                .filter(|w| w.kind == "pair" && w.t1.is_none())
+                .count();
+            if open < MAX_OPEN_PAIRS {
+                let w = self.new_window("pair", label, occurrence, t);
+                self.active.push(w);
+            } else {
+                self.counts.spans_dropped += 1;
+            }
+        }
+        let w = self.new_window("between", label, occurrence, t);
+        self.active.push(w);
+    }
+
+    fn emit_rapl(&mut self, t: i64, uj: Option<u64>, max: Option<u64>) {
+        if let Some(m) = max {
+            self.rapl_max = Some(m);
+        }
+        let Some(uj) = uj else { return };
+        if let Some(prev) = self.rapl_prev {
+            let max = self.rapl_max;
+            for w in self.active.iter_mut().chain(self.sel_window.iter_mut()) {
+                let t1 = w.t1();
+                w.rapl.add(prev, t, uj, max, w.t0, t1);
+            }
+        }
+        self.rapl_prev = Some((t, uj));
+    }
+
+    fn emit_sample(&mut self, si: &SampleItem) {
+        let s = &si.s;
+        let slot = si.slot as usize;
+        let max_gap = self.opts.max_gap_ns;
+        {
+            let g = &mut self.gpus[slot];
+            g.samples += 1;
+            if let Some(p) = s.power_w {
+                g.power_samples += 1;
+                g.floor.add(p);
+                if matches!(g.prev.power, Some((_, pp)) if pp.to_bits() == p.to_bits()) {
+                    g.repeated += 1;
+                }
+                g.first_power_t.get_or_insert(s.t_ns);
+                g.last_power_t = Some(s.t_ns);
+            }
+            g.series.add(s.t_ns, s.power_w, s.util_pct);
+        }
+        let prev = self.gpus[slot].prev;
+        let n_gpus = self.gpus.len();
+        for w in self.active.iter_mut().chain(self.sel_window.iter_mut()) {
+            let (t0, t1) = (w.t0, w.t1());
+            if w.gpus.len() < n_gpus {
+                w.gpus.resize_with(n_gpus, GpuAcc::default);
+            }
+            if let Some(p) = s.power_w
+                && t0 <= s.t_ns
+                && s.t_ns <= t1
+            {
+                w.reference.add(s.t_ns, p, s.util_pct);
+            }
+            w.gpus[slot].add(s, &prev, t0, t1, max_gap);
+        }
+        let g = &mut self.gpus[slot];
+        if let Some(p) = s.power_w {
+            g.prev.power = Some((s.t_ns, p));
+        }
+        if let Some(u) = s.util_pct {
+            g.prev.util = Some((s.t_ns, u));
+        }
+        if let Some(e) = s.energy_mj {
+            g.prev.counter = Some((s.t_ns, e));
+        }
+        if si.rapl_uj.is_some() || si.rapl_max_uj.is_some() {
+            self.emit_rapl(s.t_ns, si.rapl_uj, si.rapl_max_uj);
+        }
+    }
+
+    /// Moves windows that can no longer change to `done`.
+    fn close_due(&mut self, now: i64) {
+        let max_gap = self.opts.max_gap_ns;
+        let gpus = &self.gpus;
+        let finished = |w: &ActiveWindow| match w.t1 {
+            None => false,
+            Some(t1) => {
+                now > t1.saturating_add(max_gap)
+                    || (now > t1
+                        && gpus.iter().enumerate().all(|(i, g)| {
+                            g.last_power_t.is_none_or(|lt| lt <= w.t0)
+                                || w.gpus.get(i).is_some_and(|a| a.past_end)
+                        }))
+            }
+        };
+        let mut i = 0;
+        while i < self.active.len() {
+            if finished(&self.active[i]) {
+                let w = self.active.swap_remove(i);
+                if self.done.len() < self.max_spans {
+                    self.done.push(w);
+                } else {
+                    self.counts.spans_dropped += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn end(mut self) -> RecordingAnalysis {
+        while let Some((t, item)) = self.reorder.pop(true) {
+            self.emit(t, item);
+        }
+        // Spans still open at the end (a start without its end, the last stretch) are dropped.
+        let closed: Vec<ActiveWindow> = self.active.drain(..).filter(|w| w.t1.is_some()).collect();
+        self.done.extend(closed);
+        self.finish()
+    }
+
+    fn finish(mut self) -> RecordingAnalysis {
+        let gpus: Vec<GpuSummary> = self.gpus.iter().map(summarize_gpu).collect();
+        let ctx = verdict::Context {
+            gpus: &gpus,
+            source: self.opts.power_source,
+            max_gap_ns: self.opts.max_gap_ns,
+        };
+        let mut done = core::mem::take(&mut self.done);
+        done.sort_by_key(|w| (w.t0, w.id));
+        let spans: Vec<WindowResult> = done.iter().map(|w| self.result(w, &ctx)).collect();
+        let selection = self.opts.select.as_ref().map(|s| Selection {
+            start: s.start.clone(),
+            end: s.end.clone(),
+            occurrence: s.occurrence,
+            start_t_mono_ns: self.sel_start.map(|i| self.marks[i as usize].t_mono_ns),
+            end_t_mono_ns: self.sel_end.map(|i| self.marks[i as usize].t_mono_ns),
+        });
+        let window = match (&selection, &self.sel_window) {
+            (Some(sel), Some(w)) if sel.error().is_none() && w.t1.is_some() => {
+                Some(self.result(w, &ctx))
+            }
+            _ => None,
+        };
+        let c = &self.counts;
+        let mut warnings = core::mem::take(&mut self.warnings);
+        if c.bad_rows > 0 {
+            warnings.push(alloc::format!(
+                "{} bad rows skipped (unparseable t_mono_ns or over-long); first at line {}",
+                c.bad_rows,
+                c.first_bad_line.unwrap_or(0)
+            ));
+        }
+        if c.late_rows > 0 {
+            warnings.push(alloc::format!(
+                "{} rows arrived more than {} ms after a later-timestamped row (e.g. an appended recording whose clock went back) and were skipped; first at line {}",
+                c.late_rows,
+                self.opts.reorder_horizon_ns / 1_000_000,
+                c.first_late_line.unwrap_or(0)
+            ));
+        }
+        if c.samples_dropped > 0 {
+            warnings.push(alloc::format!(
+                "samples of GPUs beyond max_gpus skipped: {}",
+                c.samples_dropped
+            ));
+        }
+        if c.marks_dropped > 0 {
+            warnings.push(alloc::format!(
+                "marks beyond max_marks skipped: {}",
+                c.marks_dropped
+            ));
+        }
+        if c.spans_dropped > 0 {
+            warnings.push(alloc::format!(
+                "spans beyond the span limit skipped: {}",
+                c.spans_dropped
+            ));
+        }
+        let series = self
+            .gpus
+            .iter()
+            .filter(|_| self.opts.series_points > 0)
+            .map(|g| GpuSeries {
+                gpu_index: g.key,
+                bucket_ns: g.series.bucket_ns(),
+                points: g.series.points(),
+            })
+            .collect();
+        RecordingAnalysis {
+            rows: self.counts.clone(),
+            gpus,
+            marks: core::mem::take(&mut self.marks),
+            selection,
+            window,
+            spans: if self.opts.spans { spans } else { Vec::new() },
+            series,
+            warnings,
+        }
+    }
+
+    fn result(&self, w: &ActiveWindow, ctx: &verdict::Context<'_>) -> WindowResult {
+        let t1 = w.t1.unwrap_or(w.t0);
+        let dur_ns = (t1 as i128 - w.t0 as i128) as f64;
+        let mut gpus = Vec::with_capacity(w.gpus.len());
+        for (i, a) in w.gpus.iter().enumerate() {
+            let g = &self.gpus[i];
+            if g.samples == 0 {
+                continue;
+            }
+            let has_power = a.power_covered_ns > 0 || a.gap_skipped_ns > 0;
+            let has_util = a.util_covered_ns > 0;
+            let has_counter = a.counter_covered_ns > 0;
+            let v = ctx.gpu_verdict(i, a, w.t0, t1);
+            gpus.push(GpuWindow {
+                gpu_index: g.key,
+                reference: RefFigures::from(&a.reference),
+                energy_edge_j: has_power.then_some(a.energy_edge_j),
+                energy_counter_j: has_counter.then_some(a.counter_mj / 1000.0),
+                util_time_weighted_pct: has_util
+                    .then(|| a.util_integral / a.util_covered_ns as f64),
+                sm_clock_mean_mhz: (a.sm_clock_n > 0).then(|| a.sm_clock_sum / a.sm_clock_n as f64),
+                samples: a.samples,
+                repeated_samples: a.repeated,
+                repeated_energy_share: (a.energy_edge_j > 0.0)
+                    .then(|| a.energy_on_repeats_j / a.energy_edge_j),
+                max_gap_s: (a.max_gap_ns > 0).then(|| a.max_gap_ns as f64 / 1e9),
+                power_coverage: if dur_ns > 0.0 {
+                    a.power_covered_ns as f64 / dur_ns
+                } else {
+                    0.0
+                },
+                gap_skipped_s: a.gap_skipped_ns as f64 / 1e9,
+                counter_resets: a.counter_resets,
+                verdict: v,
+            });
+        }
+        let sum = |f: &dyn Fn(&GpuWindow) -> Option<f64>| -> Option<f64> {
+            let vals: Vec<Option<f64>> = gpus.iter().map(f).collect();
+            if vals.is_empty() || vals.iter().any(Option::is_none) {
+                None
+            } else {
+                Some(vals.iter().flatten().sum())
+            }
+        };
+        let total = WindowTotals {
+            energy_edge_j: sum(&|g| g.energy_edge_j),
+            energy_counter_j: sum(&|g| g.energy_counter_j),
+            energy_reference_j: sum(&|g| g.reference.energy_j),
+        };
+        let rapl = (w.rapl.covered_ns > 0 || w.rapl.uncorrected_wraps > 0).then(|| RaplWindow {
+            energy_j: w.rapl.energy_uj / 1e6,
+            coverage: if dur_ns > 0.0 {
+                w.rapl.covered_ns as f64 / dur_ns
+            } else {
+                0.0
+            },
+            wraps: w.rapl.wraps,
+            uncorrected_wraps: w.rapl.uncorrected_wraps,
+        });
+        let verdict = verdict::combine(gpus.iter().map(|g| &g.verdict));
+        WindowResult {
+            kind: w.kind,
+            start_label: self.labels[w.start_label as usize].clone(),
+            end_label: w
+                .end_label
+                .map(|l| self.labels[l as usize].clone())
+                .unwrap_or_default(),
+            occurrence: w.occurrence,
+            t0_mono_ns: w.t0,
+            t1_mono_ns: t1,
+            duration_s: (t1 as i128 - w.t0 as i128) as f64 / 1e9,
+            reference: RefFigures::from(&w.reference),
+            gpus,
+            total,
+            rapl,
+            verdict,
+        }
+    }
+}
+
+fn summarize_gpu(g: &GpuState) -> GpuSummary {
+    let floor = g.floor.quantile(0.05);
+    let p99 = g.floor.quantile(0.99);
+    let threshold = match (floor, p99) {
+        (Some(f), Some(h)) => Some(f + (0.2 * (h - f)).max(10.0)),
+        _ => None,
+    };
+    let mean_interval_ms = match (g.first_power_t, g.last_power_t) {
+        (Some(a), Some(b)) if g.power_samples > 1 => {
+            Some((b - a) as f64 / 1e6 / (g.power_samples - 1) as f64)
+        }
+        _ => None,
+    };
+    GpuSummary {
+        gpu_index: g.key,
+        samples: g.samples,
+        power_samples: g.power_samples,
+        idle_floor_w: floor,
+        power_p99_w: p99,
+        busy_threshold_w: threshold,
+        mean_interval_ms,
+        repeated_power_readings: g.repeated,
+    }
+}
+
+/// `X` for `X_start`, `X_begin` and `begin`.
+fn pair_start_stem(label: &str) -> Option<&str> {
+    if label == "begin" || label == "start" {
+        return Some("");
+    }
+    label
+        .strip_suffix("_start")
+        .or_else(|| label.strip_suffix("_begin"))
+}
+
+/// `X` for `X_end` and `end`.
+fn pair_end_stem(label: &str) -> Option<&str> {
+    if label == "end" {
+        return Some("");
+    }
+    label.strip_suffix("_end")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,280 @@
+//! Window analysis tests: the reference-exact figures against a naive oracle that does what
+//! `analyze_trace.py` does (load all rows, sort, trapezoid), in every chunk split.
+use super::*;
+use crate::testutil::{Rng, for_each_split};
+use std::format;
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+fn analyze(chunks: &[&[u8]], opts: &AnalyzeOptions) -> RecordingAnalysis {
+    let mut a = WindowAnalyzer::new(opts.clone());
+    for c in chunks {
+        a.write(c);
+    }
+    a.end()
+}
+
+const HDR: &str = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n";
+
+/// (t0, t1, and (energy, samples, avg util) when at least two samples).
+type OracleOut = (i64, i64, Option<(f64, u64, Option<f64>)>);
+
+/// What analyze_trace.py computes: (t0, t1, Option<(energy, n, avg_util)>) or its error text.
+fn oracle(data: &str, start: &str, end: &str, gpu: Option<i64>) -> Result<OracleOut, String> {
+    let mut rows: Vec<Vec<&str>> = Vec::new();
+    for line in data.lines().skip(1) {
+        if line.is_empty() {
+            continue;
+        }
+        rows.push(line.split(',').collect());
+    }
+    let find = |label: &str| {
+        rows.iter()
+            .find(|r| r.get(2) == Some(&"MARK") && r.get(3) == Some(&label))
+            .map(|r| r[0].parse::<i64>().unwrap())
+    };
+    let (t0, t1) = (find(start), find(end));
+    let (t0, t1) = match (t0, t1) {
+        (Some(a), Some(b)) if b > a => (a, b),
+        (Some(_), Some(_)) => return Err("End MARK must be after start MARK".into()),
+        _ => {
+            let f = |t: Option<i64>| t.map_or("None".to_string(), |v| v.to_string());
+            return Err(format!("Missing MARK(s). start={} end={}", f(t0), f(t1)));
+        }
+    };
+    let mut s: Vec<(i64, f64, Option<f64>)> = rows
+        .iter()
+        .filter(|r| r.get(2) == Some(&"SAMPLE"))
+        .filter(|r| {
+            gpu.is_none_or(|g| r.get(10).and_then(|x| x.parse::<i64>().ok()).unwrap_or(0) == g)
+        })
+        .filter_map(|r| {
+            let t: i64 = r[0].parse().unwrap();
+            let p = r.get(4).and_then(|x| x.parse::<f64>().ok())?;
+            (t0 <= t && t <= t1).then(|| (t, p, r.get(5).and_then(|x| x.parse::<f64>().ok())))
+        })
+        .collect();
+    s.sort_by_key(|x| x.0);
+    if s.len() < 2 {
+        return Ok((t0, t1, None));
+    }
+    let (mut e, mut us, mut un) = (0.0, 0.0, 0u64);
+    for w in s.windows(2) {
+        e += 0.5 * (w[0].1 + w[1].1) * ((w[1].0 - w[0].0) as f64 / 1e9);
+        if let Some(u) = w[0].2 {
+            us += u;
+            un += 1;
+        }
+    }
+    Ok((
+        t0,
+        t1,
+        Some((e, s.len() as u64, (un > 0).then(|| us / un as f64))),
+    ))
+}
+
+/// A recording: several GPUs, blanks, marks written late (earlier timestamps than samples
+/// before them in the file, within the horizon), repeated headers and labels.
+fn random_recording(rng: &mut Rng) -> String {
+    let mut s = String::from(HDR);
+    let gpus = 1 + rng.below(3);
+    let mut t = 1_000_000_000i64;
+    let mut pending: Vec<(i64, String)> = Vec::new();
+    let mut energy = [0f64; 3];
+    for tick in 0..(20 + rng.below(200)) {
+        t += 5_000_000 + rng.below(10_000_000) as i64;
+        for g in 0..gpus {
+            let tg = t + g as i64 * 1000;
+            let p = if rng.below(8) == 0 {
+                String::new()
+            } else {
+                format!("{}", 50 + rng.below(500))
+            };
+            let u = if rng.below(8) == 0 {
+                String::new()
+            } else {
+                format!("{}", rng.below(101))
+            };
+            energy[g as usize] += 3.0;
+            let rapl = if g == 0 {
+                format!("{}", tick * 1000)
+            } else {
+                String::new()
+            };
+            s.push_str(&format!(
+                "{tg},{},SAMPLE,,{p},{u},1,1400,60,{rapl},{g},{}\n",
+                tg + 7,
+                energy[g as usize]
+            ));
+        }
+        if rng.below(6) == 0 {
+            // A mark stamped up to 30 ms earlier, written now.
+            let label = ["a", "b", "c", "x_start", "x_end"][rng.below(5) as usize];
+            pending.push((t - rng.below(30_000_000) as i64, label.into()));
+        }
+        if rng.below(3) == 0 {
+            for (tm, l) in pending.drain(..) {
+                s.push_str(&format!("{tm},{},MARK,{l},,,,,,,,\n", tm + 3));
+            }
+        }
+        if rng.below(50) == 0 {
+            s.push_str(HDR);
+        }
+    }
+    s
+}
+
+#[test]
+fn reference_figures_match_the_oracle_in_every_split() {
+    let mut rng = Rng::from_env(21);
+    let mut checked = 0;
+    for _ in 0..60 {
+        let data = random_recording(&mut rng);
+        let (start, end) = [
+            ("a", "b"),
+            ("b", "a"),
+            ("a", "c"),
+            ("x_start", "x_end"),
+            ("a", "zz"),
+        ][rng.below(5) as usize];
+        let gpu = if rng.below(2) == 0 {
+            None
+        } else {
+            Some(rng.below(2) as i64)
+        };
+        let want = oracle(&data, start, end, gpu);
+        let opts = AnalyzeOptions {
+            select: Some(WindowSelect {
+                start: start.into(),
+                end: end.into(),
+                occurrence: 1,
+            }),
+            gpu,
+            spans: true,
+            series_points: 100,
+            ..AnalyzeOptions::default()
+        };
+        for_each_split(data.as_bytes(), 2, rng.next_u64(), |chunks| {
+            let r = analyze(chunks, &opts);
+            assert_eq!(r.rows.late_rows, 0);
+            let sel = r.selection.as_ref().unwrap();
+            match &want {
+                Err(e) => assert_eq!(sel.error().as_deref(), Some(e.as_str())),
+                Ok((t0, t1, fig)) => {
+                    assert_eq!(sel.error(), None);
+                    let w = r.window.as_ref().unwrap();
+                    assert_eq!((w.t0_mono_ns, w.t1_mono_ns), (*t0, *t1));
+                    let got = w.reference;
+                    match fig {
+                        None => assert_eq!(got.energy_j, None),
+                        Some((e, n, u)) => {
+                            assert_eq!(got.energy_j.map(f64::to_bits), Some(e.to_bits()));
+                            assert_eq!(got.samples, *n);
+                            assert_eq!(got.avg_util_pct.map(f64::to_bits), u.map(f64::to_bits));
+                        }
+                    }
+                    checked += 1;
+                }
+            }
+        });
+    }
+    assert!(checked > 20, "too few windows checked: {checked}");
+}
+
+#[test]
+fn spans_cover_consecutive_marks_and_pairs() {
+    let data = format!(
+        "{HDR}10,0,SAMPLE,,100,50,,,,,0,\n20,0,MARK,x_start,,,,,,,,\n30,0,SAMPLE,,100,50,,,,,0,\n40,0,MARK,begin,,,,,,,,\n50,0,SAMPLE,,300,90,,,,,0,\n60,0,MARK,x_end,,,,,,,,\n70,0,SAMPLE,,100,10,,,,,0,\n80,0,MARK,end,,,,,,,,\n90,0,SAMPLE,,100,10,,,,,0,\n"
+    );
+    let opts = AnalyzeOptions {
+        spans: true,
+        ..AnalyzeOptions::default()
+    };
+    for_each_split(data.as_bytes(), 3, 1, |chunks| {
+        let r = analyze(chunks, &opts);
+        let got: Vec<(&str, &str, &str, i64, i64)> = r
+            .spans
+            .iter()
+            .map(|s| {
+                (
+                    s.kind,
+                    s.start_label.as_str(),
+                    s.end_label.as_str(),
+                    s.t0_mono_ns,
+                    s.t1_mono_ns,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("pair", "x_start", "x_end", 20, 60),
+                ("between", "x_start", "begin", 20, 40),
+                ("pair", "begin", "end", 40, 80),
+                ("between", "begin", "x_end", 40, 60),
+                ("between", "x_end", "end", 60, 80),
+            ]
+        );
+        // Edge energy over [20, 40]: 100 W over 20..30, then 100 → 200 W (interpolated at 40).
+        let e = r.spans[1].gpus[0].energy_edge_j.unwrap();
+        assert!((e - (100.0 * 10e-9 + 150.0 * 10e-9)).abs() < 1e-15, "{e}");
+        assert_eq!(r.marks.len(), 4);
+    });
+}
+
+#[test]
+fn late_rows_are_counted_with_their_line() {
+    // The second recording's clock went back by far more than the horizon.
+    let data = format!(
+        "{HDR}10000000000,0,SAMPLE,,1,,,,,,,\n20000000000,0,SAMPLE,,1,,,,,,,\n{HDR}5,0,SAMPLE,,1,,,,,,,\n"
+    );
+    let r = analyze(&[data.as_bytes()], &AnalyzeOptions::default());
+    assert_eq!(
+        (r.rows.late_rows, r.rows.first_late_line, r.rows.headers),
+        (1, Some(5), 2)
+    );
+    assert!(r.warnings.iter().any(|w| w.contains("line 5")));
+}
+
+#[test]
+fn counters_and_rapl_over_a_window() {
+    // Two GPUs with counters; RAPL wraps at 1000 µJ.
+    let mut data = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ,rapl_max_energy_range_uj\n",
+    );
+    for k in 0..=10i64 {
+        let t = k * 100_000_000;
+        data.push_str(&format!(
+            "{t},0,SAMPLE,,200,100,,,,{},0,{},1000\n",
+            (k * 300) % 1000,
+            k * 20
+        ));
+        data.push_str(&format!("{},0,SAMPLE,,60,0,,,,,1,{},\n", t + 1, k * 6));
+    }
+    data.push_str("200000000,0,MARK,s,,,,,,,,,\n800000000,0,MARK,e,,,,,,,,,\n");
+    let opts = AnalyzeOptions {
+        select: Some(WindowSelect {
+            start: "s".into(),
+            end: "e".into(),
+            occurrence: 1,
+        }),
+        ..AnalyzeOptions::default()
+    };
+    let r = analyze(&[data.as_bytes()], &opts);
+    let w = r.window.unwrap();
+    assert_eq!(w.gpus.len(), 2);
+    let g0 = &w.gpus[0];
+    assert!((g0.energy_edge_j.unwrap() - 120.0).abs() < 1e-9);
+    assert!((g0.energy_counter_j.unwrap() - 0.120).abs() < 1e-12);
+    assert!((g0.util_time_weighted_pct.unwrap() - 100.0).abs() < 1e-9);
+    assert_eq!(g0.repeated_samples, 7);
+    let rapl = w.rapl.unwrap();
+    assert!((rapl.energy_j - 1800e-6).abs() < 1e-12, "{rapl:?}");
+    assert!(rapl.wraps >= 1);
+    assert!(
+        (w.total.energy_edge_j.unwrap() - (120.0 + w.gpus[1].energy_edge_j.unwrap())).abs() < 1e-9
+    );
+    // GPU 0 at 200 W all along, GPU 1 at its floor: compute vs waiting, so "mixed" overall.
+    assert_eq!(w.gpus[1].verdict.verdict, Some("waiting"));
+    assert_eq!(w.verdict.verdict, Some("mixed"));
+}

@@ -1,0 +1,288 @@
+//! The compute / waiting / mixed verdict and its evidence (SPEC §8).
+//!
+//! Signals, each with how well it resolves a window of the given length:
+//! - `power_above_idle_floor`: share of the window's time with power above the GPU's busy
+//!   threshold (idle floor = the recording's 5th percentile power, threshold = floor +
+//!   max(10 W, 20% of (p99 − floor))). Resolution: unresolved below two sample intervals;
+//!   coarse below 1 s unless the power is the instantaneous reading (NVML field 186), because
+//!   `nvmlDeviceGetPowerUsage` is a 1 s average on Ampere and newer.
+//! - `gpu_util`: the time-weighted NVML utilization, which is itself the share of time a kernel
+//!   ran over the last 1/6 s to 1 s. Unresolved below 1/6 s, coarse below 1 s.
+//! - `energy_counter` (evidence only, not a busy share): updates every ~10–100 ms, so each edge
+//!   carries ±1 update; unresolved below 100 ms.
+//!
+//! The verdict uses the best-resolving busy signals (good ones if any, else coarse ones, then it
+//! is not confident): `compute` when every such share is ≥ 0.7, `waiting` when every one is
+//! ≤ 0.3, `mixed` otherwise. With no usable signal there is no verdict, only a warning.
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use serde::Serialize;
+
+use super::GpuSummary;
+use super::acc::{GpuAcc, POWER_BINS, bin_edges};
+
+/// Which NVML reading fills `gpu_power_W`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PowerSource {
+    /// NVML field 186, instantaneous.
+    Instant,
+    /// `nvmlDeviceGetPowerUsage` / field 185, a 1 s average on Ampere and newer.
+    Average,
+    /// Not recorded (e.g. a file from the reference sampler, which uses the average).
+    Unknown,
+}
+
+/// One signal's evidence.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Signal {
+    /// `power_above_idle_floor`, `gpu_util` or `energy_counter`.
+    pub name: &'static str,
+    /// Share of the window the signal says the GPU was busy (null for the counter).
+    pub busy_share: Option<f64>,
+    /// `good`, `coarse` or `unresolved`.
+    pub resolution: &'static str,
+    /// Why.
+    pub note: String,
+}
+
+/// A verdict with its evidence.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Verdict {
+    /// `compute`, `waiting` or `mixed`; null when no signal resolves the window.
+    pub verdict: Option<&'static str>,
+    /// Whether it rests on signals that resolve a window of this length well.
+    pub confident: bool,
+    /// Signals used for the verdict.
+    pub used: Vec<&'static str>,
+    /// Every signal with its resolution.
+    pub signals: Vec<Signal>,
+    /// Warnings (window too short, repeated readings, low coverage).
+    pub warnings: Vec<String>,
+}
+
+pub(crate) struct Context<'a> {
+    pub gpus: &'a [GpuSummary],
+    pub source: PowerSource,
+    pub max_gap_ns: i64,
+}
+
+/// Share of the histogram's time above `threshold_w` (linear within the bin that holds it).
+fn share_above(hist: &[f32; POWER_BINS], threshold_w: f64) -> Option<f64> {
+    let total: f64 = hist.iter().map(|&x| x as f64).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let mut above = 0.0;
+    for (i, &ns) in hist.iter().enumerate() {
+        let (lo, hi) = bin_edges(i);
+        let ns = ns as f64;
+        if lo >= threshold_w {
+            above += ns;
+        } else if hi > threshold_w {
+            above += ns * (hi - threshold_w) / (hi - lo);
+        }
+    }
+    Some((above / total).clamp(0.0, 1.0))
+}
+
+fn decide(shares: &[f64]) -> &'static str {
+    if shares.iter().all(|&s| s >= 0.7) {
+        "compute"
+    } else if shares.iter().all(|&s| s <= 0.3) {
+        "waiting"
+    } else {
+        "mixed"
+    }
+}
+
+impl Context<'_> {
+    pub(crate) fn gpu_verdict(&self, i: usize, a: &GpuAcc, t0: i64, t1: i64) -> Verdict {
+        let g = &self.gpus[i];
+        let dur_ns = (t1 - t0).max(0) as f64;
+        let dur_s = dur_ns / 1e9;
+        let interval_s = g.mean_interval_ms.map(|m| m / 1e3);
+        let mut signals = Vec::new();
+        let mut warnings = Vec::new();
+
+        // Power above the idle floor.
+        let power_share = g
+            .busy_threshold_w
+            .and_then(|th| share_above(&a.hist_ns, th));
+        let (res, note) = match (power_share, interval_s) {
+            (None, _) => ("unresolved", "no power readings cover the window".to_string()),
+            (Some(_), Some(dt)) if dur_s < 2.0 * dt => (
+                "unresolved",
+                alloc::format!("window {dur_s:.3} s is shorter than two power sample intervals ({:.1} ms)", dt * 1e3),
+            ),
+            (Some(_), _) if self.source == PowerSource::Instant => (
+                "good",
+                "instantaneous power (NVML field 186); the sensor samples ~25% of the runtime on A100/H100".to_string(),
+            ),
+            (Some(_), _) if dur_s < 1.0 => (
+                "coarse",
+                alloc::format!(
+                    "power is {} a 1 s average (nvmlDeviceGetPowerUsage on Ampere and newer), which blurs a {dur_s:.3} s window",
+                    if self.source == PowerSource::Average { "" } else { "possibly" }
+                ),
+            ),
+            (Some(_), _) => ("good", "window is at least 1 s, longer than the power averaging".to_string()),
+        };
+        signals.push(Signal {
+            name: "power_above_idle_floor",
+            busy_share: power_share,
+            resolution: res,
+            note: match (g.idle_floor_w, g.busy_threshold_w) {
+                (Some(f), Some(th)) => alloc::format!(
+                    "{note}; idle floor {f:.1} W (p5 of the recording), busy above {th:.1} W"
+                ),
+                _ => note,
+            },
+        });
+
+        // Utilization.
+        let util_share = (a.util_covered_ns > 0)
+            .then(|| (a.util_integral / a.util_covered_ns as f64 / 100.0).clamp(0.0, 1.0));
+        let (res, note) = match util_share {
+            None => ("unresolved", "no utilization readings cover the window"),
+            Some(_) if dur_s < 1.0 / 6.0 => (
+                "unresolved",
+                "NVML utilization covers the last 1/6 s to 1 s: longer than this window",
+            ),
+            Some(_) if dur_s < 1.0 => (
+                "coarse",
+                "NVML utilization covers the last 1/6 s to 1 s, so it lags and smooths a sub-second window",
+            ),
+            Some(_) => ("good", "window is at least 1 s"),
+        };
+        signals.push(Signal {
+            name: "gpu_util",
+            busy_share: util_share,
+            resolution: res,
+            note: note.to_string(),
+        });
+
+        // Energy counter (evidence only).
+        let (res, note) = if a.counter_covered_ns == 0 {
+            ("unresolved", "no energy counter recorded")
+        } else if dur_s < 0.1 {
+            (
+                "unresolved",
+                "the counter updates every ~10-100 ms: a window this short can read 0",
+            )
+        } else if dur_s < 1.0 {
+            (
+                "coarse",
+                "the counter updates every ~10-100 ms: each edge carries up to one update period",
+            )
+        } else {
+            (
+                "good",
+                "each edge carries up to one update period (~10-100 ms)",
+            )
+        };
+        signals.push(Signal {
+            name: "energy_counter",
+            busy_share: None,
+            resolution: res,
+            note: note.to_string(),
+        });
+
+        let pick = |want: &str| -> Vec<(&'static str, f64)> {
+            signals
+                .iter()
+                .filter(|s| s.resolution == want)
+                .filter_map(|s| s.busy_share.map(|b| (s.name, b)))
+                .collect()
+        };
+        let good = pick("good");
+        let (chosen, confident) = if !good.is_empty() {
+            (good, true)
+        } else {
+            (pick("coarse"), false)
+        };
+        let verdict = (!chosen.is_empty()).then(|| {
+            let shares: Vec<f64> = chosen.iter().map(|c| c.1).collect();
+            decide(&shares)
+        });
+        if verdict.is_none() {
+            warnings.push(alloc::format!("window of {dur_s:.3} s is too short for the recorded signals to resolve: no verdict"));
+        } else if !confident {
+            warnings.push(alloc::format!("window of {dur_s:.3} s is shorter than the signals resolve well: verdict is indicative"));
+        }
+        if a.energy_edge_j > 0.0 && a.energy_on_repeats_j / a.energy_edge_j > 0.5 {
+            warnings
+                .push("more than half of the energy rests on repeated power readings".to_string());
+        }
+        if a.gap_skipped_ns > 0 {
+            warnings.push(alloc::format!(
+                "{:.3} s of the window lies in gaps longer than {} ms between power readings (skipped)",
+                a.gap_skipped_ns as f64 / 1e9,
+                self.max_gap_ns / 1_000_000
+            ));
+        }
+        if dur_ns > 0.0
+            && (a.power_covered_ns as f64) < 0.9 * dur_ns
+            && a.power_covered_ns + a.gap_skipped_ns > 0
+        {
+            warnings.push(alloc::format!(
+                "power readings cover only {:.0}% of the window",
+                100.0 * a.power_covered_ns as f64 / dur_ns
+            ));
+        }
+        Verdict {
+            verdict,
+            confident: verdict.is_some() && confident,
+            used: chosen.iter().map(|c| c.0).collect(),
+            signals,
+            warnings,
+        }
+    }
+}
+
+/// The verdict over several GPUs: theirs when they agree, else `mixed`; confident only when all are.
+pub(crate) fn combine<'a>(vs: impl Iterator<Item = &'a Verdict>) -> Verdict {
+    let vs: Vec<&Verdict> = vs.collect();
+    if vs.len() == 1 {
+        return vs[0].clone();
+    }
+    let decided: Vec<&'static str> = vs.iter().filter_map(|v| v.verdict).collect();
+    let verdict = match decided.first() {
+        None => None,
+        Some(first) if decided.iter().all(|d| d == first) => Some(*first),
+        Some(_) => Some("mixed"),
+    };
+    let mut warnings = Vec::new();
+    if verdict.is_none() {
+        warnings.push("no GPU's signals resolve this window: no verdict".to_string());
+    }
+    if decided.len() < vs.len() && verdict.is_some() {
+        warnings.push("some GPUs' signals do not resolve this window".to_string());
+    }
+    Verdict {
+        verdict,
+        confident: verdict.is_some() && vs.iter().all(|v| v.confident),
+        used: Vec::new(),
+        signals: Vec::new(),
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::acc::power_bin;
+    use super::*;
+
+    #[test]
+    fn share_above_threshold() {
+        let mut h = [0f32; POWER_BINS];
+        h[power_bin(50.0)] = 1.0;
+        h[power_bin(400.0)] = 3.0;
+        let s = share_above(&h, 150.0).unwrap();
+        assert!((s - 0.75).abs() < 1e-9, "{s}");
+        assert_eq!(share_above(&[0f32; POWER_BINS], 1.0), None);
+        assert_eq!(decide(&[0.9, 0.7]), "compute");
+        assert_eq!(decide(&[0.1, 0.2]), "waiting");
+        assert_eq!(decide(&[0.1, 0.9]), "mixed");
+    }
+}

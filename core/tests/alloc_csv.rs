@@ -1,0 +1,75 @@
+//! No allocation per row in steady state: the trace.csv reader and the window analyzer, counted
+//! by a global allocator that tallies every allocation.
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use flinch_core::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn rows(from: u64, n: u64) -> String {
+    let mut s = String::new();
+    for k in from..from + n {
+        let t = 1_000_000_000 + k * 10_000_000;
+        for g in 0..2 {
+            s.push_str(&format!(
+                "{},{},SAMPLE,,{}.5,{},1,1400,60,{},{g},{}\n",
+                t + g,
+                t,
+                100 + k % 300,
+                k % 101,
+                k * 1000,
+                k * 7
+            ));
+        }
+    }
+    s
+}
+
+#[test]
+fn no_allocation_per_row_in_steady_state() {
+    let opts = AnalyzeOptions {
+        select: Some(WindowSelect {
+            start: "a".into(),
+            end: "b".into(),
+            occurrence: 1,
+        }),
+        spans: true,
+        series_points: 2000,
+        ..AnalyzeOptions::default()
+    };
+    let mut an = WindowAnalyzer::new(opts);
+    let head = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n1000000000,0,MARK,a,,,,,,,,\n";
+    an.write(head.as_bytes());
+    // Warm-up: GPUs appear, the window opens, the reorder buffer fills to its horizon.
+    an.write(rows(0, 2_000).as_bytes());
+    let steady = rows(2_000, 50_000);
+    let before = ALLOCS.load(Ordering::Relaxed);
+    for chunk in steady.as_bytes().chunks(65_536) {
+        an.write(chunk);
+    }
+    let during = ALLOCS.load(Ordering::Relaxed) - before;
+    assert_eq!(an.rows(), 1 + 2 * 52_000);
+    assert_eq!(during, 0, "allocations while reading 100000 sample rows");
+    let r = an.end();
+    assert_eq!(r.rows.samples, 104_000);
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Regenerates tests/analyze/: the CSV fixtures (tests/analyze/gen_fixtures.py, seeded) and, for each
+# case in tests/analyze/cases.txt, the reference's stdout, stderr and exit status
+# (<name>.stdout/.stderr/.code) from reference/analyze_trace.py.
+# Usage: scripts/gen-golden-analyze.sh [PATH/TO/analyze_trace.py]   (default ../shared/reference/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REF=${1:-../shared/reference/analyze_trace.py}
+[ -f "$REF" ] || REF=/work/shared/reference/analyze_trace.py
+dir=tests/analyze
+python3 "$dir/gen_fixtures.py" "$dir"
+grep -v '^#' "$dir/cases.txt" | while IFS='|' read -r name csv args; do
+  [ -n "$name" ] || continue
+  set +e
+  # shellcheck disable=SC2086
+  python3 "$REF" --csv "$dir/$csv" $args >"$dir/$name.stdout" 2>"$dir/$name.stderr"
+  echo $? >"$dir/$name.code"
+  set -e
+done
+echo "regenerated $(grep -vc '^#' "$dir/cases.txt") golden cases in $dir"
