@@ -10,17 +10,17 @@ import {
   ROOT, native, startServer, startBrowser, openPage, waitFinished, chooseFile, dropFile, resultJson, artifactPath,
 } from './harness.mjs';
 
-/// Fixture files under tests/ (not tests/browser, tests/artifacts), largest first skipped past 64 MB.
+/// The fixtures: trace.csv files under tests/analyze/, and traces (.json, .json.gz) in any
+/// `traces/` folder under tests/ (tests/traces/ and the summarize runs' trace folders).
 function fixtures() {
   const out = [];
   const walk = (dir) => {
     for (const name of readdirSync(dir)) {
       const p = path.join(dir, name);
       const rel = path.relative(ROOT, p);
-      if (/^tests\/(browser|artifacts)/.test(rel) || name === 'node_modules') continue;
+      if (/^tests\/(browser|artifacts)/.test(rel)) continue;
       if (statSync(p).isDirectory()) walk(p);
-      else if (/\.(csv|json|json\.gz)$/.test(name) && !/(summary|golden|expected|meta)[^/]*$/.test(name) &&
-        statSync(p).size <= 64 << 20) out.push(p);
+      else if (/^tests\/analyze\/[^/]+\.csv$/.test(rel) || /(^|\/)traces\/.*\.json(\.gz)?$/.test(rel)) out.push(p);
     }
   };
   walk(path.join(ROOT, 'tests'));
@@ -51,7 +51,7 @@ const files = fixtures();
 
 test('there are fixtures of every kind', () => {
   const kinds = new Set(files.map((f) => (f.endsWith('.csv') ? 'csv' : f.endsWith('.gz') ? 'gz' : 'json')));
-  assert.deepEqual([...kinds].sort(), ['csv'], `fixtures found: ${files.join(', ')}`);
+  assert.deepEqual([...kinds].sort(), ['csv', 'gz', 'json'], `fixtures found: ${files.join(', ')}`);
 });
 
 for (const [i, file] of files.entries()) {
