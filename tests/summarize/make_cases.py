@@ -116,20 +116,20 @@ LOG = (
 )
 
 
-def base_run(root, name, rng, *, sustained=True, minutes=20, log=True, status=True):
+def base_run(root, name, rng, *, sustained=True, minutes=20, log=True, status=True, wall_s=900, offset_s=180):
     start = T0 + 100
     rows = telemetry_rows(rng, T0, int(minutes * 60 / 2))
     write_jsonl(root / f"{name}-host" / "telemetry.jsonl", rows)
     report = {"status": "completed", "start_unix": start - 80.5, "startup_s": 61.25, "cache_condition": "warm"}
     if sustained:
-        report.update({"sustained_start_unix": start + 180, "sustained_wall_s": 900})
+        report.update({"sustained_start_unix": start + offset_s, "sustained_wall_s": wall_s})
     write_json(root / name / "report.json", report)
     if status:
         write_json(root / f"{name}-host" / "status.json", {"start_unix": T0 - 20})
     if log:
         path = root / f"{name}-host" / "command.log"
         path.write_bytes(LOG.encode("utf-8") + b"\xff\xfe invalid utf-8\n")
-    write_jsonl(root / name / "requests.jsonl", requests(rng, start + 180, 900, 120))
+    write_jsonl(root / name / "requests.jsonl", requests(rng, start + offset_s, wall_s, 120))
     return rows
 
 
@@ -149,6 +149,8 @@ def case_basic(root):
     write_jsonl(root / "short-host" / "telemetry.jsonl", short)
     # A report without sustained fields, no status.json, no command.log.
     base_run(root, "nosustained", rng, sustained=False, minutes=3, log=False, status=False)
+    # A run shorter than 5 min: a 2 min sustained phase (the 5 min windows reach before it).
+    base_run(root, "brief", rng, minutes=4, wall_s=120, offset_s=-40)
     # Empty telemetry file, a host folder without telemetry, and a *-host file.
     write_jsonl(root / "empty-host" / "telemetry.jsonl", [])
     (root / "empty-host" / "telemetry.jsonl").write_text("", encoding="utf-8")
