@@ -24,6 +24,9 @@ cargo build -p flinch-core --no-default-features --target thumbv7em-none-eabihf
 step "flinch-core with alloc for wasm32-unknown-unknown"
 cargo build -p flinch-core --target wasm32-unknown-unknown
 
+step "fuzz targets: build, then run each for a few seconds (scripts/fuzz.sh)"
+scripts/fuzz.sh "${FLINCH_FUZZ_SECONDS:-5}"
+
 step "web: the page's wasm (scripts/build-web.sh)"
 scripts/build-web.sh
 

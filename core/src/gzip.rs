@@ -294,7 +294,8 @@ impl GzDecoder {
         self.total_in
     }
 
-    /// Decoded bytes written to callers' output so far.
+    /// Decoded bytes written to callers' output so far (after an error, this includes bytes the
+    /// failing call wrote but could not report).
     pub fn total_out(&self) -> u64 {
         self.total_out
     }

@@ -6,7 +6,9 @@ use std::cell::Cell;
 
 use flinch_core::energy::{CounterDelta, ReferenceTrapezoid, Trapezoid, WindowEnergy};
 use flinch_core::intervals::{Interval, IntervalUnion, IntervalUnionArray, IntervalUnionSlice};
+use flinch_core::sketch::{QuantileSketch, QuantileSketchIn};
 use flinch_core::stats::{Fsum, Num, stats_in_place};
+use flinch_core::windowed::{Window, WindowedStats};
 
 struct Counting;
 
@@ -136,4 +138,34 @@ fn the_counter_sees_allocations() {
         n > 0,
         "the exact (growable) form allocates, and the counter must see it"
     );
+}
+
+#[test]
+fn sketches_and_bounded_windows_do_not_allocate_per_value() {
+    let mut sketch = QuantileSketch::new(512);
+    let mut array_sketch = QuantileSketchIn::from_buffer([0u64; 256]).unwrap();
+    let windows = [
+        Window::ALL,
+        Window::inclusive(100.0, 400.0),
+        Window::inclusive(900.0, 1000.0),
+    ];
+    let mut ws = WindowedStats::bounded(&windows, 3, 256);
+    let n = allocations_in(|| {
+        for i in 0..200_000u32 {
+            let v = 1.0 + (i % 977) as f64 * 1.37;
+            sketch.push(v);
+            array_sketch.push(-v);
+            let t = i as f64 * 0.005;
+            ws.begin_row(t);
+            ws.push(0, v);
+            ws.push(1, i);
+            ws.push_missing(2);
+            ws.push_power(100.0 + (i % 13) as f64);
+        }
+        assert!(sketch.stats().stats.p99.is_some());
+        assert!(array_sketch.stats().stats.p50.is_some());
+        assert_eq!(ws.summary(0).unwrap().samples, 200_000);
+        assert!(ws.stats(1, 0).unwrap().n > 0);
+    });
+    assert_eq!(n, 0);
 }
