@@ -93,13 +93,15 @@ impl Host {
         let mut r = HostReading::default();
         let n = Self::read_file(&self.stat, &mut self.buf[..]);
         if let Some((busy, total)) = parse_stat(&self.buf[..n]) {
-            if let Some((pb, pt)) = self.prev {
-                let dt = total.saturating_sub(pt);
-                if dt > 0 {
-                    r.cpu_pct = Some(100.0 * busy.saturating_sub(pb) as f64 / dt as f64);
+            match self.prev {
+                Some((pb, pt)) if total > pt => {
+                    r.cpu_pct = Some(100.0 * busy.saturating_sub(pb) as f64 / (total - pt) as f64);
+                    self.prev = Some((busy, total));
                 }
+                // No jiffy has passed yet: keep the older baseline.
+                Some(_) => {}
+                None => self.prev = Some((busy, total)),
             }
-            self.prev = Some((busy, total));
         }
         let n = Self::read_file(&self.meminfo, &mut self.buf[..]);
         let (total, avail) = parse_meminfo(&self.buf[..n]);

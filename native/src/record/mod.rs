@@ -373,11 +373,10 @@ pub fn run(args: Args) -> CmdResult {
     let mut child_error = None;
     if let (Some(prog), Some(f)) = (args.command.first(), &fifo) {
         mark_now("cmd_start");
-        match std::process::Command::new(prog)
-            .args(&args.command[1..])
-            .env("FLINCH_MARKS", &f.path)
-            .spawn()
-        {
+        let mut cmd = std::process::Command::new(prog);
+        cmd.args(&args.command[1..]).env("FLINCH_MARKS", &f.path);
+        signals::unblock_in_child(&mut cmd);
+        match cmd.spawn() {
             Ok(mut child) => {
                 stop_state
                     .child_pid

@@ -68,6 +68,20 @@ pub fn start(state: Arc<StopState>) -> Option<JoinHandle<()>> {
         .ok()
 }
 
+/// Makes the command start with SIGINT/SIGTERM unblocked (the recorder blocks them in all its
+/// threads, and a spawned child would otherwise inherit that mask).
+pub fn unblock_in_child(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let set = term_set();
+    // SAFETY: pthread_sigmask is async-signal-safe; `set` is a plain copied value.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+}
+
 /// Ends the signal thread (it notices within 100 ms).
 pub fn finish(state: &StopState, join: Option<JoinHandle<()>>) {
     state.done.store(true, Ordering::SeqCst);

@@ -1,0 +1,592 @@
+//! `flinch-trace record` and `mark` end to end: real FIFOs, real signals to a real recorder and
+//! to the command it runs, write errors, RAPL warnings, and the no-GPU paths. The GPU is the
+//! scripted source (there is no GPU on the test machines); everything else is real.
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_flinch-trace");
+const SCRIPT: &str = "gpus 2\n200,90,30,1900,60,1000,5000,0;80,0,0,300,40,500,100,4\n\
+                      210,95,31,1950,61,1100,5000,0;81,0,0,300,40,510,100,4\n";
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("flinch-rec-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn script(dir: &Path) -> PathBuf {
+    let p = dir.join("gpu.script");
+    std::fs::write(&p, SCRIPT).unwrap();
+    p
+}
+
+fn record(dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("record")
+        .arg("--scripted-gpu")
+        .arg(script(dir))
+        .arg("--no-rapl");
+    c
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn finish(mut child: Child) -> Output {
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "recorder did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Splits a CSV line, honouring quoted fields.
+fn split_csv(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                out.last_mut().unwrap().push('"');
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(String::new()),
+            c => out.last_mut().unwrap().push(c),
+        }
+    }
+    out
+}
+
+/// Every row has the header's column count and the file ends with a newline; returns the rows.
+fn whole_rows(csv: &Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(csv).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "cut last row: {:?}",
+        text.lines().last()
+    );
+    let mut lines = text.lines();
+    let n = lines.next().unwrap().split(',').count();
+    lines
+        .map(|l| {
+            let f = split_csv(l);
+            assert_eq!(f.len(), n, "row {l:?}");
+            f
+        })
+        .collect()
+}
+
+fn marks(rows: &[Vec<String>]) -> Vec<(u64, String)> {
+    rows.iter()
+        .filter(|r| r[2] == "MARK")
+        .map(|r| (r[0].parse().unwrap(), r[3].clone()))
+        .collect()
+}
+
+fn meta(csv: &Path) -> serde_json::Value {
+    let p = format!("{}.meta.json", csv.display());
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn fifo_marks_plain_and_stamped_and_mark_errors() {
+    let d = tmpdir("fifo");
+    let csv = d.join("t.csv");
+    let fifo = d.join("marks");
+    let child = record(&d)
+        .args(["--interval-ms", "5", "--seconds", "1.5", "--out"])
+        .arg(&csv)
+        .arg("--marks-fifo")
+        .arg(&fifo)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the FIFO", || {
+        std::fs::metadata(&fifo).is_ok_and(|m| m.file_type().is_fifo())
+    });
+    assert_eq!(std::fs::metadata(&fifo).unwrap().mode() & 0o777, 0o600);
+    // The recorder may not have opened it yet: retry until a mark is accepted.
+    let mut t_before = 0;
+    wait_for("a listening recorder", || {
+        t_before = mono_ns();
+        Command::new(BIN)
+            .args(["mark", "stamped, with comma"])
+            .env("FLINCH_MARKS", &fifo)
+            .status()
+            .unwrap()
+            .success()
+    });
+    let t_after = mono_ns();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .map(|mut f| {
+            use std::io::Write;
+            f.write_all(b"  plain_label  \n\n@5 early\n").unwrap()
+        })
+        .unwrap();
+    let o = finish(child);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = whole_rows(&csv);
+    let m = marks(&rows);
+    let labels: Vec<&str> = m.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "begin",
+            "stamped, with comma",
+            "plain_label",
+            "early",
+            "end"
+        ]
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.contains(",MARK,\"stamped, with comma\","));
+    // The sender's CLOCK_MONOTONIC stamp is kept (between our two readings of the clock).
+    assert!(
+        m[1].0 >= t_before && m[1].0 <= t_after,
+        "{} not in [{t_before}, {t_after}]",
+        m[1].0
+    );
+    assert_eq!(m[3].0, 5);
+    // Both GPUs sampled every tick; gpu_index set.
+    let samples: Vec<&Vec<String>> = rows.iter().filter(|r| r[2] == "SAMPLE").collect();
+    assert!(samples.len() > 100);
+    assert_eq!(samples[0][10], "0");
+    assert_eq!(samples[1][10], "1");
+    // The FIFO the recorder created is gone; mark now fails clearly.
+    assert!(!fifo.exists());
+    let o = Command::new(BIN)
+        .args(["mark", "x", "--fifo"])
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("No such file"));
+    // A FIFO with no recorder on it: ENXIO, "no recorder is listening".
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let o = Command::new(BIN)
+        .args(["mark", "x", "--fifo"])
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no recorder is listening"),
+        "{:?}",
+        o
+    );
+    // No FIFO named at all.
+    let o = Command::new(BIN)
+        .args(["mark", "x"])
+        .env_remove("FLINCH_MARKS")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("FLINCH_MARKS"));
+    // A regular file is not a marks FIFO, for mark and for record.
+    let reg = d.join("regular");
+    std::fs::write(&reg, "").unwrap();
+    let o = Command::new(BIN)
+        .args(["mark", "x", "--fifo"])
+        .arg(&reg)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a FIFO"));
+    assert_eq!(std::fs::read(&reg).unwrap(), b"");
+    let o = record(&d)
+        .args(["--seconds", "0.1", "--out"])
+        .arg(d.join("u.csv"))
+        .arg("--marks-fifo")
+        .arg(&reg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exists but is not a FIFO"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn signal_ends_cleanly(sig: i32, name: &str) {
+    let d = tmpdir(name);
+    let csv = d.join("t.csv");
+    let child = record(&d)
+        .args(["--interval-ms", "2", "--seconds", "inf", "--out"])
+        .arg(&csv)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it run past a few flushes, then signal it mid-recording.
+    wait_for("rows on disk", || {
+        std::fs::read_to_string(&csv).is_ok_and(|t| t.lines().count() > 100)
+    });
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+    let o = finish(child);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("{name} received")), "{stderr}");
+    let rows = whole_rows(&csv);
+    let m = meta(&csv);
+    // Every tick taken is in the file: two GPU rows per tick.
+    let ticks = m["health"]["ticks"].as_u64().unwrap();
+    let samples = rows.iter().filter(|r| r[2] == "SAMPLE").count() as u64;
+    assert_eq!(samples, 2 * ticks);
+    assert_eq!(marks(&rows).last().unwrap().1, "end");
+    assert_eq!(m["ended_by"], format!("{name} received"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn sigint_ends_the_recording_with_every_sample_in_the_file() {
+    signal_ends_cleanly(libc::SIGINT, "SIGINT");
+}
+
+#[test]
+fn sigterm_ends_the_recording_with_every_sample_in_the_file() {
+    signal_ends_cleanly(libc::SIGTERM, "SIGTERM");
+}
+
+#[test]
+fn command_is_recorded_for_its_lifetime_with_marks_and_its_exit_status() {
+    let d = tmpdir("cmd");
+    let csv = d.join("t.csv");
+    let o = record(&d)
+        .args(["--interval-ms", "5", "--out"])
+        .arg(&csv)
+        .arg("--")
+        .args([
+            "sh",
+            "-c",
+            "sleep 0.2; \"$FT\" mark inside; sleep 0.2; exit 3",
+        ])
+        .env("FT", BIN)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows = whole_rows(&csv);
+    let m = marks(&rows);
+    let labels: Vec<&str> = m.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(labels, ["begin", "cmd_start", "inside", "cmd_end", "end"]);
+    assert!(m[1].0 < m[2].0 && m[2].0 < m[3].0);
+    assert!(m[3].0 - m[1].0 >= 400_000_000);
+    assert_eq!(meta(&csv)["ended_by"], "command exited with status 3");
+    // A command that cannot start is an error.
+    let o = record(&d)
+        .arg("--out")
+        .arg(d.join("u.csv"))
+        .args(["--", "/nonexistent/cmd"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot run /nonexistent/cmd"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn sigterm_to_the_recorder_is_forwarded_to_the_command() {
+    let d = tmpdir("fwd");
+    let csv = d.join("t.csv");
+    let started = Instant::now();
+    let child = record(&d)
+        .args(["--interval-ms", "5", "--out"])
+        .arg(&csv)
+        .args(["--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("cmd_start", || {
+        std::fs::read_to_string(&csv)
+            .is_ok_and(|t| t.contains("cmd_start") && t.lines().count() > 20)
+    });
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = finish(child);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    // The command died of SIGTERM: 128 + 15, the shell convention.
+    assert_eq!(
+        o.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows = whole_rows(&csv);
+    let labels: Vec<String> = marks(&rows).into_iter().map(|(_, l)| l).collect();
+    assert_eq!(labels, ["begin", "cmd_start", "cmd_end", "end"]);
+    assert_eq!(meta(&csv)["ended_by"], "command ended by signal 15");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_write_error_leaves_a_file_of_whole_rows_and_a_clear_error() {
+    let d = tmpdir("full");
+    let csv = d.join("t.csv");
+    let limit: u64 = 20_000;
+    let mut c = record(&d);
+    c.args(["--interval-ms", "1", "--seconds", "10", "--out"])
+        .arg(&csv);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let rl = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &rl);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let t = Instant::now();
+    let o = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "did not stop at the write error"
+    );
+    assert!(
+        stderr.contains("error: writing") && stderr.contains("File too large"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("complete up to its last whole row"),
+        "{stderr}"
+    );
+    let len = std::fs::metadata(&csv).unwrap().len();
+    assert!(len <= limit && len > limit - 500, "{len}");
+    let rows = whole_rows(&csv);
+    assert!(rows.len() > 50);
+
+    // /dev/full: the header cannot be written.
+    let o = record(&d)
+        .args(["--seconds", "1", "--out", "/dev/full"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("No space left on device"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn appending_keeps_one_header() {
+    let d = tmpdir("append");
+    let csv = d.join("t.csv");
+    for _ in 0..2 {
+        let o = record(&d)
+            .args(["--seconds", "0.05", "--out"])
+            .arg(&csv)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.matches("t_mono_ns").count(), 1);
+    assert_eq!(marks(&whole_rows(&csv)).len(), 4);
+    assert_eq!(meta(&csv)["appended"], true);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn rapl_zones_from_a_fake_tree_and_one_warning_for_unreadable_ones() {
+    let d = tmpdir("rapl");
+    let root = d.join("powercap");
+    for (dir, name, e) in [
+        ("intel-rapl:0", "package-0", "1000"),
+        ("intel-rapl:0:0", "core", "50"),
+        ("intel-rapl:0:1", "dram", ""),
+    ] {
+        let z = root.join(dir);
+        std::fs::create_dir_all(&z).unwrap();
+        std::fs::write(z.join("name"), format!("{name}\n")).unwrap();
+        std::fs::write(z.join("max_energy_range_uj"), "262143328850\n").unwrap();
+        if e.is_empty() {
+            // Unreadable for everyone, root included: a directory where the file should be.
+            std::fs::create_dir(z.join("energy_uj")).unwrap();
+        } else {
+            std::fs::write(z.join("energy_uj"), format!("{e}\n")).unwrap();
+        }
+    }
+    let csv = d.join("t.csv");
+    let o = Command::new(BIN)
+        .arg("record")
+        .arg("--scripted-gpu")
+        .arg(script(&d))
+        .arg("--powercap-root")
+        .arg(&root)
+        .args(["--seconds", "0.1", "--out"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("warning: RAPL").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("1 of 3") && stderr.contains("CVE-2020-8694") && stderr.contains("chmod"),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.ends_with(",rapl_max_energy_range_uj,rapl_package-0_core_uj,rapl_package-0_dram_uj"),
+        "{header}"
+    );
+    let first = whole_rows(&csv)
+        .into_iter()
+        .find(|r| r[2] == "SAMPLE")
+        .unwrap();
+    assert_eq!(first[9], "1000");
+    assert_eq!(first[17], "262143328850");
+    assert_eq!(&first[18..], ["50", ""]);
+    // The second GPU's row of the tick leaves the tick fields empty.
+    let second = whole_rows(&csv)
+        .into_iter()
+        .filter(|r| r[2] == "SAMPLE")
+        .nth(1)
+        .unwrap();
+    assert_eq!(second[10], "1");
+    assert_eq!(second[9], "");
+    let m = meta(&csv);
+    assert_eq!(m["rapl_zones"][2]["readable"], false);
+    assert_eq!(
+        m["rapl_zones"][0]["max_energy_range_uj"],
+        262_143_328_850u64
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn without_nvml_one_warning_and_host_rows_or_an_error_with_require_gpu() {
+    let d = tmpdir("nogpu");
+    let csv = d.join("t.csv");
+    let jsonl = d.join("telemetry.jsonl");
+    let o = Command::new(BIN)
+        .args([
+            "record",
+            "--no-rapl",
+            "--seconds",
+            "0.35",
+            "--interval-ms",
+            "10",
+            "--host-jsonl-interval-ms",
+            "100",
+            "--out",
+        ])
+        .arg(&csv)
+        .arg("--host-jsonl")
+        .arg(&jsonl)
+        .env("LD_LIBRARY_PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if stderr.contains("NVML unavailable") {
+        assert!(o.status.success(), "{stderr}");
+        assert_eq!(
+            stderr.matches("warning: no GPU data").count(),
+            1,
+            "{stderr}"
+        );
+        let rows = whole_rows(&csv);
+        let samples: Vec<&Vec<String>> = rows.iter().filter(|r| r[2] == "SAMPLE").collect();
+        assert!(samples.len() >= 30);
+        assert!(samples.iter().all(|r| r[4].is_empty() && r[10].is_empty()));
+        // Host memory on the host-read ticks (every 100 ms), CPU % too.
+        assert!(samples[0][15].parse::<u64>().unwrap() > 0);
+        let cpu: Vec<f64> = samples.iter().filter_map(|r| r[14].parse().ok()).collect();
+        assert!(
+            cpu.len() >= 2 && cpu.iter().all(|c| (0.0..=100.0).contains(c)),
+            "{cpu:?}"
+        );
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&jsonl)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(lines.len() >= 3);
+        assert!(lines[0]["unix"].as_f64().unwrap() > 1.6e9);
+        assert!(lines[0]["host_memory"]["available"].as_u64().unwrap() > 0);
+        assert!(lines[0]["host_memory"]["used"].as_u64().unwrap() > 0);
+        assert!(lines[0].get("gpu_csv").is_none());
+        let o = Command::new(BIN)
+            .args(["record", "--require-gpu", "--seconds", "0.1", "--out"])
+            .arg(d.join("u.csv"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--require-gpu"));
+        assert!(!d.join("u.csv").exists());
+    } else {
+        // A machine with a working NVML: nothing of this test applies.
+        eprintln!("NVML present; skipping the no-GPU checks");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn host_jsonl_carries_gpu_csv_with_ten_fields() {
+    let d = tmpdir("jsonl");
+    let jsonl = d.join("t.jsonl");
+    let o = record(&d)
+        .args([
+            "--seconds",
+            "0.25",
+            "--host-jsonl-interval-ms",
+            "100",
+            "--out",
+        ])
+        .arg(d.join("t.csv"))
+        .arg("--host-jsonl")
+        .arg(&jsonl)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let mut text = String::new();
+    std::fs::File::open(&jsonl)
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let g = first["gpu_csv"].as_str().unwrap();
+    assert_eq!(g.split(',').count(), 10);
+    // index, uuid, mem used, mem total, temp, power, sm clock, mem clock, util, mem util
+    assert_eq!(g, "0,GPU-scripted-0,5000,81559,60,200,1900,2619,90,30");
+    assert_eq!(first["gpus_csv"].as_array().unwrap().len(), 2);
+    assert_eq!(text.lines().count(), 3);
+    let _ = std::fs::remove_dir_all(&d);
+}
