@@ -22,7 +22,10 @@ cargo build --release -q -p flinch-trace
 BIN=target/release/flinch-trace
 
 if [ "$DRY" = 1 ]; then
-  SRC=(--scripted-gpu tests/record/golden.gpu-script)
+  # A scripted GPU that knows nothing of the load (no marks of its own): the checks run, the verdicts
+  # cannot be right.
+  printf '250,90,40,1980,60,1000000,30000,0\n251,91,40,1980,60,1000003,30000,0\n' >"$OUT/dry.gpu-script"
+  SRC=(--scripted-gpu "$OUT/dry.gpu-script")
   LOAD=(python3 scripts/gpu_load.py --dry-run)
 else
   SRC=(--require-gpu --gpu "$GPU")
