@@ -245,30 +245,27 @@ function renderTrace(r) {
   );
 }
 
-// trace.csv: the recording-level result and the window result. The field names follow
-// core/src/window.rs; anything missing is simply not drawn.
+// trace.csv: the recording-level result (marks, spans, series) and the window result (selection
+// + window). Field names follow core/src/window/; anything missing is simply not drawn.
 
 function renderRecording(r) {
   recording = r;
   $('#csv-result').hidden = false;
   const marks = r.marks || [];
-  const series = r.series || [];
-  $('#csv-overview').textContent = `${r.source ?? ''} ${marks.length} marks, ${series.length} GPU series.`;
+  const gpus = r.gpus || [];
+  const rows = r.rows || {};
+  const warn = (r.warnings || []).length ? ` Warnings: ${r.warnings.join('; ')}` : '';
+  $('#csv-overview').textContent =
+    `${num(rows.samples)} samples, ${num(rows.marks)} marks, ${gpus.length} GPU(s)` +
+    (gpus.length ? `; idle floor ${gpus.map((g) => `${num(g.idle_floor_w, 1)} W`).join(', ')}` : '') + `.${warn}`;
   fillPickers(marks);
   drawPlot(r, null);
   $('#window-table').hidden = true;
-}
-
-function markLabel(m) {
-  return typeof m === 'string' ? m : m.label;
-}
-
-function markTime(m) {
-  return typeof m === 'object' ? Number(m.t_mono_ns ?? m.ts_ns ?? m.t_ns) : NaN;
+  renderSpans(r.spans || []);
 }
 
 function fillPickers(marks) {
-  const labels = [...new Set(marks.map(markLabel))];
+  const labels = [...new Set(marks.map((m) => m.label))];
   for (const [sel, idx] of [[$('#start-mark'), 0], [$('#end-mark'), labels.length - 1]]) {
     sel.replaceChildren(...labels.map((l) => el('option', { value: l }, l)));
     if (labels.length) sel.value = labels[Math.max(0, idx)];
@@ -276,29 +273,55 @@ function fillPickers(marks) {
   $('#analyze-window').disabled = labels.length < 2;
 }
 
-function renderWindow(w) {
-  if (recording) drawPlot(recording, current.options);
-  const rows = windowRows(w);
+function verdictText(v) {
+  if (!v || !v.verdict) return 'none';
+  return `${v.verdict}${v.confident ? '' : ' (indicative)'}`;
+}
+
+function renderSpans(spans) {
+  const box = $('#spans');
+  box.replaceChildren();
+  if (!spans.length) return;
+  const head = ['span', 'start', 'end', 'duration', 'energy (edge)', 'energy (reference)', 'verdict'];
+  box.append(el('h3', {}, 'Spans'), el('table', { id: 'spans-table' },
+    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...spans.map((w) => el('tr', {},
+      el('td', {}, w.kind), el('td', {}, w.start_label), el('td', {}, w.end_label),
+      el('td', { class: 'n' }, `${num(w.duration_s, 6)} s`),
+      el('td', { class: 'n' }, w.total && w.total.energy_edge_j != null ? `${num(w.total.energy_edge_j)} J` : 'n/a'),
+      el('td', { class: 'n' }, w.reference && w.reference.energy_j != null ? `${num(w.reference.energy_j)} J` : 'n/a'),
+      el('td', {}, verdictText(w.verdict)))))));
+}
+
+function renderWindow(r) {
+  if (recording) drawPlot(recording, r.window || null);
+  const w = r.window;
+  const rows = [];
+  if (!w) {
+    rows.push(['window', 'not found (see the error above)']);
+  } else {
+    const gpuUtil = (w.gpus || []).map((g) => g.util_time_weighted_pct).filter((x) => x != null);
+    rows.push(
+      ['window', `${w.start_label} → ${w.end_label} (occurrence ${w.occurrence})`],
+      ['duration', `${num(w.duration_s, 6)} s`],
+      ['GPU energy, edge-interpolated', w.total.energy_edge_j != null ? `${num(w.total.energy_edge_j)} J` : 'n/a'],
+      ['GPU energy, counter', w.total.energy_counter_j != null ? `${num(w.total.energy_counter_j)} J` : 'n/a'],
+      ['GPU energy, reference (samples only)',
+        w.reference.energy_j != null ? `${num(w.reference.energy_j)} J over ${w.reference.samples} samples` : 'n/a'],
+      ['utilization, time-weighted', gpuUtil.length ? gpuUtil.map((u) => `${num(u, 2)} %`).join(', ') : 'n/a'],
+      ['utilization, reference', w.reference.avg_util_pct != null ? `${num(w.reference.avg_util_pct, 2)} %` : 'n/a'],
+      ['CPU package energy (RAPL)', w.rapl ? `${num(w.rapl.energy_j)} J` : 'n/a'],
+      ['verdict', verdictText(w.verdict)],
+      ['signals used', (w.verdict.used || []).join(', ') || 'none'],
+    );
+    for (const s of w.verdict.signals || []) {
+      rows.push([`signal: ${s.name}`, `busy ${s.busy_share != null ? num(100 * s.busy_share, 1) + ' %' : 'n/a'}; ${s.resolution}; ${s.note}`]);
+    }
+    for (const x of w.verdict.warnings || []) rows.push(['warning', x]);
+  }
   const tbody = $('#window-table tbody');
   tbody.replaceChildren(...rows.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v))));
   $('#window-table').hidden = false;
-}
-
-/// Flattens the window result into (label, value) rows: the headline figures first.
-function windowRows(w) {
-  const rows = [];
-  const walk = (prefix, v) => {
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      for (const [k, x] of Object.entries(v)) walk(prefix ? `${prefix}.${k}` : k, x);
-    } else if (Array.isArray(v)) {
-      rows.push([prefix, v.map((x) => (typeof x === 'object' ? JSON.stringify(x) : x)).join(', ')]);
-    } else {
-      rows.push([prefix, num(v, 6)]);
-    }
-  };
-  walk('', w);
-  const first = (k) => /duration|energy|util|verdict/.test(k) ? 0 : 1;
-  return rows.sort((a, b) => first(a[0]) - first(b[0]));
 }
 
 function drawPlot(r, window) {
@@ -317,7 +340,8 @@ function drawPlot(r, window) {
   const series = r.series || [];
   const points = series.flatMap((s) => s.points || []);
   const marks = r.marks || [];
-  const times = points.map((p) => Number(p.t_ns ?? p[0])).concat(marks.map(markTime)).filter(Number.isFinite);
+  const times = points.map((p) => p.t_mono_ns).concat(marks.map((m) => m.t_mono_ns)).filter(Number.isFinite);
+  g.font = '11px system-ui, sans-serif';
   if (!times.length) {
     g.fillStyle = '#666';
     g.fillText('no samples to plot', pad.l + 8, pad.t + 20);
@@ -325,67 +349,64 @@ function drawPlot(r, window) {
   }
   const t0 = Math.min(...times);
   const t1 = Math.max(...times, t0 + 1);
-  const maxW = Math.max(1, ...points.map((p) => Number(p.power_w_max ?? p.power_w ?? 0)).filter(Number.isFinite));
+  const maxW = Math.max(1, ...points.map((p) => p.power_max_w).filter(Number.isFinite)) * 1.05;
   const x = (t) => pad.l + ((t - t0) / (t1 - t0)) * W;
   const yW = (w) => pad.t + H - (w / maxW) * H;
   const yU = (u) => pad.t + H - (u / 100) * H;
 
   // The selected window, shaded.
-  if (window && window.start) {
-    const ts = marks.find((m) => markLabel(m) === window.start);
-    const te = marks.find((m) => markLabel(m) === window.end);
-    if (ts && te) {
-      g.fillStyle = 'rgba(255, 196, 0, 0.22)';
-      g.fillRect(x(markTime(ts)), pad.t, x(markTime(te)) - x(markTime(ts)), H);
-    }
+  if (window) {
+    g.fillStyle = 'rgba(255, 196, 0, 0.2)';
+    g.fillRect(x(window.t0_mono_ns), pad.t, Math.max(1, x(window.t1_mono_ns) - x(window.t0_mono_ns)), H);
   }
-  // Axes.
   g.strokeStyle = '#bbb';
+  g.lineWidth = 1;
   g.strokeRect(pad.l, pad.t, W, H);
   g.fillStyle = '#555';
-  g.font = '11px system-ui, sans-serif';
   g.fillText(`${maxW.toFixed(0)} W`, 4, pad.t + 10);
-  g.fillText('0', pad.l - 12, pad.t + H);
+  g.fillText('0 W', 4, pad.t + H);
   g.fillText('100 %', cssW - pad.r + 4, pad.t + 10);
-  g.fillText(`${((t1 - t0) / 1e9).toFixed(3)} s`, pad.l + W - 50, pad.t + H + 18);
+  g.fillText('0 %', cssW - pad.r + 4, pad.t + H);
   g.fillText('0 s', pad.l, pad.t + H + 18);
+  const span = `${((t1 - t0) / 1e9).toFixed(3)} s`;
+  g.fillText(span, pad.l + W - g.measureText(span).width, pad.t + H + 18);
 
-  const line = (pts, fy, color) => {
+  // Each bucket holds a min and a max: draw the band between them, and the max as a line.
+  const band = (pts, lo, hi, fy, color, fill) => {
+    const ok = pts.filter((p) => Number.isFinite(p[lo]) && Number.isFinite(p[hi]));
+    if (!ok.length) return;
+    g.fillStyle = fill;
+    g.beginPath();
+    ok.forEach((p, i) => (i ? g.lineTo(x(p.t_mono_ns), fy(p[hi])) : g.moveTo(x(p.t_mono_ns), fy(p[hi]))));
+    for (let i = ok.length - 1; i >= 0; i--) g.lineTo(x(ok[i].t_mono_ns), fy(ok[i][lo]));
+    g.closePath();
+    g.fill();
     g.strokeStyle = color;
     g.lineWidth = 1.5;
     g.beginPath();
-    let started = false;
-    for (const [t, v] of pts) {
-      if (!Number.isFinite(v)) {
-        started = false;
-        continue;
-      }
-      if (started) g.lineTo(x(t), fy(v));
-      else g.moveTo(x(t), fy(v));
-      started = true;
-    }
+    ok.forEach((p, i) => (i ? g.lineTo(x(p.t_mono_ns), fy(p[hi])) : g.moveTo(x(p.t_mono_ns), fy(p[hi]))));
     g.stroke();
   };
   for (const s of series) {
     const pts = s.points || [];
-    line(pts.map((p) => [Number(p.t_ns ?? p[0]), Number(p.power_w ?? p[1])]), yW, '#d1495b');
-    line(pts.map((p) => [Number(p.t_ns ?? p[0]), Number(p.util_pct ?? p[2])]), yU, '#2e86ab');
+    band(pts, 'util_min_pct', 'util_max_pct', yU, '#2e86ab', 'rgba(46, 134, 171, 0.18)');
+    band(pts, 'power_min_w', 'power_max_w', yW, '#d1495b', 'rgba(209, 73, 91, 0.18)');
   }
   // Marks.
   g.strokeStyle = '#333';
-  g.setLineDash([3, 3]);
   g.fillStyle = '#333';
+  g.lineWidth = 1;
+  g.setLineDash([3, 3]);
   for (const m of marks) {
-    const t = markTime(m);
-    if (!Number.isFinite(t)) continue;
+    if (!Number.isFinite(m.t_mono_ns)) continue;
     g.beginPath();
-    g.moveTo(x(t), pad.t);
-    g.lineTo(x(t), pad.t + H);
+    g.moveTo(x(m.t_mono_ns), pad.t);
+    g.lineTo(x(m.t_mono_ns), pad.t + H);
     g.stroke();
     g.save();
-    g.translate(x(t) + 3, pad.t + 4);
+    g.translate(x(m.t_mono_ns) + 3, pad.t + 4);
     g.rotate(Math.PI / 2);
-    g.fillText(markLabel(m), 0, 0);
+    g.fillText(m.label, 0, 0);
     g.restore();
   }
   g.setLineDash([]);

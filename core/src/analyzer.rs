@@ -16,6 +16,7 @@
 //! assert_eq!(e.to_string(), "only whitespace up to byte 3: not a trace or trace.csv");
 //! # Ok::<(), flinch_core::analyzer::AnalyzeError>(())
 //! ```
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -25,6 +26,7 @@ use serde::Deserialize;
 
 use crate::Limits;
 use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
+use crate::window::{AnalyzeOptions, PowerSource, WindowAnalyzer, WindowSelect};
 
 /// What the input is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -77,6 +79,16 @@ pub struct AnalyzerOptions {
     pub start: Option<String>,
     /// trace.csv only: label of the end mark of the window (with `start`).
     pub end: Option<String>,
+    /// trace.csv only: use the k-th mark of each label (file order); 0 or absent means 1.
+    pub occurrence: u32,
+    /// trace.csv only: analyze only this `gpu_index`.
+    pub gpu: Option<i64>,
+    /// trace.csv only: also analyze every span when a window is selected (always done without one).
+    pub spans: bool,
+    /// trace.csv only: power intervals longer than this are skipped, ms (absent: 5000).
+    pub max_gap_ms: Option<u64>,
+    /// trace.csv only: which NVML reading `gpu_power_W` holds (`instant`, `average`, `unknown`).
+    pub power_source: Option<String>,
 }
 
 impl AnalyzerOptions {
@@ -86,6 +98,52 @@ impl AnalyzerOptions {
     /// Unknown fields or values, as [`AnalyzeError::Options`].
     pub fn from_json(text: &str) -> Result<AnalyzerOptions, AnalyzeError> {
         serde_json::from_str(text).map_err(|e| AnalyzeError::Options(alloc::format!("{e}")))
+    }
+
+    /// The trace.csv analysis options these options stand for. This is the one mapping used by
+    /// both `flinch-trace analyze --json` and the page: without `start`/`end`, the
+    /// recording-level analysis (every span, marks, plot series of up to 2000 points per GPU).
+    ///
+    /// # Errors
+    /// Only one of `start`/`end`, or an unknown `power_source`.
+    pub fn window_options(&self) -> Result<AnalyzeOptions, AnalyzeError> {
+        let select = match (&self.start, &self.end) {
+            (Some(start), Some(end)) => Some(WindowSelect {
+                start: start.clone(),
+                end: end.clone(),
+                occurrence: self.occurrence.max(1),
+            }),
+            (None, None) => None,
+            _ => {
+                return Err(AnalyzeError::Options(
+                    "start and end mark labels go together".into(),
+                ));
+            }
+        };
+        let power_source = match self.power_source.as_deref() {
+            None | Some("unknown") => PowerSource::Unknown,
+            Some("instant") => PowerSource::Instant,
+            Some("average") => PowerSource::Average,
+            Some(other) => {
+                return Err(AnalyzeError::Options(alloc::format!(
+                    "power_source must be instant, average or unknown, not {other:?}"
+                )));
+            }
+        };
+        let recording_level = select.is_none();
+        let defaults = AnalyzeOptions::default();
+        Ok(AnalyzeOptions {
+            limits: self.limits(),
+            select,
+            gpu: self.gpu,
+            spans: self.spans || recording_level,
+            series_points: if recording_level { 2000 } else { 0 },
+            max_gap_ns: self.max_gap_ms.map_or(defaults.max_gap_ns, |ms| {
+                (ms.min(i64::MAX as u64 / 1_000_000) * 1_000_000) as i64
+            }),
+            power_source,
+            ..defaults
+        })
     }
 
     /// The [`Limits`] of the chosen preset.
@@ -111,6 +169,15 @@ pub enum AnalyzeError {
     },
     /// The gzip layer failed (offsets are in the compressed file).
     Gzip(GzError),
+    /// trace.csv: the selected marks are missing or out of order. The analysis was still made:
+    /// `result_json` is what `end` would have returned (native `--json` prints it, then the
+    /// message, and exits 1).
+    Selection {
+        /// The reference's text, e.g. `Missing MARK(s). start=None end=123`.
+        message: String,
+        /// The result JSON.
+        result_json: String,
+    },
     /// The detected kind cannot be analyzed by this build.
     Unsupported {
         /// What was detected.
@@ -130,6 +197,7 @@ impl fmt::Display for AnalyzeError {
                 )
             }
             AnalyzeError::Gzip(e) => e.fmt(f),
+            AnalyzeError::Selection { message, .. } => f.write_str(message),
             AnalyzeError::Unsupported { what } => write!(f, "{what} is not supported yet"),
         }
     }
@@ -172,8 +240,11 @@ enum Container {
 
 /// The content layer, fed with plain (decoded) bytes.
 enum Content {
-    /// Kind not known yet: bytes of leading whitespace seen so far.
-    Detecting { whitespace: u64 },
+    /// Kind not known yet: the leading whitespace seen so far (at most
+    /// `MAX_LEADING_WHITESPACE` bytes), replayed to the analysis once the kind is known.
+    Detecting { whitespace: Vec<u8> },
+    /// A trace.csv.
+    Csv(Box<WindowAnalyzer>),
 }
 
 impl Analyzer {
@@ -184,7 +255,9 @@ impl Analyzer {
             bytes_in: 0,
             failed: None,
             container: Container::Sniffing { first: None },
-            content: Content::Detecting { whitespace: 0 },
+            content: Content::Detecting {
+                whitespace: Vec::new(),
+            },
         }
     }
 
@@ -260,7 +333,11 @@ impl Analyzer {
             return Err(e);
         }
         match &self.container {
-            Container::Sniffing { first: None } => return Err(AnalyzeError::Empty),
+            // With a kind given (`analyze --csv`), an empty file is an empty input of that kind.
+            Container::Sniffing { first: None } if self.options.kind == Kind::Auto => {
+                return Err(AnalyzeError::Empty);
+            }
+            Container::Sniffing { first: None } => {}
             Container::Sniffing { first: Some(f) } => {
                 let f = *f;
                 self.container = Container::Plain;
@@ -269,7 +346,7 @@ impl Analyzer {
             Container::Plain => {}
             Container::Gzip { decoder, .. } => decoder.finish()?,
         }
-        self.content.end()
+        self.content.end(&self.options)
     }
 }
 
@@ -294,35 +371,62 @@ impl Content {
                     Kind::Trace | Kind::Csv => (!chunk.is_empty()).then_some(0),
                 };
                 let Some(i) = start else {
-                    *whitespace += chunk.len() as u64;
-                    return if *whitespace > MAX_LEADING_WHITESPACE {
-                        Err(AnalyzeError::NoContent {
-                            at_byte: *whitespace,
-                        })
-                    } else {
-                        Ok(())
-                    };
+                    if whitespace.len() + chunk.len() > MAX_LEADING_WHITESPACE as usize {
+                        return Err(AnalyzeError::NoContent {
+                            at_byte: (whitespace.len() + chunk.len()) as u64,
+                        });
+                    }
+                    whitespace.extend_from_slice(chunk);
+                    return Ok(());
                 };
                 let kind = match options.kind {
                     Kind::Auto if matches!(chunk[i], b'{' | b'[') => Kind::Trace,
                     Kind::Auto => Kind::Csv,
                     k => k,
                 };
-                Err(AnalyzeError::Unsupported {
-                    what: match kind {
-                        Kind::Trace => "trace analysis",
-                        _ => "trace.csv analysis",
-                    },
-                })
+                let leading = core::mem::take(whitespace);
+                *self = Content::start(kind, options)?;
+                self.write(&leading, options)?;
+                self.write(chunk, options)
+            }
+            Content::Csv(w) => {
+                w.write(chunk);
+                Ok(())
             }
         }
     }
 
-    fn end(self) -> Result<String, AnalyzeError> {
-        match self {
-            Content::Detecting { whitespace } => Err(AnalyzeError::NoContent {
-                at_byte: whitespace,
+    /// The analysis for `kind`.
+    fn start(kind: Kind, options: &AnalyzerOptions) -> Result<Content, AnalyzeError> {
+        match kind {
+            Kind::Csv => Ok(Content::Csv(Box::new(WindowAnalyzer::new(
+                options.window_options()?,
+            )))),
+            _ => Err(AnalyzeError::Unsupported {
+                what: "trace analysis",
             }),
+        }
+    }
+
+    fn end(self, options: &AnalyzerOptions) -> Result<String, AnalyzeError> {
+        match self {
+            Content::Detecting { whitespace } if options.kind == Kind::Auto => {
+                Err(AnalyzeError::NoContent {
+                    at_byte: whitespace.len() as u64,
+                })
+            }
+            Content::Detecting { .. } => Content::start(options.kind, options)?.end(options),
+            Content::Csv(w) => {
+                let result = w.end();
+                let json = result.to_json();
+                match result.selection.as_ref().and_then(|s| s.error()) {
+                    Some(message) => Err(AnalyzeError::Selection {
+                        message,
+                        result_json: json,
+                    }),
+                    None => Ok(json),
+                }
+            }
         }
     }
 }
@@ -407,18 +511,96 @@ mod tests {
             );
         });
         // A lone first byte 0x1f that is not gzip is content, not lost.
+        let o = AnalyzerOptions::default();
+        assert_eq!(run(o.clone(), &[b"\x1f"]), Ok(csv_oracle(b"\x1f", &o)));
         assert_eq!(
-            run(AnalyzerOptions::default(), &[b"\x1f"]),
-            Err(AnalyzeError::Unsupported {
-                what: "trace.csv analysis"
-            })
+            run(o.clone(), &[b"\x1f", b"x"]),
+            Ok(csv_oracle(b"\x1fx", &o))
         );
+    }
+
+    /// The oracle: the trace.csv analysis fed the whole file directly.
+    fn csv_oracle(data: &[u8], options: &AnalyzerOptions) -> String {
+        let mut w = WindowAnalyzer::new(options.window_options().unwrap());
+        w.write(data);
+        w.end().to_json()
+    }
+
+    const PAUSE_CSV: &[u8] = include_bytes!("../../tests/analyze/pause.csv");
+    const MULTI_GPU_CSV: &[u8] = include_bytes!("../../tests/analyze/multi_gpu.csv");
+
+    #[test]
+    fn csv_plain_and_gzip_in_any_split_equal_the_direct_analysis() {
+        let recording = AnalyzerOptions::default();
+        let window = AnalyzerOptions {
+            start: Some("pause_start".into()),
+            end: Some("pause_end".into()),
+            limits: LimitsPreset::Bounded,
+            ..AnalyzerOptions::default()
+        };
+        for (data, options) in [
+            (PAUSE_CSV, &recording),
+            (PAUSE_CSV, &window),
+            (MULTI_GPU_CSV, &recording),
+        ] {
+            let want = csv_oracle(data, options);
+            assert!(want.contains("\"marks\""), "{want}");
+            let gz = gzip(data);
+            for input in [data, &gz[..]] {
+                for_each_split(input, 4, 5, |chunks| {
+                    assert_eq!(run(options.clone(), chunks).as_ref(), Ok(&want));
+                });
+            }
+        }
+        // Leading whitespace reaches the CSV reader too.
+        let mut padded = b"\n\n".to_vec();
+        padded.extend_from_slice(PAUSE_CSV);
         assert_eq!(
-            run(AnalyzerOptions::default(), &[b"\x1f", b"x"]),
-            Err(AnalyzeError::Unsupported {
-                what: "trace.csv analysis"
-            })
+            run(recording.clone(), &[&padded]),
+            Ok(csv_oracle(&padded, &recording))
         );
+        // An explicit kind skips detection.
+        let csv = AnalyzerOptions {
+            kind: Kind::Csv,
+            ..AnalyzerOptions::default()
+        };
+        assert_eq!(run(csv.clone(), &[b"  "]), Ok(csv_oracle(b"  ", &csv)));
+    }
+
+    #[test]
+    fn csv_selection_errors_keep_the_result() {
+        let options = AnalyzerOptions {
+            start: Some("begin".into()),
+            end: Some("nope".into()),
+            ..AnalyzerOptions::default()
+        };
+        match run(options.clone(), &[PAUSE_CSV]) {
+            Err(AnalyzeError::Selection {
+                message,
+                result_json,
+            }) => {
+                assert!(message.starts_with("Missing MARK(s). start="), "{message}");
+                assert!(message.ends_with(" end=None"), "{message}");
+                assert_eq!(result_json, csv_oracle(PAUSE_CSV, &options));
+            }
+            other => panic!("{other:?}"),
+        }
+        let half = AnalyzerOptions {
+            start: Some("a".into()),
+            ..AnalyzerOptions::default()
+        };
+        assert!(matches!(
+            run(half, &[PAUSE_CSV]),
+            Err(AnalyzeError::Options(_))
+        ));
+        let bad = AnalyzerOptions {
+            power_source: Some("mean".into()),
+            ..AnalyzerOptions::default()
+        };
+        assert!(matches!(
+            run(bad, &[PAUSE_CSV]),
+            Err(AnalyzeError::Options(_))
+        ));
     }
 
     #[test]
@@ -445,9 +627,16 @@ mod tests {
     #[test]
     fn failed_analyzer_stays_failed() {
         let mut a = Analyzer::new(AnalyzerOptions::default());
-        let e = a.write(b"  x").unwrap_err();
+        // A gzip header, then a deflate block of the reserved type 3.
+        let e = a
+            .write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff")
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("corrupt deflate data at byte "),
+            "{e}"
+        );
         assert_eq!(a.write(b"more"), Err(e.clone()));
-        assert_eq!(a.bytes_in(), 3, "bytes after the failure are not taken");
+        assert_eq!(a.bytes_in(), 11, "bytes after the failure are not taken");
         assert_eq!(a.end(), Err(e));
     }
 }

@@ -29,6 +29,7 @@ pub mod limits;
 pub mod sketch;
 pub mod stats;
 pub mod summary;
+#[cfg(feature = "alloc")]
 pub mod telemetry;
 pub mod window;
 pub mod windowed;

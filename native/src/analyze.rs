@@ -9,6 +9,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use flinch_core::analyzer::{AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
 use flinch_core::window::{
     AnalyzeOptions, PowerSource, RecordingAnalysis, WindowAnalyzer, WindowResult, WindowSelect,
 };
@@ -88,7 +89,8 @@ fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
     find(&v)
 }
 
-fn read_all(path: &Path, analyzer: &mut WindowAnalyzer) -> Result<(), String> {
+/// Reads `path` in 1 MiB chunks into `sink` (with a progress line on a terminal for big files).
+fn read_all(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
     let mut f = File::open(path)
         .map_err(|e| format!("flinch-trace analyze: cannot open {}: {e}", path.display()))?;
     let total = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -108,7 +110,7 @@ fn read_all(path: &Path, analyzer: &mut WindowAnalyzer) -> Result<(), String> {
                 ));
             }
         };
-        analyzer.write(&buf[..n]);
+        sink(&buf[..n])?;
         done += n as u64;
         if show {
             let pct = done * 100 / total.max(1);
@@ -150,6 +152,56 @@ fn warn_all(r: &RecordingAnalysis) {
     }
 }
 
+/// `--json`: the analysis through `flinch_core::analyzer`, the entry point the web page uses too,
+/// so both print the same bytes for the same file and options.
+fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
+    let options = AnalyzerOptions {
+        kind: Kind::Csv,
+        limits: LimitsPreset::Exact,
+        source: args.csv.display().to_string(),
+        start: args.start.clone(),
+        end: args.end.clone(),
+        occurrence: args.occurrence,
+        gpu: args.gpu,
+        spans: args.spans,
+        max_gap_ms: Some(args.max_gap_ms),
+        power_source: Some(
+            match power_source {
+                PowerSource::Instant => "instant",
+                PowerSource::Average => "average",
+                PowerSource::Unknown => "unknown",
+            }
+            .to_string(),
+        ),
+    };
+    let mut analyzer = Analyzer::new(options);
+    let at = |e: AnalyzeError| format!("flinch-trace analyze: {}: {e}", args.csv.display());
+    read_all(&args.csv, |chunk| analyzer.write(chunk).map_err(at))?;
+    let (json, selection_error) = match analyzer.end() {
+        Ok(json) => (json, None),
+        Err(AnalyzeError::Selection {
+            message,
+            result_json,
+        }) => (result_json, Some(message)),
+        Err(e) => return Err(at(e)),
+    };
+    // Warnings on stderr, as without --json (presentation only: the JSON holds them too).
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&json)
+        && let Some(ws) = v.get("warnings").and_then(|w| w.as_array())
+    {
+        for w in ws.iter().filter_map(|w| w.as_str()) {
+            eprintln!("warning: {w}");
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{json}").map_err(|e| e.to_string())?;
+    if let Some(message) = selection_error {
+        eprintln!("{message}");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
     let select = match (&args.start, &args.end) {
@@ -178,6 +230,9 @@ pub fn run(args: Args) -> CmdResult {
         }
         None => sidecar_power_source(&args.csv).unwrap_or(PowerSource::Unknown),
     };
+    if args.json {
+        return json_through_analyzer(&args, power_source);
+    }
     let recording_level = select.is_none();
     let opts = AnalyzeOptions {
         select,
@@ -193,7 +248,10 @@ pub fn run(args: Args) -> CmdResult {
         ..AnalyzeOptions::default()
     };
     let mut analyzer = WindowAnalyzer::new(opts);
-    read_all(&args.csv, &mut analyzer)?;
+    read_all(&args.csv, |chunk| {
+        analyzer.write(chunk);
+        Ok(())
+    })?;
     let r = analyzer.end();
 
     if args.json {

@@ -103,7 +103,10 @@ fn golden_csv_reads_back_through_analyze_like_the_reference() {
 #[test]
 fn golden_csv_verdicts_find_the_pause() {
     let csv = repo().join("tests/record/golden.csv");
-    for (start, end, want) in [("pause_start", "pause_end", "waiting"), ("infer_start", "pause_start", "compute")] {
+    for (start, end, want) in [
+        ("pause_start", "pause_end", "waiting"),
+        ("infer_start", "pause_start", "compute"),
+    ] {
         let o = Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
             .arg("analyze")
             .arg("--csv")

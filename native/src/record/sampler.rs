@@ -268,7 +268,10 @@ pub fn run(
         }
         buf_rows += rows;
         if buf.len() >= SEND_BYTES || wake.saturating_sub(last_send) >= SEND_EVERY_NS {
-            sender.send(Msg::Csv(std::mem::replace(&mut buf, sender.buffer()), buf_rows));
+            sender.send(Msg::Csv(
+                std::mem::replace(&mut buf, sender.buffer()),
+                buf_rows,
+            ));
             buf_rows = 0;
             last_send = wake;
         }
