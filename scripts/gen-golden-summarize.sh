@@ -32,10 +32,14 @@ while IFS='|' read -r name runs flags; do
     # shellcheck disable=SC2086
     (cd "$dir" && python3 "$REF/summarize_host_telemetry.py" --runs "$runs" --out "$GOLDEN/$name.json" $flags) \
         > "$GOLDEN/$name.stdout"
+    # Trace duration sums and busy unions: exact (Decimal), not the reference's float sums.
+    python3 ../exact_trace_sums.py "$GOLDEN/$name.json" "$dir"
     echo "golden: $name"
 done <<'CASES'
 basic|basic/|
 basic-skip|./basic|--skip-traces
 oddvalues|oddvalues|
 crashes.clean|crashes.clean|--skip-traces
+traces|traces|
+tracecrash.clean|tracecrash.clean|
 CASES

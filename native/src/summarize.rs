@@ -199,12 +199,14 @@ fn summarize_run(runs: &PyPath, name: &str, host: &PyPath, raw: &PyPath) -> RunR
     };
     let requests = read_requests(&runs.join(name).join("requests.jsonl"), &mut w);
     let log_path = host.join("command.log");
-    let log_text = match fs::read(log_path.to_fs()) {
-        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(_) => None,
-    };
-    let obs = logs::observe(log_text.as_deref());
-    drop(log_text);
+    let log = fs::File::open(log_path.to_fs()).ok().map(BufReader::new);
+    let (obs, log_error) = logs::observe(log);
+    if let Some(e) = log_error {
+        w.note(format!(
+            "{}: read error, lines after it are missing: {e}",
+            log_path.to_py_string()
+        ));
+    }
     record.lifecycle_log_observations = Some(obs.lifecycle);
     record.startup = Some(requests::startup(
         &report,

@@ -10,6 +10,7 @@ import gzip
 import json
 import random
 import shutil
+import zlib
 from pathlib import Path
 
 CASES = Path(__file__).resolve().parent / "cases"
@@ -115,20 +116,20 @@ LOG = (
 )
 
 
-def base_run(root, name, rng, *, sustained=True, minutes=20, log=True, status=True):
+def base_run(root, name, rng, *, sustained=True, minutes=20, log=True, status=True, wall_s=900, offset_s=180):
     start = T0 + 100
     rows = telemetry_rows(rng, T0, int(minutes * 60 / 2))
     write_jsonl(root / f"{name}-host" / "telemetry.jsonl", rows)
     report = {"status": "completed", "start_unix": start - 80.5, "startup_s": 61.25, "cache_condition": "warm"}
     if sustained:
-        report.update({"sustained_start_unix": start + 180, "sustained_wall_s": 900})
+        report.update({"sustained_start_unix": start + offset_s, "sustained_wall_s": wall_s})
     write_json(root / name / "report.json", report)
     if status:
         write_json(root / f"{name}-host" / "status.json", {"start_unix": T0 - 20})
     if log:
         path = root / f"{name}-host" / "command.log"
         path.write_bytes(LOG.encode("utf-8") + b"\xff\xfe invalid utf-8\n")
-    write_jsonl(root / name / "requests.jsonl", requests(rng, start + 180, 900, 120))
+    write_jsonl(root / name / "requests.jsonl", requests(rng, start + offset_s, wall_s, 120))
     return rows
 
 
@@ -148,6 +149,8 @@ def case_basic(root):
     write_jsonl(root / "short-host" / "telemetry.jsonl", short)
     # A report without sustained fields, no status.json, no command.log.
     base_run(root, "nosustained", rng, sustained=False, minutes=3, log=False, status=False)
+    # A run shorter than 5 min: a 2 min sustained phase (the 5 min windows reach before it).
+    base_run(root, "brief", rng, minutes=4, wall_s=120, offset_s=-40)
     # Empty telemetry file, a host folder without telemetry, and a *-host file.
     write_jsonl(root / "empty-host" / "telemetry.jsonl", [])
     (root / "empty-host" / "telemetry.jsonl").write_text("", encoding="utf-8")
@@ -159,8 +162,7 @@ def case_basic(root):
     (root / "diag-trace" / "traces" / "notes.txt").write_text("ignored\n")
     (root / "failed-trace" / "traces").mkdir(parents=True)
     write_json(root / "failed-trace" / "report.json", {"status": "failed"})
-    with gzip.open(root / "failed-trace" / "traces" / "a.json.gz", "wt") as f:
-        f.write('{"traceEvents": []}')
+    (root / "failed-trace" / "traces" / "a.json.gz").write_bytes(gzip.compress(b'{"traceEvents": []}', mtime=0))
     (root / "failed-trace" / "traces" / "b.json").write_text('{"traceEvents": []}')
 
 
@@ -250,12 +252,88 @@ def case_crashes(root_bad, root_clean):
     (root_clean / "noreq" / "requests.jsonl").write_text("", encoding="utf-8")
 
 
+def trace_events(rng, count, t0_us=1712195495406752.8):
+    """X events with epoch timestamps (3 fraction digits), overlaps, unicode, a missing cat."""
+    cats = ["cpu_op", "kernel", "cuda_runtime", "gpu_memcpy", None]
+    names = {"cpu_op": ["aten::mm", "aten::add_", "aten::copy_"], "kernel": ["sm90_gemm", "elementwise \u00e9"],
+             "cuda_runtime": ["cudaLaunchKernel"], "gpu_memcpy": ["Memcpy HtoD"], None: ["orphan"]}
+    events, t = [], t0_us
+    for i in range(count):
+        cat = rng.choice(cats)
+        t += rng.choice([0.25, 1.5, 3.125, 40.001])
+        e = {"ph": "X", "name": rng.choice(names[cat]), "pid": 1, "tid": rng.choice([1, 2]),
+             "ts": f"{t:.3f}", "dur": f"{rng.choice([0.5, 1, 2.25, 17.375, 250.0]):.3f}",
+             "args": {"External id": i, "note": "a,b]}{"}}
+        if cat is not None:
+            e["cat"] = cat
+        events.append(e)
+        if i % 10 == 0:
+            events.append({"ph": "i", "name": "marker", "pid": 1, "tid": 1, "ts": f"{t:.3f}", "s": "t"})
+    return events
+
+
+def event_text(e):
+    # ts/dur as JSON numbers written from their decimal text (not via a float round trip).
+    d = dict(e)
+    ts, dur = d.pop("ts"), d.pop("dur", None)
+    body = json.dumps(d)[:-1]
+    body += f', "ts": {ts}' + (f', "dur": {dur}' if dur is not None else "") + "}"
+    return body
+
+
+def trace_text(events, bare=False):
+    inner = ",\n".join(event_text(e) for e in events)
+    if bare:
+        return "[\n" + inner + "\n]\n"
+    return '{"schemaVersion": 1, "deviceProperties": [{"name": "H100"}],\n"traceEvents": [\n' + inner + '\n],\n"displayTimeUnit": "ms"}\n'
+
+
+def case_traces(root):
+    rng = random.Random(5)
+    write_json(root / "bench-trace" / "report.json", {"status": "completed"})
+    (root / "bench-trace" / "traces" / "sub").mkdir(parents=True)
+    (root / "bench-trace" / "traces" / "rank0.json").write_text(trace_text(trace_events(rng, 400)), encoding="utf-8")
+    packed = gzip.compress(trace_text(trace_events(rng, 300)).encode("utf-8"), mtime=0)
+    (root / "bench-trace" / "traces" / "sub" / "rank1.pt.trace.json.gz").write_bytes(packed)
+    (root / "pending-trace" / "traces").mkdir(parents=True)
+    (root / "pending-trace" / "traces" / "x.json").write_text(trace_text(trace_events(rng, 3)))
+
+
+def case_trace_crashes(root_bad, root_clean):
+    """A bare-array trace, a plain trace cut mid-event, a .gz cut mid-stream: the reference
+    errors on each; the clean twin holds the events that were read, in the object form."""
+    rng = random.Random(6)
+    for root in (root_bad, root_clean):
+        write_json(root / "t-trace" / "report.json", {"status": "completed"})
+        (root / "t-trace" / "traces").mkdir(parents=True)
+    bare = trace_events(rng, 200)
+    (root_bad / "t-trace" / "traces" / "bare.json").write_text(trace_text(bare, bare=True))
+    (root_clean / "t-trace" / "traces" / "bare.json").write_text(trace_text(bare))
+    events = trace_events(rng, 300)
+    text = trace_text(events)
+    cut = text.index(event_text(events[150])) + 25  # inside event 150
+    (root_bad / "t-trace" / "traces" / "cut.json").write_text(text[:cut])
+    (root_clean / "t-trace" / "traces" / "cut.json").write_text(trace_text(events[:150]))
+    events = trace_events(rng, 3000)
+    text = trace_text(events).encode()
+    packed = gzip.compress(text, mtime=0)
+    cut = len(packed) // 2
+    prefix = zlib.decompressobj(wbits=31).decompress(packed[:cut])
+    # Events whose text ends (with its closing brace) inside the decompressed prefix are read.
+    complete = sum(1 for e in events if text.index(event_text(e).encode()) + len(event_text(e)) <= len(prefix))
+    (root_bad / "t-trace" / "traces" / "cutgz.json.gz").write_bytes(packed[:cut])
+    packed = gzip.compress(trace_text(events[:complete]).encode("utf-8"), mtime=0)
+    (root_clean / "t-trace" / "traces" / "cutgz.json.gz").write_bytes(packed)
+
+
 def main():
     if CASES.exists():
         shutil.rmtree(CASES)
     case_basic(CASES / "basic")
     case_oddvalues(CASES / "oddvalues")
     case_crashes(CASES / "crashes", CASES / "crashes.clean")
+    case_traces(CASES / "traces")
+    case_trace_crashes(CASES / "tracecrash", CASES / "tracecrash.clean")
 
 
 if __name__ == "__main__":

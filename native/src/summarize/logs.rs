@@ -46,31 +46,33 @@ pub struct LogObservations {
     pub lifecycle: Lifecycle,
 }
 
-/// Scans the log text (decoded with U+FFFD for invalid UTF-8, as the reference's
-/// `errors="replace"`); `None` (no log) gives empty observations. Examples keep the first
-/// three and last three matches when there are more than six, as the reference does, while
-/// holding at most nine lines per marker.
-pub fn observe(text: Option<&str>) -> LogObservations {
+/// Scans the log, streamed line by line (decoded with U+FFFD for invalid UTF-8, as the
+/// reference's `errors="replace"`, and split like `str.splitlines()`); `None` (no log) gives
+/// empty observations. Examples keep the first three and last three matches when there are
+/// more than six, as the reference does, holding at most nine lines per marker. A read error
+/// ends the scan early and is returned beside what was seen.
+pub fn observe(log: Option<impl std::io::BufRead>) -> (LogObservations, Option<std::io::Error>) {
     let mut timing_lines = Vec::new();
     let mut counts: Vec<MarkerCount> = LIFECYCLE_MARKERS
         .iter()
         .map(|_| MarkerCount::default())
         .collect();
-    for line in text.map(py_splitlines).into_iter().flatten() {
-        if TIMING_MARKERS.iter().any(|m| line.contains(m)) {
-            timing_lines.push(line.to_owned());
-        }
-        for (marker, c) in LIFECYCLE_MARKERS.iter().zip(counts.iter_mut()) {
-            if line.contains(marker) {
-                c.count += 1;
-                if c.examples.len() < 6 {
-                    c.examples.push(line.to_owned());
-                }
-                if c.last.len() == 3 {
-                    c.last.pop_front();
-                }
-                c.last.push_back(line.to_owned());
+    let mut error = None;
+    let mut chunk = Vec::new();
+    let mut log = log;
+    while let Some(reader) = log.as_mut() {
+        chunk.clear();
+        match reader.read_until(b'\n', &mut chunk) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                error = Some(e);
+                break;
             }
+        }
+        let text = String::from_utf8_lossy(&chunk);
+        for line in py_splitlines(&text) {
+            observe_line(line, &mut timing_lines, &mut counts);
         }
     }
     for c in &mut counts {
@@ -79,7 +81,7 @@ pub fn observe(text: Option<&str>) -> LogObservations {
             c.examples.extend(c.last.drain(..));
         }
     }
-    LogObservations {
+    let obs = LogObservations {
         timing_lines,
         lifecycle: Lifecycle {
             scope: LIFECYCLE_SCOPE,
@@ -91,6 +93,25 @@ pub fn observe(text: Option<&str>) -> LogObservations {
                     .collect(),
             ),
         },
+    };
+    (obs, error)
+}
+
+fn observe_line(line: &str, timing_lines: &mut Vec<String>, counts: &mut [MarkerCount]) {
+    if TIMING_MARKERS.iter().any(|m| line.contains(m)) {
+        timing_lines.push(line.to_owned());
+    }
+    for (marker, c) in LIFECYCLE_MARKERS.iter().zip(counts.iter_mut()) {
+        if line.contains(marker) {
+            c.count += 1;
+            if c.examples.len() < 6 {
+                c.examples.push(line.to_owned());
+            }
+            if c.last.len() == 3 {
+                c.last.pop_front();
+            }
+            c.last.push_back(line.to_owned());
+        }
     }
 }
 
@@ -147,7 +168,7 @@ mod tests {
         let text: String = (1..=8)
             .map(|i| format!("x{i} force killing remaining process 7\n"))
             .collect();
-        let obs = observe(Some(&text));
+        let (obs, _) = observe(Some(text.as_bytes()));
         let m = &obs.lifecycle.markers.0[1].1;
         assert_eq!(m.count, 8);
         let want: Vec<String> = [1, 2, 3, 6, 7, 8]
@@ -155,8 +176,9 @@ mod tests {
             .map(|i| format!("x{i} force killing remaining process 7"))
             .collect();
         assert_eq!(m.examples, want);
-        let few = observe(Some(
-            "Dropping output for unknown req 1\nModel loading took 3 s",
+        let (few, _) = observe(Some(
+            &b"Dropping output for unknown req 1
+Model loading took 3 s"[..],
         ));
         assert_eq!(few.lifecycle.markers.0[0].1.examples.len(), 1);
         assert_eq!(few.timing_lines, ["Model loading took 3 s"]);
