@@ -180,6 +180,9 @@ pub enum AnalyzeError {
         /// Whether the input was gzip, so the offset counts decompressed bytes.
         decompressed: bool,
     },
+    /// A caller that inflates by itself reported a cut stream ([`Analyzer::note_cut_gzip`]) and
+    /// the input is not a trace.
+    CutInput(String),
     /// trace.csv: the selected marks are missing or out of order. The analysis was still made:
     /// `result_json` is what `end` would have returned (native `--json` prints it, then the
     /// message, and exits 1).
@@ -203,6 +206,7 @@ impl fmt::Display for AnalyzeError {
                 )
             }
             AnalyzeError::Gzip(e) => e.fmt(f),
+            AnalyzeError::CutInput(message) => f.write_str(message),
             AnalyzeError::Scan {
                 error,
                 decompressed,
@@ -236,7 +240,10 @@ pub struct Analyzer {
     options: AnalyzerOptions,
     bytes_in: u64,
     failed: Option<AnalyzeError>,
-    cut_gzip: Option<GzError>,
+    /// The gzip input was cut: the message (e.g. "truncated gzip member at byte N").
+    cut_gzip: Option<String>,
+    /// The caller inflates gzip itself and feeds decoded bytes ([`Analyzer::with_decoded_input`]).
+    decoded_gzip: bool,
     container: Container,
     content: Content,
 }
@@ -279,6 +286,7 @@ impl Analyzer {
             bytes_in: 0,
             failed: None,
             cut_gzip: None,
+            decoded_gzip: false,
             container: Container::Sniffing { first: None },
             content: Content::Detecting {
                 whitespace: Vec::new(),
@@ -337,7 +345,7 @@ impl Analyzer {
     fn feed(&mut self, mut input: &[u8]) -> Result<(), AnalyzeError> {
         match &mut self.container {
             Container::Sniffing { .. } => unreachable!("the container is known before feeding"),
-            Container::Plain => self.content.write(input, &self.options, false),
+            Container::Plain => self.content.write(input, &self.options, self.decoded_gzip),
             Container::Gzip { decoder, out } => loop {
                 let (status, nin, nout) = decoder.decode(input, out)?;
                 self.content.write(&out[..nout], &self.options, true)?;
@@ -349,12 +357,22 @@ impl Analyzer {
         }
     }
 
-    /// For callers that inflate gzip themselves (native's threaded input) and feed the decoded
-    /// bytes: the compressed stream was cut at `e`. A trace is then summarized from what was
-    /// read, with the same warning as a cut `.gz` fed to [`write`](Analyzer::write); a trace.csv
-    /// fails with `e`.
-    pub fn note_cut_gzip(&mut self, e: GzError) {
-        self.cut_gzip = Some(e);
+    /// An analyzer for callers that inflate gzip themselves (native's threaded input) and feed
+    /// the decoded bytes: no gzip detection; `gzip` says whether the file was gzip, so that
+    /// error offsets are named as offsets in the decompressed data, as [`Analyzer::new`] does.
+    pub fn with_decoded_input(options: AnalyzerOptions, gzip: bool) -> Analyzer {
+        let mut a = Analyzer::new(options);
+        a.container = Container::Plain;
+        a.decoded_gzip = gzip;
+        a
+    }
+
+    /// For callers that inflate by themselves: the compressed stream was cut, `message` being
+    /// the decoder's text ("truncated gzip member at byte N"). A trace is then summarized from
+    /// what was read, with the same warning as a cut `.gz` fed to [`write`](Analyzer::write);
+    /// a trace.csv fails with [`AnalyzeError::CutInput`].
+    pub fn note_cut_gzip(&mut self, message: &str) {
+        self.cut_gzip = Some(message.into());
     }
 
     /// Ends the input and renders the result JSON: what `--json` prints and the page shows.
@@ -400,17 +418,17 @@ impl Analyzer {
             Container::Plain => {}
             Container::Gzip { decoder, .. } => {
                 if let Err(e) = decoder.finish() {
-                    if !e.is_truncated() {
+                    if !e.is_truncated() || !matches!(self.content, Content::Trace(_)) {
                         return Err(e.into());
                     }
-                    self.cut_gzip = Some(e);
+                    self.cut_gzip = Some(alloc::format!("{e}"));
                 }
             }
         }
-        if let Some(e) = self.cut_gzip
-            && !matches!(self.content, Content::Trace(_))
+        if !matches!(self.content, Content::Trace(_))
+            && let Some(message) = self.cut_gzip
         {
-            return Err(e.into());
+            return Err(AnalyzeError::CutInput(message));
         }
         self.content.end(&self.options, self.cut_gzip)
     }
@@ -523,7 +541,7 @@ impl Content {
     fn end(
         self,
         options: &AnalyzerOptions,
-        cut_gzip: Option<GzError>,
+        cut_gzip: Option<String>,
     ) -> Result<Analysis, AnalyzeError> {
         match self {
             Content::Detecting { whitespace } if options.kind == Kind::Auto => {
@@ -784,9 +802,9 @@ mod tests {
         let mut dec = crate::gzip::GzDecoder::new();
         let mut out = vec![0u8; 1 << 20];
         let (_, _, nout) = dec.decode(cut, &mut out).unwrap();
-        let mut a = Analyzer::new(options.clone());
+        let mut a = Analyzer::with_decoded_input(options.clone(), true);
         a.write(&out[..nout]).unwrap();
-        a.note_cut_gzip(dec.finish().unwrap_err());
+        a.note_cut_gzip(&dec.finish().unwrap_err().to_string());
         assert_eq!(a.end(), Ok(got));
         // A cut .gz of a trace.csv is an error: there is no partial CSV result to trust.
         let csv_gz = gzip(PAUSE_CSV);

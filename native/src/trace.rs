@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use flinch_core::Limits;
-use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
-use flinch_core::summary::TraceSummaryResult;
+use flinch_core::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
+use flinch_core::json::{EventScanner, Scan};
+use flinch_core::summary::{TraceSummary, TraceSummaryResult};
 
 use crate::CmdResult;
 
@@ -87,9 +88,7 @@ fn indent(json: &str) -> String {
     json.replace('\n', "\n  ")
 }
 
-/// Streams one file through `flinch_core::analyzer` (the entry point the web page uses too, so
-/// `--json` and the page print the same bytes): gzip detected by magic and inflated by the core
-/// decoder, then the scanner and summary; a cut `.gz` is summarized from what was read.
+/// Streams one file through the core scanner and summary.
 pub fn summarize_file(
     path: &Path,
     source: &str,
@@ -97,29 +96,80 @@ pub fn summarize_file(
     top: usize,
 ) -> Result<TraceSummaryResult, String> {
     let mut file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let mut analyzer = Analyzer::new(AnalyzerOptions {
-        kind: Kind::Trace,
-        limits: if limits == Limits::EXACT {
-            LimitsPreset::Exact
-        } else {
-            LimitsPreset::Bounded
-        },
-        source: source.to_string(),
-        top: Some(top),
-        ..AnalyzerOptions::default()
-    });
+    let mut scanner = EventScanner::new(limits);
+    let mut summary = TraceSummary::new(limits);
     let mut input = vec![0u8; 1 << 20];
-    loop {
-        let n = read_some(&mut file, &mut input)?;
-        if n == 0 {
-            break;
+    let mut first = read_some(&mut file, &mut input)?;
+    let gzipped = is_gzip(&input[..first]);
+    let gz_note = if gzipped {
+        " of the decompressed data"
+    } else {
+        ""
+    };
+    let mut feed = |data: &[u8]| -> Result<(), String> {
+        let mut pos = 0;
+        loop {
+            let (what, nin) = scanner
+                .scan(&data[pos..])
+                .map_err(|e| format!("{e}{gz_note}"))?;
+            pos += nin;
+            match what {
+                Scan::Event => summary.add(&scanner.event()),
+                Scan::NeedsInput => return Ok(()),
+            }
         }
-        analyzer.write(&input[..n]).map_err(|e| e.to_string())?;
+    };
+    let mut gz_warning = None;
+    if gzipped {
+        let mut gz = GzDecoder::new();
+        let mut out = vec![0u8; 1 << 20];
+        let mut n = first;
+        loop {
+            if n == 0 {
+                // End of the file: drain what the decoder still holds, then check the end.
+                loop {
+                    let (_, _, nout) = gz.decode(&[], &mut out).map_err(|e| e.to_string())?;
+                    if nout == 0 {
+                        break;
+                    }
+                    feed(&out[..nout])?;
+                }
+                match gz.finish() {
+                    Ok(()) => {}
+                    Err(e @ GzError::Truncated { .. }) => gz_warning = Some(e.to_string()),
+                    Err(e) => return Err(e.to_string()),
+                }
+                break;
+            }
+            let mut pos = 0;
+            loop {
+                let (status, nin, nout) = gz
+                    .decode(&input[pos..n], &mut out)
+                    .map_err(|e| e.to_string())?;
+                pos += nin;
+                feed(&out[..nout])?;
+                if status != GzStatus::OutputFull {
+                    break;
+                }
+            }
+            n = read_some(&mut file, &mut input)?;
+        }
+    } else {
+        while first > 0 {
+            feed(&input[..first])?;
+            first = read_some(&mut file, &mut input)?;
+        }
     }
-    match analyzer.finish().map_err(|e| e.to_string())? {
-        Analysis::Trace(result) => Ok(result),
-        Analysis::Recording(_) => Err("not a trace".to_string()),
+    let end = scanner.finish();
+    let warnings = *scanner.warnings();
+    let mut result = summary.finish(source, &end, &warnings, top);
+    if let Some(w) = gz_warning {
+        result.truncated = true;
+        result
+            .warnings
+            .insert(0, format!("{w}: summarized from what was read"));
     }
+    Ok(result)
 }
 
 fn read_some(file: &mut File, buf: &mut [u8]) -> Result<usize, String> {
