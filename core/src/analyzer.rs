@@ -438,9 +438,9 @@ impl Analyzer {
 #[derive(Clone, Debug)]
 pub enum Analysis {
     /// A trace summary (SPEC §5).
-    Trace(TraceSummaryResult),
+    Trace(Box<TraceSummaryResult>),
     /// A trace.csv analysis (SPEC §2): recording-level, or with the selected window.
-    Recording(RecordingAnalysis),
+    Recording(Box<RecordingAnalysis>),
 }
 
 impl Analysis {
@@ -563,9 +563,9 @@ impl Content {
                         .warnings
                         .insert(0, alloc::format!("{e}: summarized from what was read"));
                 }
-                Ok(Analysis::Trace(result))
+                Ok(Analysis::Trace(Box::new(result)))
             }
-            Content::Csv(w) => Ok(Analysis::Recording(w.end())),
+            Content::Csv(w) => Ok(Analysis::Recording(Box::new(w.end()))),
         }
     }
 }
