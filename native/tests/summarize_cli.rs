@@ -220,6 +220,16 @@ fn crash_cases_keep_the_runs_and_say_what_was_skipped() {
             ),
         ])
     );
+    assert_eq!(
+        got["telemetry"]["badreport"]["warnings"],
+        serde_json::json!([
+            "crashes/badreport/report.json: malformed JSON (EOF while parsing a value at line 1 column 38); skipped"
+        ])
+    );
+    assert_eq!(
+        got["telemetry"]["badstatus"]["warnings"],
+        serde_json::json!(["crashes/badstatus-host/status.json: not a JSON object; skipped"])
+    );
     let noreq = got["telemetry"]["noreq"]["warnings"][0].as_str().unwrap();
     assert!(
         noreq.starts_with("crashes/noreq/requests.jsonl: cannot read ("),
