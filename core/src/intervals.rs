@@ -652,4 +652,54 @@ mod tests {
         let mut slots = [Interval::default(); 3];
         assert!(IntervalUnionSlice::new(&mut slots).is_none());
     }
+
+    /// Reading the union part-way (which merges the pending batch) must not change the final
+    /// result: the same stream read at random points agrees with one read only at the end.
+    #[test]
+    fn reading_midway_changes_nothing() {
+        let mut rng = Rng::from_env(24);
+        for case in 0..500 {
+            let ivs = gen_case(&mut rng);
+            let mut once = IntervalUnion::exact();
+            let mut often = IntervalUnion::exact();
+            let mut b_once = IntervalUnion::bounded(8 + case % 16);
+            let mut b_often = IntervalUnion::bounded(8 + case % 16);
+            for &(s, e) in &ivs {
+                once.insert(s, e);
+                often.insert(s, e);
+                b_once.insert(s, e);
+                b_often.insert(s, e);
+                if rng.below(8) == 0 {
+                    let _ = often.union_ns();
+                    let _ = b_often.union_ns();
+                }
+            }
+            assert_eq!(once.union_ns(), often.union_ns());
+            let truth = naive_union(&ivs);
+            check_bounded(b_often.union_ns(), b_often.error_bound_ns(), truth);
+            check_bounded(b_once.union_ns(), b_once.error_bound_ns(), truth);
+        }
+    }
+
+    #[test]
+    fn clear_and_reuse() {
+        let mut u = IntervalUnionArray::<8>::new();
+        for k in 0..100 {
+            u.insert(k * 10, k * 10 + 3);
+        }
+        assert!(u.error_bound_ns() > 0);
+        u.clear();
+        assert!(u.is_empty());
+        u.insert(5, 10);
+        u.insert(0, 6);
+        assert_eq!(u.union_ns(), 10);
+        assert_eq!(u.error_bound_ns(), 0);
+        assert_eq!(
+            u.intervals(),
+            &[Interval {
+                start_ns: 0,
+                end_ns: 10
+            }]
+        );
+    }
 }

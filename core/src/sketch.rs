@@ -471,4 +471,60 @@ mod tests {
             );
         }
     }
+
+    /// Where the two ranks of a percentile straddle zero the bound is absolute:
+    /// `RELATIVE_ERROR * (|x[lo]| + |x[lo + 1]|)`.
+    #[test]
+    fn mixed_signs_within_the_absolute_bound() {
+        let mut rng = Rng::from_env(44);
+        for _ in 0..200 {
+            let n = 2 + rng.below(500) as usize;
+            let shift = rng.unit_f64() * 2.0 - 1.0;
+            let mut values: Vec<f64> = (0..n)
+                .map(|_| (rng.unit_f64() - 0.5 + shift) * 1e3)
+                .collect();
+            let s = sketch_of(&values, 2048).stats;
+            values.sort_by(f64::total_cmp);
+            for (q, got) in [(0.5, s.p50), (0.9, s.p90), (0.95, s.p95), (0.99, s.p99)] {
+                let h = (n - 1) as f64 * q;
+                let lo = h.floor() as usize;
+                let hi = (lo + 1).min(n - 1);
+                let want = crate::stats::percentile_linear(&values, q).unwrap();
+                let tol = RELATIVE_ERROR * (values[lo].abs() + values[hi].abs()) * (1.0 + 1e-12);
+                assert!(
+                    (got.unwrap() - want).abs() <= tol + 1e-12,
+                    "{got:?} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn merging_collapsed_sketches_reports_collapse() {
+        let mut a = QuantileSketch::new(16);
+        let mut b = QuantileSketch::new(16);
+        for i in 1..=1000 {
+            a.push(i as f64);
+            b.push(i as f64 * 0.5);
+        }
+        assert!(a.stats().collapsed > 0 && b.stats().collapsed > 0);
+        a.merge(&b);
+        let s = a.stats();
+        assert_eq!(s.stats.n, 2000);
+        assert!(s.collapsed > 0);
+        assert_eq!(s.stats.max, Some(Num::Float(1000.0)));
+        assert_eq!(s.stats.min, Some(Num::Float(0.5)));
+    }
+
+    #[test]
+    fn integers_keep_their_type_in_min_max() {
+        let mut s = QuantileSketch::new(64);
+        for i in [3i64, 9, -2, 7] {
+            s.push(i);
+        }
+        let st = s.stats().stats;
+        assert_eq!((st.min, st.max), (Some(Num::Int(-2)), Some(Num::Int(9))));
+        assert_eq!(st.mean, Some(4.25));
+        assert!(QuantileSketchIn::from_buffer([0u64; 1]).is_none());
+    }
 }

@@ -1,1 +1,37 @@
-//! Placeholder: filled by its issue (see README 'Status').
+//! Trace summary accumulator (SPEC §5): per-category event counts, duration sums and busy
+//! time (the union of `[ts, ts + dur)`), the top (category, name) ops with SPEC §4 `stats` of
+//! their durations, counts by phase, totals and warnings.
+//!
+//! Feed it the events of an [`EventScanner`](crate::json::EventScanner) with
+//! [`TraceSummary::add`], then call [`TraceSummary::finish`] with the scanner's end state.
+//!
+//! # What counts as a duration
+//! - `X` events with a numeric `ts` and a numeric, non-negative `dur`.
+//! - `B`/`E` pairs matched per (`pid`, `tid`) as a stack (an `E` closes the latest open `B` of
+//!   its thread; the pair takes the `B`'s `cat` and `name`). Open slices are bounded by
+//!   [`Limits::max_open_slices`]; unmatched `E`s and never-closed `B`s are counted.
+//!
+//! Departures from the reference `trace_summary`, each counted in `warnings`: `dur: true` is
+//! not 1 µs, and `NaN`, negative or missing durations are skipped. Kept for parity: an event
+//! without `cat` is counted under category `"uncategorized"` but its op key uses category `""`.
+//!
+//! # Numbers
+//! `ts`/`dur` arrive as integer nanoseconds, so category `duration_sum_us` and `busy_union_us`
+//! are exact integers converted once to `f64` µs (`ns / 1000.0`). Per-op stats use each
+//! duration as `f64` µs, which equals Python's `float()` of the same text.
+//!
+//! # Modes
+//! - Exact ([`Limits::EXACT`], `alloc`): every duration is kept for exact percentiles.
+//! - Bounded: ops beyond `max_ops` fold into an `"(other)"` row, categories beyond
+//!   `max_categories` into an `"(other)"` category, and each category's union keeps
+//!   `max_intervals` intervals (coalescing the smallest gaps, with the filled time reported as
+//!   the error bound under `approximations`).
+//!
+//! Without `alloc` this module is empty: the summary keeps growable tables.
+
+#[cfg(feature = "alloc")]
+mod imp;
+#[cfg(feature = "alloc")]
+mod interner;
+#[cfg(feature = "alloc")]
+pub use imp::*;

@@ -1,11 +1,279 @@
-//! `flinch-trace trace` (placeholder: filled by its issue, see README 'Status').
+//! `flinch-trace trace FILE... [--json] [--top N] [--bounded]`: summarize Chrome / PyTorch
+//! (Kineto) traces (SPEC §5).
+//!
+//! Each file is streamed through the core scanner and summary; `.json.gz` is detected by its
+//! magic bytes and inflated by the core gzip decoder. A cut file (or a cut `.gz`) is summarized
+//! from what was read, with a warning. Output: a readable table per file, or with `--json` the
+//! core's JSON rendering (the reference `trace_summary` keys plus ours): one object for one file,
+//! an array of objects for several (a file that fails appears as `{"source", "error"}`, as the
+//! reference's summarize does). Exit status 1 when any file failed.
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use flinch_core::Limits;
+use flinch_core::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
+use flinch_core::json::{EventScanner, Scan};
+use flinch_core::summary::{TraceSummary, TraceSummaryResult};
+
 use crate::CmdResult;
 
 /// Arguments of `flinch-trace trace`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Trace files: `.json` or `.json.gz` (gzip is detected by content, not by name).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print JSON (one object per file; an array for several files).
+    #[arg(long)]
+    json: bool,
+    /// How many (category, name) ops to list, largest duration sum first.
+    #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS)]
+    top: usize,
+    /// Bounded memory (Limits::BOUNDED): ops/categories beyond the limits fold into "(other)"
+    /// and the busy unions may be approximate (the output states the error bound). Default:
+    /// exact.
+    #[arg(long)]
+    bounded: bool,
+}
 
 /// Runs the subcommand.
-pub fn run(_args: Args) -> CmdResult {
-    Err("flinch-trace trace: not implemented yet".to_string())
+pub fn run(args: Args) -> CmdResult {
+    let limits = if args.bounded {
+        Limits::BOUNDED
+    } else {
+        Limits::EXACT
+    };
+    let mut failed = false;
+    let mut json_items = Vec::new();
+    for path in &args.files {
+        let source = path.display().to_string();
+        match summarize_file(path, &source, limits, args.top) {
+            Ok(result) => {
+                if args.json {
+                    json_items.push(result.to_json());
+                } else {
+                    print!("{}", render_table(&result));
+                }
+            }
+            Err(msg) => {
+                failed = true;
+                eprintln!("flinch-trace trace: {source}: {msg}");
+                if args.json && args.files.len() > 1 {
+                    let err = serde_json::json!({ "source": source, "error": msg });
+                    json_items.push(serde_json::to_string_pretty(&err).unwrap_or_default());
+                }
+            }
+        }
+    }
+    if args.json {
+        if args.files.len() == 1 {
+            if let Some(one) = json_items.first() {
+                println!("{one}");
+            }
+        } else {
+            let indented: Vec<String> = json_items.iter().map(|j| indent(j)).collect();
+            println!("[\n  {}\n]", indented.join(",\n  "));
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn indent(json: &str) -> String {
+    json.replace('\n', "\n  ")
+}
+
+/// Streams one file through the core scanner and summary.
+pub fn summarize_file(
+    path: &Path,
+    source: &str,
+    limits: Limits,
+    top: usize,
+) -> Result<TraceSummaryResult, String> {
+    let mut file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let mut scanner = EventScanner::new(limits);
+    let mut summary = TraceSummary::new(limits);
+    let mut input = vec![0u8; 1 << 20];
+    let mut first = read_some(&mut file, &mut input)?;
+    let gzipped = is_gzip(&input[..first]);
+    let gz_note = if gzipped {
+        " of the decompressed data"
+    } else {
+        ""
+    };
+    let mut feed = |data: &[u8]| -> Result<(), String> {
+        let mut pos = 0;
+        loop {
+            let (what, nin) = scanner
+                .scan(&data[pos..])
+                .map_err(|e| format!("{e}{gz_note}"))?;
+            pos += nin;
+            match what {
+                Scan::Event => summary.add(&scanner.event()),
+                Scan::NeedsInput => return Ok(()),
+            }
+        }
+    };
+    let mut gz_warning = None;
+    if gzipped {
+        let mut gz = GzDecoder::new();
+        let mut out = vec![0u8; 1 << 20];
+        let mut n = first;
+        loop {
+            if n == 0 {
+                // End of the file: drain what the decoder still holds, then check the end.
+                loop {
+                    let (_, _, nout) = gz.decode(&[], &mut out).map_err(|e| e.to_string())?;
+                    if nout == 0 {
+                        break;
+                    }
+                    feed(&out[..nout])?;
+                }
+                match gz.finish() {
+                    Ok(()) => {}
+                    Err(e @ GzError::Truncated { .. }) => gz_warning = Some(e.to_string()),
+                    Err(e) => return Err(e.to_string()),
+                }
+                break;
+            }
+            let mut pos = 0;
+            loop {
+                let (status, nin, nout) = gz
+                    .decode(&input[pos..n], &mut out)
+                    .map_err(|e| e.to_string())?;
+                pos += nin;
+                feed(&out[..nout])?;
+                if status != GzStatus::OutputFull {
+                    break;
+                }
+            }
+            n = read_some(&mut file, &mut input)?;
+        }
+    } else {
+        while first > 0 {
+            feed(&input[..first])?;
+            first = read_some(&mut file, &mut input)?;
+        }
+    }
+    let end = scanner.finish();
+    let warnings = *scanner.warnings();
+    let mut result = summary.finish(source, &end, &warnings, top);
+    if let Some(w) = gz_warning {
+        result.truncated = true;
+        result
+            .warnings
+            .insert(0, format!("{w}: summarized from what was read"));
+    }
+    Ok(result)
+}
+
+fn read_some(file: &mut File, buf: &mut [u8]) -> Result<usize, String> {
+    loop {
+        match file.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("read error: {e}")),
+        }
+    }
+}
+
+/// The readable table for one result.
+pub fn render_table(r: &TraceSummaryResult) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let t = &r.totals;
+    let phases: Vec<String> = r
+        .phase_counts
+        .0
+        .iter()
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "{}: {} events ({}), {} duration events, {:.1} MB{}",
+        r.source,
+        t.events,
+        phases.join(" "),
+        t.duration_events,
+        t.bytes as f64 / 1e6,
+        if r.truncated { ", TRUNCATED" } else { "" }
+    );
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>10} {:>16} {:>16} {:>9}",
+        "category", "events", "duration_sum_ms", "busy_union_ms", "busy/sum"
+    );
+    for c in &r.categories.0 {
+        let ratio = if c.duration_sum_us > 0.0 {
+            c.busy_union_us / c.duration_sum_us
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>10} {:>16.3} {:>16.3} {:>9.3}",
+            clip(&c.name, 28),
+            c.events,
+            c.duration_sum_us / 1000.0,
+            c.busy_union_us / 1000.0,
+            ratio
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>10} {:>16.3} {:>16.3}",
+        "(all)",
+        t.duration_events,
+        t.duration_sum_us / 1000.0,
+        t.busy_union_us / 1000.0
+    );
+    if !r.largest_ops_by_duration_sum.is_empty() {
+        let _ = writeln!(
+            s,
+            "  top ops by duration sum:\n  {:>12} {:>8} {:>10} {:>10} {:>10} {:>10}  {:<14} name",
+            "sum_ms", "n", "mean_us", "p50_us", "p99_us", "max_us", "category"
+        );
+        for o in &r.largest_ops_by_duration_sum {
+            let st = &o.duration_us;
+            let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                s,
+                "  {:>12.3} {:>8} {:>10} {:>10} {:>10} {:>10}  {:<14} {}",
+                o.duration_sum_us / 1000.0,
+                st.n,
+                f(st.mean),
+                f(st.p50),
+                f(st.p99),
+                f(st.max.map(|m| m.to_f64())),
+                clip(&o.category, 14),
+                clip(&o.name, 80)
+            );
+        }
+    }
+    for w in &r.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
+    if let Some(a) = &r.approximations {
+        let _ = writeln!(
+            s,
+            "  approximate: busy union error bound {:.3} us; ops folded: {}; categories folded: {}",
+            a.busy_union_error_bound_us, a.ops_folded_into_other, a.categories_folded_into_other
+        );
+    }
+    s
+}
+
+fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
 }

@@ -1,0 +1,955 @@
+//! The accumulator and its result types (see the [module docs](super)).
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+
+use super::interner::Interner;
+use crate::Limits;
+use crate::intervals::IntervalUnion;
+use crate::json::{Event, IdField, NumField, ScanEnd, ScanWarnings};
+use crate::stats::{Stats, stats_f64_in_place};
+
+/// The `scope` line of every trace summary, as the reference writes it.
+pub const SCOPE: &str = "one process trace; event duration sums overlap and are not E2E time";
+/// How many ops `largest_ops_by_duration_sum` lists by default, as the reference.
+pub const DEFAULT_TOP_OPS: usize = 40;
+/// The row that categories / ops beyond the limits fold into.
+pub const OTHER: &str = "(other)";
+
+const NONE: u32 = u32::MAX;
+
+struct CatAcc {
+    events: u64,
+    dur_sum_ns: i128,
+    union: IntervalUnion,
+}
+
+struct OpAcc {
+    dur_sum_ns: i128,
+    values_us: Vec<f64>,
+}
+
+#[derive(Clone, Copy)]
+struct Open {
+    ts_ns: i64,
+    cat: u32,
+    op: u32,
+}
+
+/// Counted departures and oddities of the events (the scanner's own are in [`ScanWarnings`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SummaryWarnings {
+    /// `X` events whose `dur` was missing or not a number (`null`, `true`, `NaN`...): skipped.
+    pub x_without_duration: u64,
+    /// `X` events with a negative `dur`: skipped.
+    pub negative_durations: u64,
+    /// Duration events without a numeric `ts` (or whose end overflows): skipped.
+    pub without_timestamp: u64,
+    /// `E` events with no open `B` on their (pid, tid).
+    pub unmatched_ends: u64,
+    /// `E` events earlier than their `B`: skipped.
+    pub negative_slices: u64,
+    /// `B` events still open at the end.
+    pub unclosed_begins: u64,
+    /// `B` events dropped because `Limits::max_open_slices` were already open.
+    pub open_slices_dropped: u64,
+}
+
+/// Streaming trace summary (SPEC §5). Memory: the category/op tables and per-op durations
+/// (exact mode), or fixed by [`Limits`] (bounded mode); no allocation per event once the
+/// tables have seen their keys.
+pub struct TraceSummary {
+    limits: Limits,
+    cats: Interner,
+    cat_accs: Vec<CatAcc>,
+    other_cat: u32,
+    ops: Interner,
+    op_accs: Vec<OpAcc>,
+    op_cat_names: Vec<u32>,
+    other_op: u32,
+    op_key: Vec<u8>,
+    stored_values: usize,
+    values_dropped: u64,
+    phases_ascii: [u64; 128],
+    phases_other: Vec<(Vec<u8>, u64)>,
+    threads: Interner,
+    stacks: Vec<Vec<Open>>,
+    open_total: usize,
+    total_union: IntervalUnion,
+    events: u64,
+    duration_events: u64,
+    dur_sum_ns: i128,
+    warnings: SummaryWarnings,
+}
+
+impl TraceSummary {
+    /// An empty summary bounded by `limits` ([`Limits::EXACT`] for exact results).
+    pub fn new(limits: Limits) -> TraceSummary {
+        let cat_cap = limits.max_categories.saturating_sub(1).max(1);
+        let op_cap = limits.max_ops.saturating_sub(1).max(1);
+        let thread_cap = limits.max_open_slices.max(1);
+        TraceSummary {
+            limits,
+            cats: Interner::new(if limits.max_categories == usize::MAX {
+                usize::MAX
+            } else {
+                cat_cap
+            }),
+            cat_accs: Vec::new(),
+            other_cat: NONE,
+            ops: Interner::new(if limits.max_ops == usize::MAX {
+                usize::MAX
+            } else {
+                op_cap
+            }),
+            op_accs: Vec::new(),
+            op_cat_names: Vec::new(),
+            other_op: NONE,
+            op_key: Vec::with_capacity(2 * limits.max_string_bytes.min(1 << 16) + 8),
+            stored_values: 0,
+            values_dropped: 0,
+            phases_ascii: [0; 128],
+            phases_other: Vec::new(),
+            threads: Interner::new(if limits.max_open_slices >= 1 << 20 {
+                usize::MAX
+            } else {
+                thread_cap
+            }),
+            stacks: Vec::new(),
+            open_total: 0,
+            total_union: IntervalUnion::with_capacity_limit(limits.max_intervals),
+            events: 0,
+            duration_events: 0,
+            dur_sum_ns: 0,
+            warnings: SummaryWarnings::default(),
+        }
+    }
+
+    /// Adds one event.
+    #[inline]
+    pub fn add(&mut self, e: &Event<'_>) {
+        self.events += 1;
+        match e.ph {
+            [b] if *b < 128 => self.phases_ascii[*b as usize] += 1,
+            ph => self.count_other_phase(ph),
+        }
+        match e.ph {
+            b"X" => match (e.ts_ns, e.dur_ns) {
+                (NumField::Ns(ts), NumField::Ns(dur)) if dur >= 0 => {
+                    let cat = self.category_of(e.cat);
+                    let op = self.op_of(e.cat, e.name);
+                    self.add_slice(cat, op, ts, dur);
+                }
+                (_, NumField::Ns(dur)) if dur < 0 => self.warnings.negative_durations += 1,
+                (_, NumField::Ns(_)) => self.warnings.without_timestamp += 1,
+                _ => self.warnings.x_without_duration += 1,
+            },
+            b"B" => self.begin(e),
+            b"E" => self.end(e),
+            _ => {}
+        }
+    }
+
+    fn count_other_phase(&mut self, ph: &[u8]) {
+        if let Some(entry) = self.phases_other.iter_mut().find(|(k, _)| k == ph) {
+            entry.1 += 1;
+        } else if self.phases_other.len() < 64 {
+            self.phases_other.push((ph.to_vec(), 1));
+        } else if let Some(entry) = self
+            .phases_other
+            .iter_mut()
+            .find(|(k, _)| k == OTHER.as_bytes())
+        {
+            entry.1 += 1;
+        } else {
+            self.phases_other.push((OTHER.as_bytes().to_vec(), 1));
+        }
+    }
+
+    fn category_of(&mut self, cat: Option<&[u8]>) -> u32 {
+        let key = cat.unwrap_or(b"uncategorized");
+        match self.cats.get_or_insert(key) {
+            Some(i) => {
+                if i as usize == self.cat_accs.len() {
+                    self.cat_accs.push(self.new_cat_acc());
+                }
+                i
+            }
+            None => {
+                if self.other_cat == NONE {
+                    let acc = self.new_cat_acc();
+                    self.cat_accs.push(acc);
+                    self.other_cat = (self.cat_accs.len() - 1) as u32;
+                }
+                self.other_cat
+            }
+        }
+    }
+
+    fn new_cat_acc(&self) -> CatAcc {
+        CatAcc {
+            events: 0,
+            dur_sum_ns: 0,
+            union: IntervalUnion::with_capacity_limit(self.limits.max_intervals),
+        }
+    }
+
+    fn op_of(&mut self, cat: Option<&[u8]>, name: Option<&[u8]>) -> u32 {
+        let cat = cat.unwrap_or(b"");
+        let name = name.unwrap_or(b"");
+        self.op_key.clear();
+        self.op_key
+            .extend_from_slice(&(cat.len() as u32).to_le_bytes());
+        self.op_key.extend_from_slice(cat);
+        self.op_key.extend_from_slice(name);
+        match self.ops.get_or_insert(&self.op_key) {
+            Some(i) => {
+                if i as usize == self.op_accs.len() {
+                    self.op_accs.push(OpAcc {
+                        dur_sum_ns: 0,
+                        values_us: Vec::new(),
+                    });
+                    self.op_cat_names.push(cat.len() as u32);
+                }
+                i
+            }
+            None => {
+                if self.other_op == NONE {
+                    self.op_accs.push(OpAcc {
+                        dur_sum_ns: 0,
+                        values_us: Vec::new(),
+                    });
+                    self.op_cat_names.push(NONE);
+                    self.other_op = (self.op_accs.len() - 1) as u32;
+                }
+                self.other_op
+            }
+        }
+    }
+
+    #[inline]
+    fn add_slice(&mut self, cat: u32, op: u32, ts_ns: i64, dur_ns: i64) {
+        let Some(end_ns) = ts_ns.checked_add(dur_ns) else {
+            self.warnings.without_timestamp += 1;
+            return;
+        };
+        self.duration_events += 1;
+        self.dur_sum_ns += i128::from(dur_ns);
+        let c = &mut self.cat_accs[cat as usize];
+        c.events += 1;
+        c.dur_sum_ns += i128::from(dur_ns);
+        c.union.insert(ts_ns, end_ns);
+        self.total_union.insert(ts_ns, end_ns);
+        let o = &mut self.op_accs[op as usize];
+        o.dur_sum_ns += i128::from(dur_ns);
+        if self.stored_values < self.limits.max_exact_values {
+            o.values_us.push(dur_ns as f64 / 1000.0);
+            self.stored_values += 1;
+        } else {
+            self.values_dropped += 1;
+        }
+    }
+
+    fn thread_key(pid: IdField, tid: IdField) -> [u8; 18] {
+        let mut k = [0u8; 18];
+        let mut put = |at: usize, v: IdField| {
+            let (tag, x) = match v {
+                IdField::Missing => (0u8, 0u64),
+                IdField::Int(i) => (1, i as u64),
+                IdField::Hash(h) => (2, h),
+            };
+            k[at] = tag;
+            k[at + 1..at + 9].copy_from_slice(&x.to_le_bytes());
+        };
+        put(0, pid);
+        put(9, tid);
+        k
+    }
+
+    fn thread_index(&mut self, pid: IdField, tid: IdField) -> Option<u32> {
+        let t = self.threads.get_or_insert(&Self::thread_key(pid, tid))?;
+        if t as usize == self.stacks.len() {
+            self.stacks.push(Vec::new());
+        }
+        Some(t)
+    }
+
+    fn begin(&mut self, e: &Event<'_>) {
+        let NumField::Ns(ts_ns) = e.ts_ns else {
+            self.warnings.without_timestamp += 1;
+            return;
+        };
+        if self.open_total >= self.limits.max_open_slices {
+            self.warnings.open_slices_dropped += 1;
+            return;
+        }
+        let Some(t) = self.thread_index(e.pid, e.tid) else {
+            self.warnings.open_slices_dropped += 1;
+            return;
+        };
+        let cat = self.category_of(e.cat);
+        let op = self.op_of(e.cat, e.name);
+        self.stacks[t as usize].push(Open { ts_ns, cat, op });
+        self.open_total += 1;
+    }
+
+    fn end(&mut self, e: &Event<'_>) {
+        let open = match self.thread_index(e.pid, e.tid) {
+            Some(t) => self.stacks[t as usize].pop(),
+            None => None,
+        };
+        let Some(open) = open else {
+            self.warnings.unmatched_ends += 1;
+            return;
+        };
+        self.open_total -= 1;
+        let NumField::Ns(ts_ns) = e.ts_ns else {
+            self.warnings.without_timestamp += 1;
+            return;
+        };
+        match ts_ns.checked_sub(open.ts_ns) {
+            Some(dur) if dur >= 0 => self.add_slice(open.cat, open.op, open.ts_ns, dur),
+            _ => self.warnings.negative_slices += 1,
+        }
+    }
+
+    /// Events added so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The result, naming the input `source`, with the scanner's end state and warnings.
+    /// `top` is how many ops to list ([`DEFAULT_TOP_OPS`] for the reference's 40).
+    pub fn finish(
+        mut self,
+        source: &str,
+        end: &ScanEnd,
+        scan: &ScanWarnings,
+        top: usize,
+    ) -> TraceSummaryResult {
+        self.warnings.unclosed_begins = self.open_total as u64;
+        let mut union_error_ns: u64 = 0;
+        let mut categories = Vec::with_capacity(self.cat_accs.len());
+        for (i, c) in self.cat_accs.iter_mut().enumerate() {
+            let name = if i as u32 == self.other_cat {
+                String::from(OTHER)
+            } else {
+                lossy(self.cats.key(i as u32))
+            };
+            let union_ns = c.union.union_ns();
+            union_error_ns = union_error_ns.saturating_add(c.union.error_bound_ns());
+            categories.push(CategoryRow {
+                name,
+                events: c.events,
+                duration_sum_us: ns_to_us(c.dur_sum_ns),
+                busy_union_us: ns_to_us(i128::from(union_ns)),
+                duration_sum_ns: c.dur_sum_ns,
+                busy_union_ns: union_ns,
+            });
+        }
+        categories.retain(|c| c.events > 0);
+        let mut order: Vec<usize> = (0..self.op_accs.len()).collect();
+        order.sort_by(|&a, &b| {
+            self.op_accs[b]
+                .dur_sum_ns
+                .cmp(&self.op_accs[a].dur_sum_ns)
+                .then(a.cmp(&b))
+        });
+        order.retain(|&i| !self.op_accs[i].values_us.is_empty() || self.op_accs[i].dur_sum_ns != 0);
+        order.truncate(top);
+        let mut ops = Vec::with_capacity(order.len());
+        for i in order {
+            let (category, name) = if i as u32 == self.other_op {
+                (String::from(OTHER), String::from(OTHER))
+            } else {
+                let key = &self.ops.key(i as u32)[4..];
+                let cat_len = self.op_cat_names[i] as usize;
+                (lossy(&key[..cat_len]), lossy(&key[cat_len..]))
+            };
+            let acc = &mut self.op_accs[i];
+            let stats = stats_f64_in_place(&mut acc.values_us);
+            ops.push(OpRow {
+                category,
+                name,
+                duration_sum_us: ns_to_us(acc.dur_sum_ns),
+                duration_us: stats,
+            });
+        }
+        let mut phase_counts: Vec<(String, u64)> = Vec::new();
+        for (b, &n) in self.phases_ascii.iter().enumerate() {
+            if n > 0 {
+                phase_counts.push((String::from(char::from(b as u8)), n));
+            }
+        }
+        for (k, n) in &self.phases_other {
+            let name = if k.is_empty() {
+                String::from("(missing)")
+            } else {
+                lossy(k)
+            };
+            phase_counts.push((name, *n));
+        }
+        let total_union_ns = self.total_union.union_ns();
+        union_error_ns = union_error_ns.saturating_add(self.total_union.error_bound_ns());
+        let mut warnings = Vec::new();
+        if end.truncated {
+            let what = if end.bytes == 0 {
+                String::from("empty input")
+            } else if end.cut_event {
+                String::from("truncated: the input ended inside an event, which was dropped")
+            } else {
+                String::from("truncated: the input ended before the closing `]`/`}`")
+            };
+            warnings.push(format!("{what}; {} events read", end.events));
+        }
+        if !end.found_events_array && end.bytes > 0 {
+            warnings.push(String::from("no traceEvents array"));
+        }
+        if end.bare_array {
+            warnings.push(String::from("bare-array trace (no traceEvents object)"));
+        }
+        let w = &self.warnings;
+        let counted: [(u64, &str); 17] = [
+            (
+                scan.control_chars,
+                "raw control characters in strings (tolerated)",
+            ),
+            (scan.malformed_events, "malformed events skipped"),
+            (
+                scan.non_object_events,
+                "non-object elements of traceEvents skipped",
+            ),
+            (scan.oversized_events, "events over the size limit skipped"),
+            (
+                scan.truncated_strings,
+                "cat/name strings cut at the length limit",
+            ),
+            (
+                scan.bad_escapes,
+                "invalid string escapes or lone surrogates (replaced)",
+            ),
+            (scan.bad_numbers, "ts/dur values that are not valid numbers"),
+            (scan.trailing_commas, "trailing commas (tolerated)"),
+            (
+                scan.trailing_bytes,
+                "bytes after the end of the document (ignored)",
+            ),
+            (
+                scan.non_array_trace_events,
+                "traceEvents values that are not arrays (skipped)",
+            ),
+            (
+                w.x_without_duration,
+                "X events without a numeric dur skipped (the reference counts dur:true as 1 us)",
+            ),
+            (w.negative_durations, "X events with a negative dur skipped"),
+            (
+                w.without_timestamp,
+                "duration events without a numeric ts skipped",
+            ),
+            (
+                w.unmatched_ends,
+                "E events without an open B on their thread",
+            ),
+            (w.negative_slices, "E events earlier than their B skipped"),
+            (w.unclosed_begins, "B events never closed"),
+            (
+                w.open_slices_dropped,
+                "B events dropped at the open-slice limit",
+            ),
+        ];
+        for (n, what) in counted {
+            if n > 0 {
+                warnings.push(format!("{n} {what}"));
+            }
+        }
+        let approximations = if union_error_ns > 0
+            || self.values_dropped > 0
+            || self.other_op != NONE
+            || self.other_cat != NONE
+        {
+            Some(Approximations {
+                busy_union_error_bound_us: ns_to_us(i128::from(union_error_ns)),
+                ops_folded_into_other: self.other_op != NONE,
+                categories_folded_into_other: self.other_cat != NONE,
+                durations_not_in_op_stats: self.values_dropped,
+            })
+        } else {
+            None
+        };
+        TraceSummaryResult {
+            source: String::from(source),
+            scope: SCOPE,
+            categories: Categories(categories),
+            largest_ops_by_duration_sum: ops,
+            phase_counts: PhaseCounts(phase_counts),
+            totals: Totals {
+                events: end.events,
+                duration_events: self.duration_events,
+                duration_sum_us: ns_to_us(self.dur_sum_ns),
+                busy_union_us: ns_to_us(i128::from(total_union_ns)),
+                duration_sum_ns: self.dur_sum_ns,
+                busy_union_ns: total_union_ns,
+                bytes: end.bytes,
+            },
+            truncated: end.truncated,
+            warnings,
+            warning_counts: WarningCounts {
+                scanner: *scan,
+                summary: self.warnings,
+            },
+            approximations,
+        }
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Exact integer nanoseconds as f64 microseconds: one correctly rounded division when the
+/// value is below 2^53 ns (104 days).
+pub fn ns_to_us(ns: i128) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// One category of [`TraceSummaryResult::categories`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CategoryRow {
+    /// The category (`"uncategorized"` when the events had no `cat`).
+    pub name: String,
+    /// Duration events counted.
+    pub events: u64,
+    /// Sum of durations, µs (exact ns sum, converted once).
+    pub duration_sum_us: f64,
+    /// Union of `[ts, ts + dur)`, µs.
+    pub busy_union_us: f64,
+    /// Sum of durations, exact ns (not serialized inside the category, to keep its keys).
+    pub duration_sum_ns: i128,
+    /// Union, exact ns (not serialized inside the category).
+    pub busy_union_ns: u64,
+}
+
+/// Categories in first-seen order; serializes as the reference's object
+/// `{name: {events, duration_sum_us, busy_union_us}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Categories(pub Vec<CategoryRow>);
+
+impl Serialize for Categories {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Row {
+            events: u64,
+            duration_sum_us: f64,
+            busy_union_us: f64,
+        }
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for c in &self.0 {
+            m.serialize_entry(
+                &c.name,
+                &Row {
+                    events: c.events,
+                    duration_sum_us: c.duration_sum_us,
+                    busy_union_us: c.busy_union_us,
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+/// One row of `largest_ops_by_duration_sum`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpRow {
+    /// The op's category (`""` when the events had no `cat`, as the reference).
+    pub category: String,
+    /// The op's name (`""` when absent).
+    pub name: String,
+    /// Sum of the op's durations, µs.
+    pub duration_sum_us: f64,
+    /// SPEC §4 stats of the op's durations in µs.
+    pub duration_us: Stats,
+}
+
+/// Event counts by `ph`, serialized as an object in phase order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseCounts(pub Vec<(String, u64)>);
+
+impl Serialize for PhaseCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// Whole-trace totals.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Totals {
+    /// Events read.
+    pub events: u64,
+    /// Duration events counted (X events and matched B/E pairs).
+    pub duration_events: u64,
+    /// Sum of all durations, µs.
+    pub duration_sum_us: f64,
+    /// Union of all duration events across categories, µs.
+    pub busy_union_us: f64,
+    /// Sum of all durations, exact integer ns.
+    pub duration_sum_ns: i128,
+    /// Union of all duration events, exact integer ns.
+    pub busy_union_ns: u64,
+    /// Input bytes scanned (after decompression).
+    pub bytes: u64,
+}
+
+/// All warning counters, zero or not.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct WarningCounts {
+    /// The scanner's.
+    pub scanner: ScanWarnings,
+    /// The summary's.
+    pub summary: SummaryWarnings,
+}
+
+/// Present only when a limit forced an approximation.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Approximations {
+    /// Upper bound of the overcount in the busy unions (coalesced gaps): the true union lies
+    /// in `[busy_union_us - bound, busy_union_us]`.
+    pub busy_union_error_bound_us: f64,
+    /// Ops beyond `max_ops` were folded into an `"(other)"` row.
+    pub ops_folded_into_other: bool,
+    /// Categories beyond `max_categories` were folded into `"(other)"`.
+    pub categories_folded_into_other: bool,
+    /// Durations past `max_exact_values` that are in the sums but not in op stats.
+    pub durations_not_in_op_stats: u64,
+}
+
+/// The summary of one trace: the reference `trace_summary` keys (`source`, `scope`,
+/// `categories`, `largest_ops_by_duration_sum`) followed by ours.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceSummaryResult {
+    /// The input's name as the caller gave it.
+    pub source: String,
+    /// [`SCOPE`].
+    pub scope: &'static str,
+    /// Per category, first-seen order.
+    pub categories: Categories,
+    /// Top ops by duration sum (ties in first-seen order).
+    pub largest_ops_by_duration_sum: Vec<OpRow>,
+    /// Event counts by phase.
+    pub phase_counts: PhaseCounts,
+    /// Totals.
+    pub totals: Totals,
+    /// The input ended early (what was read is summarized).
+    pub truncated: bool,
+    /// Human-readable warnings, one per non-zero counter.
+    pub warnings: Vec<String>,
+    /// Every counter.
+    pub warning_counts: WarningCounts,
+    /// Present only when an approximation happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approximations: Option<Approximations>,
+}
+
+impl TraceSummaryResult {
+    /// The JSON that native `--json` and the web page print (2-space indented).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::{EventScanner, Scan};
+    use crate::testutil::{Rng, for_each_split};
+    use std::collections::BTreeMap;
+    use std::string::ToString;
+
+    fn summarize(chunks: &[&[u8]], limits: Limits) -> TraceSummaryResult {
+        let mut sc = EventScanner::new(limits);
+        let mut sum = TraceSummary::new(limits);
+        for chunk in chunks {
+            let mut pos = 0;
+            loop {
+                let (s, nin) = sc.scan(&chunk[pos..]).unwrap();
+                pos += nin;
+                match s {
+                    Scan::Event => sum.add(&sc.event()),
+                    Scan::NeedsInput => break,
+                }
+            }
+        }
+        let end = sc.finish();
+        let w = *sc.warnings();
+        sum.finish("t.json", &end, &w, DEFAULT_TOP_OPS)
+    }
+
+    /// Naive oracle: sort-and-merge union over (start, end) pairs.
+    fn naive_union(mut v: Vec<(i64, i64)>) -> i128 {
+        v.sort();
+        let mut total: i128 = 0;
+        let mut cur: Option<(i64, i64)> = None;
+        for (a, b) in v {
+            if b <= a {
+                continue;
+            }
+            match cur {
+                Some((ca, cb)) if a <= cb => cur = Some((ca, cb.max(b))),
+                Some((ca, cb)) => {
+                    total += i128::from(cb - ca);
+                    cur = Some((a, b));
+                }
+                None => cur = Some((a, b)),
+            }
+        }
+        if let Some((ca, cb)) = cur {
+            total += i128::from(cb - ca);
+        }
+        total
+    }
+
+    /// Oracle per category: events, exact duration sum, intervals.
+    type CatOracle = (u64, i128, Vec<(i64, i64)>);
+
+    #[test]
+    fn random_x_and_be_against_naive_oracle() {
+        let mut rng = Rng::from_env(11);
+        for round in 0..40 {
+            let mut doc = String::from("{\"traceEvents\":[");
+            // Oracle state.
+            let mut cats: BTreeMap<String, CatOracle> = BTreeMap::new();
+            let mut ops: BTreeMap<(String, String), Vec<i64>> = BTreeMap::new();
+            let mut stacks: BTreeMap<u64, Vec<(i64, Option<String>, String)>> = BTreeMap::new();
+            let mut unmatched = 0u64;
+            let mut neg = 0u64;
+            let n = 1 + rng.below(200);
+            for k in 0..n {
+                if k > 0 {
+                    doc.push(',');
+                }
+                let ts = 1_712_195_495_000_000_000i64 + rng.below(1_000_000_000) as i64;
+                let cat = match rng.below(5) {
+                    0 => None,
+                    c => Some(std::format!("c{c}")),
+                };
+                let name = std::format!("op{}", rng.below(8));
+                let tid = rng.below(3);
+                let cat_json = cat
+                    .as_ref()
+                    .map(|c| std::format!(",\"cat\":\"{c}\""))
+                    .unwrap_or_default();
+                let tsj = std::format!("{}.{:03}", ts / 1000, ts % 1000);
+                match rng.below(4) {
+                    0 | 1 => {
+                        let dur = rng.below(5_000_000) as i64
+                            - if rng.below(20) == 0 { 6_000_000 } else { 0 };
+                        let durj = if dur < 0 {
+                            std::format!("-{}.{:03}", (-dur) / 1000, (-dur) % 1000)
+                        } else {
+                            std::format!("{}.{:03}", dur / 1000, dur % 1000)
+                        };
+                        doc.push_str(&std::format!(
+                            "{{\"ph\":\"X\"{cat_json},\"name\":\"{name}\",\"ts\":{tsj},\"dur\":{durj},\"pid\":1,\"tid\":{tid}}}"
+                        ));
+                        if dur < 0 {
+                            neg += 1;
+                            continue;
+                        }
+                        let key = cat.clone().unwrap_or("uncategorized".to_string());
+                        let c = cats.entry(key).or_default();
+                        c.0 += 1;
+                        c.1 += i128::from(dur);
+                        c.2.push((ts, ts + dur));
+                        ops.entry((cat.clone().unwrap_or_default(), name))
+                            .or_default()
+                            .push(dur);
+                    }
+                    2 => {
+                        doc.push_str(&std::format!(
+                            "{{\"ph\":\"B\"{cat_json},\"name\":\"{name}\",\"ts\":{tsj},\"pid\":1,\"tid\":{tid}}}"
+                        ));
+                        stacks.entry(tid).or_default().push((ts, cat, name));
+                    }
+                    _ => {
+                        doc.push_str(&std::format!(
+                            "{{\"ph\":\"E\",\"ts\":{tsj},\"pid\":1,\"tid\":{tid}}}"
+                        ));
+                        match stacks.entry(tid).or_default().pop() {
+                            None => unmatched += 1,
+                            Some((bts, bcat, bname)) => {
+                                if ts < bts {
+                                    continue;
+                                }
+                                let key = bcat.clone().unwrap_or("uncategorized".to_string());
+                                let c = cats.entry(key).or_default();
+                                c.0 += 1;
+                                c.1 += i128::from(ts - bts);
+                                c.2.push((bts, ts));
+                                ops.entry((bcat.unwrap_or_default(), bname))
+                                    .or_default()
+                                    .push(ts - bts);
+                            }
+                        }
+                    }
+                }
+            }
+            doc.push_str("]}");
+            let whole = summarize(&[doc.as_bytes()], Limits::EXACT);
+            for_each_split(doc.as_bytes(), 2, round, |chunks| {
+                assert_eq!(summarize(chunks, Limits::EXACT), whole);
+            });
+            let got: BTreeMap<String, (u64, i128, u64)> = whole
+                .categories
+                .0
+                .iter()
+                .map(|c| {
+                    (
+                        c.name.clone(),
+                        (c.events, c.duration_sum_ns, c.busy_union_ns),
+                    )
+                })
+                .collect();
+            let want: BTreeMap<String, (u64, i128, u64)> = cats
+                .into_iter()
+                .map(|(k, (e, s, iv))| (k, (e, s, naive_union(iv) as u64)))
+                .collect();
+            assert_eq!(got, want);
+            assert_eq!(whole.warning_counts.summary.unmatched_ends, unmatched);
+            assert_eq!(whole.warning_counts.summary.negative_durations, neg);
+            assert_eq!(
+                whole.warning_counts.summary.unclosed_begins,
+                stacks.values().map(|s| s.len() as u64).sum::<u64>()
+            );
+            // Ops: top 40 by exact sum; check each listed op's stats against a sort.
+            for row in &whole.largest_ops_by_duration_sum {
+                let durs = &ops[&(row.category.clone(), row.name.clone())];
+                let mut us: Vec<f64> = durs.iter().map(|&d| d as f64 / 1000.0).collect();
+                us.sort_by(f64::total_cmp);
+                assert_eq!(row.duration_us.n, us.len() as u64);
+                assert_eq!(row.duration_us.min.map(|m| m.to_f64()), us.first().copied());
+                assert_eq!(row.duration_us.max.map(|m| m.to_f64()), us.last().copied());
+                assert_eq!(
+                    row.duration_sum_us,
+                    durs.iter().map(|&d| i128::from(d)).sum::<i128>() as f64 / 1000.0
+                );
+            }
+            assert_eq!(whole.largest_ops_by_duration_sum.len(), ops.len().min(40));
+        }
+    }
+
+    #[test]
+    fn quirks_and_departures() {
+        let doc =
+            br#"[{"ph":"X","name":"a","ts":1,"dur":true},{"ph":"X","name":"a","ts":1,"dur":null},
+            {"ph":"X","ts":5,"dur":2},{"ph":"X","cat":"","ts":5,"dur":3},{"ph":"X","dur":1},
+            {"ph":"E","ts":3},{"ph":"B","ts":1,"name":"open"},{"ph":"i"},{"ts":1}"#;
+        let r = summarize(&[doc], Limits::EXACT);
+        let names: Vec<&str> = r.categories.0.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["uncategorized", ""]);
+        // Both missing-cat and empty-cat X events share the op key ("", "").
+        assert_eq!(r.largest_ops_by_duration_sum.len(), 1);
+        assert_eq!(r.largest_ops_by_duration_sum[0].duration_sum_us, 5.0);
+        let w = r.warning_counts.summary;
+        assert_eq!(
+            (
+                w.x_without_duration,
+                w.without_timestamp,
+                w.unmatched_ends,
+                w.unclosed_begins
+            ),
+            (2, 1, 1, 1)
+        );
+        assert!(r.truncated);
+        let phases: Vec<(&str, u64)> = r
+            .phase_counts
+            .0
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        assert_eq!(
+            phases,
+            [("B", 1), ("E", 1), ("X", 5), ("i", 1), ("(missing)", 1)]
+        );
+        let json = r.to_json();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        // Top-level keys in output order (the dev serde_json Value map is sorted).
+        let keys: Vec<&str> = json
+            .lines()
+            .filter(|l| l.starts_with("  \""))
+            .map(|l| l[3..].split('"').next().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "source",
+                "scope",
+                "categories",
+                "largest_ops_by_duration_sum",
+                "phase_counts",
+                "totals",
+                "truncated",
+                "warnings",
+                "warning_counts"
+            ]
+        );
+        assert_eq!(v["categories"]["uncategorized"]["busy_union_us"], 2.0);
+    }
+
+    #[test]
+    fn bounded_mode_folds_and_states_the_error() {
+        let mut doc = String::from("[");
+        for k in 0..500 {
+            if k > 0 {
+                doc.push(',');
+            }
+            // Disjoint intervals with growing gaps, in 20 categories and 100 ops.
+            let ts = k * 10 + (k * k) % 7;
+            doc.push_str(&std::format!(
+                "{{\"ph\":\"X\",\"cat\":\"c{}\",\"name\":\"n{}\",\"ts\":{ts},\"dur\":3}}",
+                k % 20,
+                k % 100
+            ));
+        }
+        doc.push(']');
+        let limits = Limits {
+            max_ops: 10,
+            max_categories: 5,
+            max_intervals: 8,
+            ..Limits::BOUNDED
+        };
+        let exact = summarize(&[doc.as_bytes()], Limits::EXACT);
+        let r = summarize(&[doc.as_bytes()], limits);
+        assert_eq!(r.categories.0.len(), 5);
+        assert_eq!(r.categories.0[4].name, OTHER);
+        assert_eq!(r.totals.duration_sum_ns, exact.totals.duration_sum_ns);
+        let a = r.approximations.unwrap();
+        assert!(a.ops_folded_into_other && a.categories_folded_into_other);
+        let bound_ns = (a.busy_union_error_bound_us * 1000.0).round() as u64;
+        assert!(bound_ns > 0);
+        // Each category's exact union lies within [union - bound, union].
+        for c in &r.categories.0[..4] {
+            let e = exact
+                .categories
+                .0
+                .iter()
+                .find(|x| x.name == c.name)
+                .unwrap();
+            assert!(
+                c.busy_union_ns >= e.busy_union_ns && c.busy_union_ns - e.busy_union_ns <= bound_ns
+            );
+        }
+        assert!(
+            r.largest_ops_by_duration_sum
+                .iter()
+                .any(|o| o.name == OTHER)
+        );
+        assert_eq!(exact.approximations, None);
+    }
+}
