@@ -245,6 +245,7 @@ pub fn run(args: Args) -> CmdResult {
         },
         max_gap_ns: (args.max_gap_ms.min(i64::MAX as u64 / 1_000_000) * 1_000_000) as i64,
         power_source,
+        reference_only: !args.json && !args.spans,
         ..AnalyzeOptions::default()
     };
     let mut analyzer = WindowAnalyzer::new(opts);
