@@ -316,12 +316,17 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> QuantileSketchIn<B> {
     /// [`Stats`] with exact `n`, `mean`, `min`, `max` and estimated percentiles, with the
     /// error statement.
     pub fn stats(&self) -> SketchStats {
-        let (p, n) = self.halves_ref();
         SketchStats {
             stats: self.moments.stats_with(QUANTILES.map(|q| self.quantile(q))),
             quantile_relative_error: RELATIVE_ERROR,
-            collapsed: self.pos.collapsed_count(p) + self.neg.collapsed_count(n),
+            collapsed: self.collapsed(),
         }
+    }
+
+    /// Values whose bucket was collapsed (see [`SketchStats::collapsed`]).
+    pub fn collapsed(&self) -> u64 {
+        let (p, n) = self.halves_ref();
+        self.pos.collapsed_count(p) + self.neg.collapsed_count(n)
     }
 
     /// Forgets every value; keeps the buffer.

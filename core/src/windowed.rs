@@ -119,10 +119,10 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> StatsSink for QuantileSketchIn<B> {
         QuantileSketchIn::stats(self).stats
     }
     fn quantile_relative_error(&self) -> f64 {
-        QuantileSketchIn::stats(self).quantile_relative_error
+        crate::sketch::RELATIVE_ERROR
     }
     fn collapsed(&self) -> u64 {
-        QuantileSketchIn::stats(self).collapsed
+        QuantileSketchIn::collapsed(self)
     }
 }
 
