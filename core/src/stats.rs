@@ -15,8 +15,22 @@
 //! For bounded memory use [`crate::sketch::QuantileSketch`], which gives the same shape with a
 //! stated error bound.
 //!
-//! One departure: where Python's `math.fsum` raises `OverflowError` (a finite sum beyond the f64
-//! range), the mean here is `±inf`, which serializes as `null`.
+//! One departure: where Python's `math.fsum` raises `OverflowError` (a partial or final sum
+//! beyond the f64 range, e.g. `[MAX, MAX, -MAX]`), the reference crashes; here the mean is the
+//! correctly rounded exact sum / n (`MAX / 3` there), or `±inf` when the sum itself is beyond the
+//! range, which serializes as `null`.
+//!
+//! # Example
+//! ```
+//! use flinch_core::stats::{Num, stats, stats_f64};
+//!
+//! let s = stats(&[Num::Int(5), Num::Float(1.5), Num::Float(f64::NAN), Num::Int(2)]);
+//! assert_eq!(s.n, 3);
+//! assert_eq!(s.min, Some(Num::Float(1.5)));
+//! assert_eq!(s.max, Some(Num::Int(5))); // prints as `5`, as the reference does
+//! assert_eq!(s.p50, Some(2.0));
+//! assert_eq!(stats_f64(&[0.1; 10]).mean, Some(0.1)); // fsum: exactly 1.0 / 10
+//! ```
 
 use core::cmp::Ordering;
 
