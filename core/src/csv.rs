@@ -248,15 +248,10 @@ impl TraceCsvReader {
                 }
                 ReadRecordResult::Record => {
                     self.in_record = false;
-                    // csv-core's line() is 1-based and counts '\n' consumed; the record's first line is its last line less the
-                    // newlines inside quoted fields. At end of data the last line has no '\n'.
-                    let last = self.rdr.line() - u64::from(self.last_byte == b'\n');
-                    let inner = if self.overflow {
-                        0
-                    } else {
-                        memchr::memchr_iter(b'\n', &self.out[..self.nout]).count() as u64
-                    };
-                    self.record_line = last.saturating_sub(inner).max(1);
+                    // csv-core's line() is 1-based and counts '\n' consumed; the record's first
+                    // line is its last line less the newlines inside quoted fields (counted
+                    // only when asked, see `Row::line`).
+                    self.record_line = self.rdr.line() - u64::from(self.last_byte == b'\n');
                     if self.overflow {
                         return (
                             CsvEvent::BadRow {
@@ -323,7 +318,7 @@ impl TraceCsvReader {
             out: &self.out[..self.nout],
             ends: &self.ends[..self.nends],
             cols: &self.cols,
-            line: self.record_line,
+            last_line: self.record_line,
         }
     }
 }
@@ -334,8 +329,7 @@ pub struct Row<'a> {
     out: &'a [u8],
     ends: &'a [usize],
     cols: &'a Columns,
-    /// 1-based line where the row starts.
-    pub line: u64,
+    last_line: u64,
 }
 
 /// The kind of a row, by its `row_type` field.
@@ -350,6 +344,12 @@ pub enum RowKind {
 }
 
 impl<'a> Row<'a> {
+    /// 1-based line where the row starts.
+    pub fn line(&self) -> u64 {
+        let inner = memchr::memchr_iter(b'\n', self.out).count() as u64;
+        self.last_line.saturating_sub(inner).max(1)
+    }
+
     /// The raw bytes of column `c`; `None` when the header lacks it or the row is short (as
     /// DictReader's `None` for missing trailing fields).
     pub fn raw(&self, c: Col) -> Option<&'a [u8]> {
@@ -434,9 +434,56 @@ fn strip_underscores<'b>(s: &[u8], buf: &'b mut [u8; 64]) -> Option<&'b [u8]> {
     Some(&buf[..n])
 }
 
+/// Powers of ten exactly representable in an f64.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Clinger's fast path for `[-+]ddd[.ddd]` with at most 15 significant digits: the mantissa and
+/// the power of ten are exact, so one correctly rounded division gives the correctly rounded
+/// value, as a full parse would. `None` for anything else (the caller parses fully).
+fn fast_decimal(s: &[u8]) -> Option<f64> {
+    let (neg, body) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut m: u64 = 0;
+    let mut digits = 0u32;
+    let mut frac: Option<usize> = None;
+    for &c in body {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + (c - b'0') as u64;
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+                if let Some(f) = frac.as_mut() {
+                    *f += 1;
+                }
+            }
+            b'.' if frac.is_none() => frac = Some(0),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let v = m as f64 / POW10[frac.unwrap_or(0)];
+    Some(if neg { -v } else { v })
+}
+
 /// Parses text as Python's `float()` does for ASCII input: surrounding whitespace, a sign,
 /// decimal or exponent forms, `_` between digits, `nan`, `inf`, `infinity` in any case.
 pub fn parse_py_float(s: &[u8]) -> Option<f64> {
+    if s.is_empty() {
+        return None;
+    }
+    if let Some(v) = fast_decimal(s) {
+        return Some(v);
+    }
     let s = trim_py(s);
     if s.is_empty() {
         return None;
@@ -447,8 +494,7 @@ pub fn parse_py_float(s: &[u8]) -> Option<f64> {
     } else {
         s
     };
-    // Rust accepts what Python accepts here, except that it also takes nothing Python rejects
-    // among ASCII float texts (checked by the tests).
+    // Rust's parser accepts the same ASCII float texts as Python's here (see the tests).
     let text = core::str::from_utf8(s).ok()?;
     text.parse::<f64>().ok()
 }
@@ -456,6 +502,19 @@ pub fn parse_py_float(s: &[u8]) -> Option<f64> {
 /// Parses text as Python's `int()` does for ASCII decimal input (whitespace, sign, `_` between
 /// digits, leading zeros). `None` if it does not fit an `i64`.
 pub fn parse_py_int(s: &[u8]) -> Option<i64> {
+    // Fast path: up to 18 plain digits cannot overflow.
+    if !s.is_empty() && s.len() <= 18 {
+        let mut v = 0i64;
+        let mut plain = true;
+        for &c in s {
+            let d = c.wrapping_sub(b'0');
+            plain &= d < 10;
+            v = v.wrapping_mul(10).wrapping_add(d as i64);
+        }
+        if plain {
+            return Some(v);
+        }
+    }
     let s = trim_py(s);
     let mut buf = [0u8; 64];
     let s = if s.contains(&b'_') {
@@ -514,7 +573,7 @@ mod tests {
                     let r = rdr.row();
                     out.push(std::format!(
                         "L{} {:?} t={:?} lab={} p={:?} g={:?}",
-                        r.line,
+                        r.line(),
                         r.kind(),
                         r.t_mono_ns(),
                         String::from_utf8_lossy(r.label()),
@@ -661,6 +720,29 @@ mod tests {
     }
 
     #[test]
+    fn fast_decimal_agrees_with_the_full_parser() {
+        let mut rng = Rng::from_env(13);
+        for _ in 0..200_000 {
+            let int = rng.below(1_000_000_000);
+            let frac_digits = rng.below(8) as usize;
+            let frac = rng.below(10u64.pow(frac_digits as u32).max(1));
+            let text = if frac_digits == 0 {
+                std::format!("{int}")
+            } else {
+                std::format!("{int}.{frac:0frac_digits$}")
+            };
+            let want: f64 = text.parse().unwrap();
+            match fast_decimal(text.as_bytes()) {
+                Some(v) => assert_eq!(v.to_bits(), want.to_bits(), "{text}"),
+                None => assert!(
+                    text.bytes().filter(u8::is_ascii_digit).count() > 15,
+                    "{text}"
+                ),
+            }
+        }
+    }
+
+    #[test]
     fn python_number_rules() {
         // Values checked against CPython 3.11 float()/int().
         assert_eq!(parse_py_float(b" 1.5\t"), Some(1.5));
@@ -675,6 +757,11 @@ mod tests {
         assert_eq!(parse_py_float(b"-Infinity"), Some(f64::NEG_INFINITY));
         assert!(parse_py_float(b"NaN").unwrap().is_nan());
         assert_eq!(parse_py_float(b"abc"), None);
+        assert_eq!(parse_py_float(b"1."), Some(1.0));
+        assert_eq!(parse_py_float(b"-0"), Some(-0.0));
+        assert_eq!(parse_py_float(b"-"), None);
+        assert_eq!(parse_py_float(b"."), None);
+        assert_eq!(parse_py_float(b"1.2.3"), None);
         assert_eq!(parse_py_float(b"0x10"), None);
         assert_eq!(parse_py_int(b" +0012 "), Some(12));
         assert_eq!(parse_py_int(b"-5"), Some(-5));

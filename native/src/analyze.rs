@@ -173,6 +173,7 @@ fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
             }
             .to_string(),
         ),
+        top: None,
     };
     let mut analyzer = Analyzer::new(options);
     let at = |e: AnalyzeError| format!("flinch-trace analyze: {}: {e}", args.csv.display());
@@ -245,6 +246,7 @@ pub fn run(args: Args) -> CmdResult {
         },
         max_gap_ns: (args.max_gap_ms.min(i64::MAX as u64 / 1_000_000) * 1_000_000) as i64,
         power_source,
+        reference_only: !args.json && !args.spans,
         ..AnalyzeOptions::default()
     };
     let mut analyzer = WindowAnalyzer::new(opts);

@@ -6,22 +6,27 @@ pub const POWER_BINS: usize = 48;
 const BIN_LO_W: f64 = 8.0;
 const BIN_RATIO: f64 = 1.12;
 
+/// Lower edges of bins 1.. (bin 0 is everything below 8 W).
+const EDGES: [f64; POWER_BINS] = {
+    let mut e = [0.0; POWER_BINS];
+    let mut i = 1;
+    let mut lo = BIN_LO_W;
+    while i < POWER_BINS {
+        e[i] = lo;
+        lo *= BIN_RATIO;
+        i += 1;
+    }
+    e
+};
+
 /// The histogram bin of a power value: bin 0 below 8 W, then bins growing by 12%
 /// (8 W .. ~1.8 kW), the last bin open-ended.
 pub fn power_bin(power_w: f64) -> usize {
     if power_w.is_nan() || power_w < BIN_LO_W {
         return 0;
     }
-    let mut edge = BIN_LO_W;
-    let mut i = 1;
-    while i < POWER_BINS - 1 {
-        edge *= BIN_RATIO;
-        if power_w < edge {
-            return i;
-        }
-        i += 1;
-    }
-    POWER_BINS - 1
+    // The last edge not above the value.
+    EDGES[1..].partition_point(|&e| e <= power_w)
 }
 
 /// Lower and upper edge of bin `i` (the last bin's upper edge is its lower edge × ratio).
@@ -29,11 +34,15 @@ pub fn bin_edges(i: usize) -> (f64, f64) {
     if i == 0 {
         return (0.0, BIN_LO_W);
     }
-    let mut lo = BIN_LO_W;
-    for _ in 1..i {
-        lo *= BIN_RATIO;
-    }
-    (lo, lo * BIN_RATIO)
+    let lo = EDGES[i];
+    (
+        lo,
+        if i + 1 < POWER_BINS {
+            EDGES[i + 1]
+        } else {
+            lo * BIN_RATIO
+        },
+    )
 }
 
 /// The reference's samples-only trapezoid (SPEC §2 quirks): samples with t0 ≤ t ≤ t1 and a
@@ -54,7 +63,7 @@ impl RefAcc {
     /// Adds one sample (already known to be in the window, power parsed).
     pub fn add(&mut self, t_ns: i64, power_w: f64, util_pct: Option<f64>) {
         if let Some((ta, pa, ua)) = self.prev {
-            let dt = (t_ns as i128 - ta as i128) as f64 / 1e9;
+            let dt = diff_f64(t_ns, ta) / 1e9;
             self.energy_j += 0.5 * (pa + power_w) * dt;
             if let Some(u) = ua {
                 self.util_sum += u;
@@ -84,11 +93,21 @@ pub fn clip(ta: i64, va: f64, tb: i64, vb: f64, lo: i64, hi: i64) -> Option<(i64
     if b <= a || tb <= ta {
         return None;
     }
-    let span = (tb as i128 - ta as i128) as f64;
-    let at = |t: i64| va + (vb - va) * ((t as i128 - ta as i128) as f64 / span);
+    let span = diff_f64(tb, ta);
+    let at = |t: i64| va + (vb - va) * (diff_f64(t, ta) / span);
     let v0 = if a == ta { va } else { at(a) };
     let v1 = if b == tb { vb } else { at(b) };
-    Some(((b as i128 - a as i128) as i64, v0, v1))
+    Some((b.saturating_sub(a), v0, v1))
+}
+
+/// `(b - a) as f64` exactly as Python's `float(b - a)` (round to nearest even), without i128
+/// arithmetic in the common case.
+#[inline]
+pub fn diff_f64(b: i64, a: i64) -> f64 {
+    match b.checked_sub(a) {
+        Some(d) => d as f64,
+        None => (b as i128 - a as i128) as f64,
+    }
 }
 
 /// Edge-clipped accumulation of one GPU over one window.

@@ -70,6 +70,9 @@ pub struct AnalyzeOptions {
     pub reorder_capacity: usize,
     /// Which NVML reading fills `gpu_power_W` (from the sidecar, when known).
     pub power_source: PowerSource,
+    /// Compute only the reference's samples-only figures (the three lines): per-GPU figures,
+    /// RAPL, verdicts and the idle floor are left empty, and the fields they need are not parsed.
+    pub reference_only: bool,
 }
 
 impl Default for AnalyzeOptions {
@@ -84,6 +87,7 @@ impl Default for AnalyzeOptions {
             reorder_horizon_ns: 2_000_000_000,
             reorder_capacity: 65_536,
             power_source: PowerSource::Unknown,
+            reference_only: false,
         }
     }
 }
@@ -504,7 +508,7 @@ impl Engine {
             return;
         }
         let Some(t) = row.t_mono_ns() else {
-            self.bad(row.line);
+            self.bad(row.line());
             return;
         };
         let item = match kind {
@@ -518,12 +522,14 @@ impl Engine {
             _ => {
                 self.counts.samples += 1;
                 let gpu_key = row.i64(Col::GpuIndex);
-                let rapl_uj = row
-                    .raw(Col::RaplEnergyUj)
-                    .and_then(crate::csv::parse_py_int);
-                let rapl_uj = rapl_uj.and_then(|v| u64::try_from(v).ok());
-                let rapl_max_uj = row
-                    .i64(Col::RaplMaxEnergyRangeUj)
+                let full = !self.opts.reference_only;
+                let rapl_uj = full
+                    .then(|| row.i64(Col::RaplEnergyUj))
+                    .flatten()
+                    .and_then(|v| u64::try_from(v).ok());
+                let rapl_max_uj = full
+                    .then(|| row.i64(Col::RaplMaxEnergyRangeUj))
+                    .flatten()
                     .and_then(|v| u64::try_from(v).ok());
                 let selected = match self.opts.gpu {
                     Some(g) => gpu_key.unwrap_or(0) == g,
@@ -537,8 +543,8 @@ impl Engine {
                             t_ns: t,
                             power_w: row.f64(Col::GpuPowerW),
                             util_pct: row.f64(Col::GpuUtilPct),
-                            sm_clock_mhz: row.f64(Col::GpuSmClockMhz),
-                            energy_mj: row.f64(Col::GpuEnergyMj),
+                            sm_clock_mhz: full.then(|| row.f64(Col::GpuSmClockMhz)).flatten(),
+                            energy_mj: full.then(|| row.f64(Col::GpuEnergyMj)).flatten(),
                         },
                         rapl_uj,
                         rapl_max_uj,
@@ -557,7 +563,7 @@ impl Engine {
         };
         let prio = if matches!(item, Item::Mark(_)) { 0 } else { 1 };
         if self.reorder.push(t, prio, item).is_err() {
-            self.late(row.line);
+            self.late(row.line());
             return;
         }
         while let Some((t, item)) = self.reorder.pop(false) {
@@ -622,7 +628,7 @@ impl Engine {
             t_mono_ns: t,
             t_wall_ns: row.i64(Col::TWallNs),
             occurrence,
-            line: row.line,
+            line: row.line(),
         });
         self.mark_label.push(id);
         Some((self.marks.len() - 1) as u32)
@@ -739,6 +745,17 @@ impl Engine {
         let s = &si.s;
         let slot = si.slot as usize;
         let max_gap = self.opts.max_gap_ns;
+        if self.opts.reference_only {
+            self.gpus[slot].samples += 1;
+            if let Some(p) = s.power_w {
+                for w in self.active.iter_mut().chain(self.sel_window.iter_mut()) {
+                    if w.t0 <= s.t_ns && s.t_ns <= w.t1() {
+                        w.reference.add(s.t_ns, p, s.util_pct);
+                    }
+                }
+            }
+            return;
+        }
         {
             let g = &mut self.gpus[slot];
             g.samples += 1;

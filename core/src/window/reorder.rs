@@ -1,93 +1,72 @@
 //! A small bounded reorder buffer: rows leave in time order (ties: lower priority first, then
 //! file order) once they are older than the horizon behind the newest row seen, or when the
 //! buffer is full. A row older than one already released is late and is handed back.
-use alloc::collections::BinaryHeap;
-use core::cmp::Ordering;
+//!
+//! Rows nearly always arrive in order, so the buffer is a ring (`VecDeque`) kept sorted by
+//! insertion from the back: O(1) per row in order, O(distance) for the rare early row.
+use alloc::collections::VecDeque;
 
 struct Entry<T> {
-    t_ns: i64,
-    prio: u8,
-    seq: u64,
+    key: (i64, u8),
     item: T,
-}
-
-impl<T> Entry<T> {
-    fn key(&self) -> (i64, u8, u64) {
-        (self.t_ns, self.prio, self.seq)
-    }
-}
-impl<T> PartialEq for Entry<T> {
-    fn eq(&self, o: &Self) -> bool {
-        self.key() == o.key()
-    }
-}
-impl<T> Eq for Entry<T> {}
-impl<T> PartialOrd for Entry<T> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<T> Ord for Entry<T> {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // Reversed: BinaryHeap is a max-heap and we want the smallest key on top.
-        o.key().cmp(&self.key())
-    }
 }
 
 /// The reorder buffer. Allocates its capacity once.
 pub(crate) struct Reorder<T> {
-    heap: BinaryHeap<Entry<T>>,
+    buf: VecDeque<Entry<T>>,
     cap: usize,
     horizon_ns: i64,
     max_seen: i64,
     last_out: Option<(i64, u8)>,
-    seq: u64,
 }
 
 impl<T> Reorder<T> {
     pub(crate) fn new(cap: usize, horizon_ns: i64) -> Self {
         Reorder {
-            heap: BinaryHeap::with_capacity(cap.max(1) + 1),
+            buf: VecDeque::with_capacity(cap.max(1) + 1),
             cap: cap.max(1),
             horizon_ns: horizon_ns.max(0),
             max_seen: i64::MIN,
             last_out: None,
-            seq: 0,
         }
     }
 
     /// Adds a row; `Err(item)` when it is later than the horizon (older than a released row).
     pub(crate) fn push(&mut self, t_ns: i64, prio: u8, item: T) -> Result<(), T> {
+        let key = (t_ns, prio);
         if let Some(last) = self.last_out
-            && (t_ns, prio) < last
+            && key < last
         {
             return Err(item);
         }
         self.max_seen = self.max_seen.max(t_ns);
-        self.seq += 1;
-        self.heap.push(Entry {
-            t_ns,
-            prio,
-            seq: self.seq,
-            item,
-        });
+        // Equal keys keep file order: insert after them.
+        let mut at = self.buf.len();
+        while at > 0 && self.buf[at - 1].key > key {
+            at -= 1;
+        }
+        if at == self.buf.len() {
+            self.buf.push_back(Entry { key, item });
+        } else {
+            self.buf.insert(at, Entry { key, item });
+        }
         Ok(())
     }
 
     /// Releases the next row if it is due (or every row when `flush`).
     pub(crate) fn pop(&mut self, flush: bool) -> Option<(i64, T)> {
         let due = {
-            let top = self.heap.peek()?;
+            let top = self.buf.front()?;
             flush
-                || self.heap.len() > self.cap
-                || top.t_ns < self.max_seen.saturating_sub(self.horizon_ns)
+                || self.buf.len() > self.cap
+                || top.key.0 < self.max_seen.saturating_sub(self.horizon_ns)
         };
         if !due {
             return None;
         }
-        let e = self.heap.pop()?;
-        self.last_out = Some((e.t_ns, e.prio));
-        Some((e.t_ns, e.item))
+        let e = self.buf.pop_front()?;
+        self.last_out = Some(e.key);
+        Some((e.key.0, e.item))
     }
 }
 
