@@ -11,6 +11,9 @@ use super::host::{Host, HostReading};
 use super::rapl::Rapl;
 use super::writer::{Msg, RowSender, TickFields, push_mark_row, push_sample_row};
 
+const SEND_BYTES: usize = 8 * 1024;
+const SEND_EVERY_NS: u64 = 50_000_000;
+
 /// How the loop runs.
 pub struct SamplerConfig {
     /// Tick period, ns.
@@ -162,6 +165,11 @@ pub fn run(
     if let Some(h) = src.host.as_mut() {
         h.read();
     }
+    // Rows are handed to the writer in batches (every 50 ms or 8 KiB): one wake-up of the
+    // writer thread per batch instead of per tick.
+    let mut buf = sender.buffer();
+    let mut buf_rows = 0u64;
+    let mut last_send = start;
     let mut k: u64 = 0;
     loop {
         let deadline = start + k * interval;
@@ -186,7 +194,6 @@ pub fn run(
         let wake = clock.mono_ns();
         health.jitter.add(wake.saturating_sub(deadline));
 
-        let mut buf = sender.buffer();
         let mut rows = 0u64;
         if let Some(g) = src.gpu.as_mut() {
             while let Some(label) = g.take_scripted_mark() {
@@ -259,7 +266,15 @@ pub fn run(
                 }
             }
         }
-        sender.send(Msg::Csv(buf, rows));
+        buf_rows += rows;
+        if buf.len() >= SEND_BYTES || wake.saturating_sub(last_send) >= SEND_EVERY_NS {
+            sender.send(Msg::Csv(
+                std::mem::replace(&mut buf, sender.buffer()),
+                buf_rows,
+            ));
+            buf_rows = 0;
+            last_send = wake;
+        }
         if jsonl_due {
             next_jsonl = wake.max(next_jsonl) + cfg.jsonl_every_ns.unwrap_or(0);
             let mut j = sender.buffer();
@@ -276,12 +291,16 @@ pub fn run(
 
         k += 1;
         let now = clock.mono_ns();
+        health.tick_work.add(now.saturating_sub(wake));
         let next = start + k * interval;
         if now > next {
             let behind = (now - start) / interval + 1;
             health.missed_ticks += behind - k;
             k = behind;
         }
+    }
+    if buf_rows > 0 {
+        sender.send(Msg::Csv(buf, buf_rows));
     }
     health.sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     health.rapl_read_errors = src.rapl.read_errors();
