@@ -24,6 +24,26 @@
 //! length to [`error_bound_ns`](IntervalSet::error_bound_ns). Coalescing only ever adds time, so
 //! the true union lies in `[union_ns - error_bound_ns, union_ns]`. Capacities below 4 slots are
 //! raised to 4 (the set needs at least 3 slots so that coalescing frees one).
+//!
+//! # Example
+//! ```
+//! use flinch_core::intervals::{IntervalUnion, IntervalUnionArray};
+//!
+//! let mut exact = IntervalUnion::exact();
+//! for (start_ns, end_ns) in [(0, 10), (5, 20), (30, 40), (25, 31), (50, 50)] {
+//!     exact.insert(start_ns, end_ns);
+//! }
+//! assert_eq!(exact.union_ns(), 35); // [0, 20) + [25, 40); the empty [50, 50) is ignored
+//! assert_eq!(exact.error_bound_ns(), 0);
+//!
+//! // No allocator: 8 slots inline (7 for the set, 1 pending).
+//! let mut bounded = IntervalUnionArray::<8>::new();
+//! for k in 0..100 {
+//!     bounded.insert(k * 10, k * 10 + 4);
+//! }
+//! let (union_ns, bound_ns) = (bounded.union_ns(), bounded.error_bound_ns());
+//! assert!(union_ns - bound_ns <= 400 && 400 <= union_ns);
+//! ```
 
 /// One half-open interval `[start_ns, end_ns)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

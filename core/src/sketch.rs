@@ -27,6 +27,21 @@
 //!
 //! No allocation after construction: the buckets live in a buffer the caller provides
 //! ([`QuantileSketchIn::from_buffer`]) or that [`QuantileSketch::new`] allocates once.
+//!
+//! # Example
+//! ```
+//! use flinch_core::sketch::{QuantileSketch, QuantileSketchIn, RELATIVE_ERROR};
+//!
+//! let mut sketch = QuantileSketch::new(1024); // or QuantileSketchIn::from_buffer([0u64; 2048])
+//! for i in 1..=10_000 {
+//!     sketch.push(i as f64);
+//! }
+//! let s = sketch.stats();
+//! let p99 = s.stats.p99.unwrap(); // exact: 9900.01
+//! assert!((p99 - 9900.01).abs() <= RELATIVE_ERROR * 9900.01);
+//! assert_eq!(s.stats.mean, Some(5000.5)); // exact
+//! assert_eq!(s.collapsed, 0);
+//! ```
 
 use serde::Serialize;
 
@@ -316,12 +331,17 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> QuantileSketchIn<B> {
     /// [`Stats`] with exact `n`, `mean`, `min`, `max` and estimated percentiles, with the
     /// error statement.
     pub fn stats(&self) -> SketchStats {
-        let (p, n) = self.halves_ref();
         SketchStats {
             stats: self.moments.stats_with(QUANTILES.map(|q| self.quantile(q))),
             quantile_relative_error: RELATIVE_ERROR,
-            collapsed: self.pos.collapsed_count(p) + self.neg.collapsed_count(n),
+            collapsed: self.collapsed(),
         }
+    }
+
+    /// Values whose bucket was collapsed (see [`SketchStats::collapsed`]).
+    pub fn collapsed(&self) -> u64 {
+        let (p, n) = self.halves_ref();
+        self.pos.collapsed_count(p) + self.neg.collapsed_count(n)
     }
 
     /// Forgets every value; keeps the buffer.
