@@ -559,6 +559,56 @@ fn without_nvml_one_warning_and_host_rows_or_an_error_with_require_gpu() {
 }
 
 #[test]
+fn host_jsonl_feeds_flinch_trace_summarize() {
+    let d = tmpdir("summarize");
+    let host_dir = d.join("runs/r1-host");
+    std::fs::create_dir_all(&host_dir).unwrap();
+    let o = Command::new(BIN)
+        .arg("record")
+        .arg("--scripted-gpu")
+        .arg(script(&d))
+        .args(["--seconds", "1", "--host-jsonl-interval-ms", "100", "--out"])
+        .arg(d.join("t.csv"))
+        .arg("--host-jsonl")
+        .arg(host_dir.join("telemetry.jsonl"))
+        .arg("--powercap-root")
+        .arg(d.join("no-powercap"))
+        .arg("--rapl")
+        .arg(d.join("no-such-energy_uj"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--rapl") && stderr.contains("no such file"),
+        "{stderr}"
+    );
+    let o = Command::new(BIN)
+        .arg("summarize")
+        .arg("--runs")
+        .arg(d.join("runs"))
+        .arg("--out")
+        .arg(d.join("s.json"))
+        .arg("--skip-traces")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
+    let w = &s["telemetry"]["r1"]["whole_run"];
+    assert_eq!(w["samples"], 10);
+    assert_eq!(w["metrics"]["gpu_power_w"]["n"], 10);
+    assert_eq!(w["metrics"]["gpu_mem_clock_mhz"]["max"], 2619.0);
+    assert!(w["metrics"]["host_used_bytes"]["min"].as_f64().unwrap() > 0.0);
+    // 10 rows 0.1 s apart at ~200-210 W: about 0.9 s x 205 W.
+    let e = w["whole_gpu_energy_j_over_observed_intervals"]
+        .as_f64()
+        .unwrap();
+    assert!((150.0..250.0).contains(&e), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
 fn host_jsonl_carries_gpu_csv_with_ten_fields() {
     let d = tmpdir("jsonl");
     let jsonl = d.join("t.jsonl");

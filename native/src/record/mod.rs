@@ -204,12 +204,19 @@ pub fn run(args: Args) -> CmdResult {
     let rapl = if args.no_rapl {
         rapl::Rapl::none()
     } else {
-        if let Some(p) = &args.rapl
-            && !p.exists()
-        {
-            return Err(format!("error: --rapl {}: no such file", p.display()));
-        }
-        let r = rapl::Rapl::discover(&args.powercap_root, args.rapl.as_deref());
+        // A missing --rapl file (e.g. the reference's default path on a machine without RAPL)
+        // is one warning, as in the reference it was blank columns.
+        let primary = match &args.rapl {
+            Some(p) if !p.exists() => {
+                warn(format!(
+                    "warning: RAPL: --rapl {}: no such file; rapl_energy_uj falls back to the first package zone, if any",
+                    p.display()
+                ));
+                None
+            }
+            other => other.as_deref(),
+        };
+        let r = rapl::Rapl::discover(&args.powercap_root, primary);
         if let Some(w) = r.warning() {
             warn(w);
         }
