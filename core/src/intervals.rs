@@ -451,7 +451,8 @@ impl<S: IntervalStorage> IntervalSet<S> {
         let set = &mut set[..self.set_len];
         let gap = |k: usize, s: &[Interval]| s[k + 1].start_ns.wrapping_sub(s[k].end_ns) as u64;
         // Smallest threshold T with at least `merges` gaps <= T (binary search on the value).
-        let (mut lo, mut hi) = (0u64, u64::MAX);
+        let max_gap = (0..set.len() - 1).map(|k| gap(k, set)).max().unwrap_or(0);
+        let (mut lo, mut hi) = (0u64, max_gap);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let count = (0..set.len() - 1).filter(|&k| gap(k, set) <= mid).count();
