@@ -14,6 +14,28 @@
 //! - [`EnergyComparison`]: power-integrated and counter energy side by side.
 //!
 //! Every type is a small fixed-size accumulator: no allocation.
+//!
+//! # Example
+//! ```
+//! use flinch_core::energy::{CounterDelta, EnergyComparison, WindowEnergy};
+//!
+//! // Power ramps 0 -> 100 W over 10 s; energy over [2 s, 4 s] is 30 W * 2 s.
+//! let mut w = WindowEnergy::new(2_000_000_000, 4_000_000_000, u64::MAX); // no gap limit
+//! w.push(0, 0.0);
+//! w.push(10_000_000_000, 100.0);
+//! let power_j = w.result().energy_j.unwrap();
+//! assert!((power_j - 60.0).abs() < 1e-9);
+//!
+//! // A RAPL counter wrapping at its maximum.
+//! let mut rapl = CounterDelta::new(Some(1_000_000));
+//! for uj in [990_000, 20_000, 50_000] {
+//!     rapl.push(uj);
+//! }
+//! assert_eq!(rapl.result().wraps, 1);
+//! let counter_j = rapl.energy_j(1e-6).unwrap(); // 0.06 J
+//! let side_by_side = EnergyComparison::new(Some(power_j), Some(counter_j));
+//! assert!(side_by_side.difference_j.is_some());
+//! ```
 
 use serde::Serialize;
 

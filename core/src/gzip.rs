@@ -200,29 +200,161 @@ enum State {
     Padding,
 }
 
-/// The inflate state and its history window (about 43 KiB together).
-struct Inflater {
+/// A raw-deflate (RFC 1951) inflater that [`GzDecoder`] runs its gzip framing over. The core
+/// provides [`MinizInflate`] (miniz_oxide, no allocation); a native adapter may plug in a faster
+/// one (e.g. zlib-rs) and keep the same framing, checks and error offsets.
+pub trait RawInflate {
+    /// Inflates from `input` into `output`. Returns whether the deflate stream ended (its final
+    /// block is complete: `nin` then stops exactly at the stream's last byte), the bytes of
+    /// `input` consumed (`nin`) and the bytes of `output` written (`nout`).
+    ///
+    /// Unless the stream ended, it returns once `input` is used up or `output` is full; it may
+    /// return earlier but must then have made progress (`nin > 0` or `nout > 0`). With `input`
+    /// used up and room left in `output`, every byte decodable so far must have been written.
+    ///
+    /// # Errors
+    /// [`InflateError`] when the deflate data is invalid.
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(bool, usize, usize), InflateError>;
+
+    /// Forgets the current stream: the next call starts a new deflate stream.
+    fn reset(&mut self);
+}
+
+/// Invalid deflate data, found after consuming `nin` bytes of the failing call's input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InflateError {
+    /// Input bytes consumed by the failing call before the error was found.
+    pub nin: usize,
+}
+
+/// The miniz_oxide inflate state and its history window (about 43 KiB together).
+struct MinizState {
     decomp: DecompressorOxide,
     window: [u8; WINDOW_BYTES],
 }
 
-impl Inflater {
-    fn new() -> Inflater {
-        Inflater {
-            decomp: DecompressorOxide::new(),
-            window: [0; WINDOW_BYTES],
-        }
+#[cfg(feature = "alloc")]
+type MinizStore = alloc::boxed::Box<MinizState>;
+#[cfg(not(feature = "alloc"))]
+type MinizStore = MinizState;
+
+/// The core's [`RawInflate`]: miniz_oxide's `inflate::core` over a 32 KiB wrapping window kept
+/// inside the struct (boxed once under `alloc`, inline without it). Never allocates after
+/// construction.
+pub struct MinizInflate {
+    state: MinizStore,
+    /// Next write position in the window.
+    window_pos: usize,
+    /// Decoded bytes in the window not yet copied out, starting at `pending_start`.
+    pending_start: usize,
+    pending_len: usize,
+    /// The stream's final block has been decoded (pending bytes may remain).
+    ended: bool,
+}
+
+impl Default for MinizInflate {
+    fn default() -> Self {
+        MinizInflate::new()
     }
 }
 
-#[cfg(feature = "alloc")]
-type InflaterStore = alloc::boxed::Box<Inflater>;
-#[cfg(not(feature = "alloc"))]
-type InflaterStore = Inflater;
+impl MinizInflate {
+    /// A fresh inflater.
+    pub fn new() -> MinizInflate {
+        let state = MinizState {
+            decomp: DecompressorOxide::new(),
+            window: [0; WINDOW_BYTES],
+        };
+        MinizInflate {
+            #[cfg(feature = "alloc")]
+            state: alloc::boxed::Box::new(state),
+            #[cfg(not(feature = "alloc"))]
+            state,
+            window_pos: 0,
+            pending_start: 0,
+            pending_len: 0,
+            ended: false,
+        }
+    }
 
-/// A push-style gzip decoder. See the [module docs](self) for the streaming loop.
-pub struct GzDecoder {
-    inflater: InflaterStore,
+    /// Copies pending window bytes to `output[*nout..]`.
+    fn flush_pending(&mut self, output: &mut [u8], nout: &mut usize) {
+        let n = self.pending_len.min(output.len() - *nout);
+        output[*nout..*nout + n]
+            .copy_from_slice(&self.state.window[self.pending_start..self.pending_start + n]);
+        *nout += n;
+        self.pending_start += n;
+        self.pending_len -= n;
+    }
+}
+
+impl RawInflate for MinizInflate {
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(bool, usize, usize), InflateError> {
+        let mut nin = 0;
+        let mut nout = 0;
+        loop {
+            self.flush_pending(output, &mut nout);
+            if self.pending_len > 0 {
+                return Ok((false, nin, nout));
+            }
+            if self.ended {
+                return Ok((true, nin, nout));
+            }
+            if nout == output.len() {
+                return Ok((false, nin, nout));
+            }
+            let st: &mut MinizState = &mut self.state;
+            let (status, in_n, out_n) = decompress(
+                &mut st.decomp,
+                &input[nin..],
+                &mut st.window,
+                self.window_pos,
+                inflate_flags::TINFL_FLAG_HAS_MORE_INPUT | inflate_flags::TINFL_FLAG_IGNORE_ADLER32,
+            );
+            nin += in_n;
+            self.pending_start = self.window_pos;
+            self.pending_len = out_n;
+            self.window_pos = (self.window_pos + out_n) & WINDOW_MASK;
+            match status {
+                TINFLStatus::Done => self.ended = true,
+                TINFLStatus::HasMoreOutput => {}
+                TINFLStatus::NeedsMoreInput => {
+                    if nin == input.len() {
+                        // Input used up: copy out what was decoded and ask for more.
+                        self.flush_pending(output, &mut nout);
+                        return Ok((false, nin, nout));
+                    }
+                    if in_n == 0 && out_n == 0 {
+                        // No progress with input left: cannot happen for valid data.
+                        return Err(InflateError { nin });
+                    }
+                }
+                _ => return Err(InflateError { nin }),
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.state.decomp.init();
+        self.window_pos = 0;
+        self.pending_start = 0;
+        self.pending_len = 0;
+        self.ended = false;
+    }
+}
+
+/// A push-style gzip decoder over a [`RawInflate`] (by default the core's [`MinizInflate`]).
+/// See the [module docs](self) for the streaming loop.
+pub struct GzDecoder<I: RawInflate = MinizInflate> {
+    inflater: I,
     state: State,
     /// Header flags of the current member.
     flags: u8,
@@ -234,11 +366,6 @@ pub struct GzDecoder {
     data_crc: crc32fast::Hasher,
     /// Decoded length of the current member, mod 2^32.
     member_len: u32,
-    /// Next write position in the window.
-    window_pos: usize,
-    /// Decoded bytes in the window not yet copied out, starting at `pending_start`.
-    pending_start: usize,
-    pending_len: usize,
     total_in: u64,
     total_out: u64,
     members: u64,
@@ -251,7 +378,7 @@ impl Default for GzDecoder {
     }
 }
 
-impl fmt::Debug for GzDecoder {
+impl<I: RawInflate> fmt::Debug for GzDecoder<I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GzDecoder")
             .field("state", &self.state)
@@ -264,24 +391,25 @@ impl fmt::Debug for GzDecoder {
 }
 
 impl GzDecoder {
-    /// A decoder expecting the first byte of a gzip stream. Allocates its ~43 KiB state once
-    /// under the `alloc` feature; without it the state is inline (keep the decoder off small
-    /// stacks).
+    /// A decoder over the core's [`MinizInflate`], expecting the first byte of a gzip stream.
+    /// Allocates its ~43 KiB state once under the `alloc` feature; without it the state is
+    /// inline (keep the decoder off small stacks).
     pub fn new() -> GzDecoder {
+        GzDecoder::with_inflater(MinizInflate::new())
+    }
+}
+
+impl<I: RawInflate> GzDecoder<I> {
+    /// A decoder over the given raw inflater (which must be fresh or reset).
+    pub fn with_inflater(inflater: I) -> GzDecoder<I> {
         GzDecoder {
-            #[cfg(feature = "alloc")]
-            inflater: alloc::boxed::Box::new(Inflater::new()),
-            #[cfg(not(feature = "alloc"))]
-            inflater: Inflater::new(),
+            inflater,
             state: State::Fixed { got: 0 },
             flags: 0,
             buf: [0; 10],
             header_crc: crc32fast::Hasher::new(),
             data_crc: crc32fast::Hasher::new(),
             member_len: 0,
-            window_pos: 0,
-            pending_start: 0,
-            pending_len: 0,
             total_in: 0,
             total_out: 0,
             members: 0,
@@ -355,23 +483,6 @@ impl GzDecoder {
         }
     }
 
-    /// Copies pending window bytes to `output`; returns true when all were copied.
-    fn flush_pending(&mut self, output: &mut [u8], nout: &mut usize) -> bool {
-        if self.pending_len == 0 {
-            return true;
-        }
-        let n = self.pending_len.min(output.len() - *nout);
-        let src = &self.inflater.window[self.pending_start..self.pending_start + n];
-        output[*nout..*nout + n].copy_from_slice(src);
-        self.data_crc.update(src);
-        self.member_len = self.member_len.wrapping_add(n as u32);
-        self.total_out += n as u64;
-        *nout += n;
-        self.pending_start += n;
-        self.pending_len -= n;
-        self.pending_len == 0
-    }
-
     /// Consumes one byte of header from `input[*nin]` (the caller checked it exists).
     fn take_header_byte(&mut self, input: &[u8], nin: &mut usize) -> u8 {
         let b = input[*nin];
@@ -418,10 +529,7 @@ impl GzDecoder {
     }
 
     fn start_deflate(&mut self) {
-        self.inflater.decomp.init();
-        self.window_pos = 0;
-        self.pending_start = 0;
-        self.pending_len = 0;
+        self.inflater.reset();
         self.data_crc = crc32fast::Hasher::new();
         self.member_len = 0;
         self.state = State::Deflate;
@@ -435,9 +543,6 @@ impl GzDecoder {
         nout: &mut usize,
     ) -> Result<GzStatus, GzError> {
         loop {
-            if !self.flush_pending(output, nout) {
-                return Ok(GzStatus::OutputFull);
-            }
             let at_end = *nin == input.len();
             match self.state {
                 State::Between => {
@@ -560,45 +665,28 @@ impl GzDecoder {
                     if *nout == output.len() {
                         return Ok(GzStatus::OutputFull);
                     }
-                    let inflater: &mut Inflater = &mut self.inflater;
-                    let (status, in_n, out_n) = decompress(
-                        &mut inflater.decomp,
-                        &input[*nin..],
-                        &mut inflater.window,
-                        self.window_pos,
-                        inflate_flags::TINFL_FLAG_HAS_MORE_INPUT
-                            | inflate_flags::TINFL_FLAG_IGNORE_ADLER32,
-                    );
+                    let (ended, in_n, out_n) = self
+                        .inflater
+                        .inflate(&input[*nin..], &mut output[*nout..])
+                        .map_err(|e| GzError::CorruptDeflate {
+                            offset: self.total_in + e.nin as u64,
+                        })?;
+                    let written = &output[*nout..*nout + out_n];
+                    self.data_crc.update(written);
+                    self.member_len = self.member_len.wrapping_add(out_n as u32);
+                    self.total_out += out_n as u64;
+                    *nout += out_n;
                     *nin += in_n;
                     self.total_in += in_n as u64;
-                    self.pending_start = self.window_pos;
-                    self.pending_len = out_n;
-                    self.window_pos = (self.window_pos + out_n) & WINDOW_MASK;
-                    match status {
-                        TINFLStatus::Done => self.state = State::Trailer { got: 0 },
-                        TINFLStatus::HasMoreOutput => {}
-                        TINFLStatus::NeedsMoreInput => {
-                            if *nin == input.len() {
-                                // Everything consumed: copy out what was decoded, then ask for more.
-                                self.flush_pending(output, nout);
-                                return Ok(if self.pending_len == 0 {
-                                    GzStatus::NeedsInput
-                                } else {
-                                    GzStatus::OutputFull
-                                });
-                            }
-                            if in_n == 0 && out_n == 0 {
-                                // No progress with input left: cannot happen for valid data.
-                                return Err(GzError::CorruptDeflate {
-                                    offset: self.total_in,
-                                });
-                            }
-                        }
-                        _ => {
-                            return Err(GzError::CorruptDeflate {
-                                offset: self.total_in,
-                            });
-                        }
+                    if ended {
+                        self.state = State::Trailer { got: 0 };
+                    } else if *nin == input.len() && *nout < output.len() {
+                        return Ok(GzStatus::NeedsInput);
+                    } else if in_n == 0 && out_n == 0 && *nout < output.len() {
+                        // An inflater that makes no progress with input and room left.
+                        return Err(GzError::CorruptDeflate {
+                            offset: self.total_in,
+                        });
                     }
                 }
                 State::Trailer { got } => {

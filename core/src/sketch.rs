@@ -27,6 +27,21 @@
 //!
 //! No allocation after construction: the buckets live in a buffer the caller provides
 //! ([`QuantileSketchIn::from_buffer`]) or that [`QuantileSketch::new`] allocates once.
+//!
+//! # Example
+//! ```
+//! use flinch_core::sketch::{QuantileSketch, QuantileSketchIn, RELATIVE_ERROR};
+//!
+//! let mut sketch = QuantileSketch::new(1024); // or QuantileSketchIn::from_buffer([0u64; 2048])
+//! for i in 1..=10_000 {
+//!     sketch.push(i as f64);
+//! }
+//! let s = sketch.stats();
+//! let p99 = s.stats.p99.unwrap(); // exact: 9900.01
+//! assert!((p99 - 9900.01).abs() <= RELATIVE_ERROR * 9900.01);
+//! assert_eq!(s.stats.mean, Some(5000.5)); // exact
+//! assert_eq!(s.collapsed, 0);
+//! ```
 
 use serde::Serialize;
 
@@ -49,7 +64,9 @@ fn bucket_value(idx: i64) -> f64 {
     if !hi.is_finite() || lo == 0.0 {
         return lo;
     }
-    2.0 * lo * (hi / (lo + hi))
+    // 2·lo·hi / (lo + hi), written so that it cannot overflow near f64::MAX.
+    let ratio = hi / lo;
+    lo * (2.0 * ratio / (1.0 + ratio))
 }
 
 /// The positive and negative halves of a bucket buffer.
@@ -310,18 +327,29 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> QuantileSketchIn<B> {
         } else {
             self.value_at(lo + 1)
         };
-        Some(lerp(a, b, h - lo as f64))
+        let t = h - lo as f64;
+        if !(b - a).is_finite() {
+            // Estimates spanning most of the f64 range (only possible with collapsed buckets):
+            // `lerp` would give NaN; take the nearer rank instead.
+            return Some(if t >= 0.5 { b } else { a });
+        }
+        Some(lerp(a, b, t))
     }
 
     /// [`Stats`] with exact `n`, `mean`, `min`, `max` and estimated percentiles, with the
     /// error statement.
     pub fn stats(&self) -> SketchStats {
-        let (p, n) = self.halves_ref();
         SketchStats {
             stats: self.moments.stats_with(QUANTILES.map(|q| self.quantile(q))),
             quantile_relative_error: RELATIVE_ERROR,
-            collapsed: self.pos.collapsed_count(p) + self.neg.collapsed_count(n),
+            collapsed: self.collapsed(),
         }
+    }
+
+    /// Values whose bucket was collapsed (see [`SketchStats::collapsed`]).
+    pub fn collapsed(&self) -> u64 {
+        let (p, n) = self.halves_ref();
+        self.pos.collapsed_count(p) + self.neg.collapsed_count(n)
     }
 
     /// Forgets every value; keeps the buffer.
@@ -526,5 +554,39 @@ mod tests {
         assert_eq!((st.min, st.max), (Some(Num::Int(-2)), Some(Num::Int(9))));
         assert_eq!(st.mean, Some(4.25));
         assert!(QuantileSketchIn::from_buffer([0u64; 1]).is_none());
+    }
+
+    /// The whole f64 range at once: no panic, exact moments, collapse reported, and every
+    /// estimate inside [min, max].
+    #[test]
+    fn extreme_values_do_not_break_it() {
+        let values = [
+            f64::MAX,
+            5e-324,
+            -f64::MAX,
+            1.0,
+            -5e-324,
+            f64::MIN_POSITIVE,
+            0.0,
+            1e300,
+            -1e-300,
+        ];
+        for buckets in [1, 2, 16, 2048] {
+            let mut s = QuantileSketch::new(buckets);
+            values.iter().for_each(|&v| {
+                s.push(v);
+            });
+            let st = s.stats();
+            let exact = stats_f64(&values);
+            assert_eq!(
+                (st.stats.n, st.stats.min, st.stats.max),
+                (exact.n, exact.min, exact.max)
+            );
+            assert_eq!(st.stats.mean, exact.mean);
+            for p in [st.stats.p50, st.stats.p90, st.stats.p95, st.stats.p99] {
+                let p = p.unwrap();
+                assert!((-f64::MAX..=f64::MAX).contains(&p), "{buckets}: {st:?}");
+            }
+        }
     }
 }

@@ -15,8 +15,22 @@
 //! For bounded memory use [`crate::sketch::QuantileSketch`], which gives the same shape with a
 //! stated error bound.
 //!
-//! One departure: where Python's `math.fsum` raises `OverflowError` (a finite sum beyond the f64
-//! range), the mean here is `±inf`, which serializes as `null`.
+//! One departure: where Python's `math.fsum` raises `OverflowError` (a partial or final sum
+//! beyond the f64 range, e.g. `[MAX, MAX, -MAX]`), the reference crashes; here the mean is the
+//! correctly rounded exact sum / n (`MAX / 3` there), or `±inf` when the sum itself is beyond the
+//! range, which serializes as `null`.
+//!
+//! # Example
+//! ```
+//! use flinch_core::stats::{Num, stats, stats_f64};
+//!
+//! let s = stats(&[Num::Int(5), Num::Float(1.5), Num::Float(f64::NAN), Num::Int(2)]);
+//! assert_eq!(s.n, 3);
+//! assert_eq!(s.min, Some(Num::Float(1.5)));
+//! assert_eq!(s.max, Some(Num::Int(5))); // prints as `5`, as the reference does
+//! assert_eq!(s.p50, Some(2.0));
+//! assert_eq!(stats_f64(&[0.1; 10]).mean, Some(0.1)); // fsum: exactly 1.0 / 10
+//! ```
 
 use core::cmp::Ordering;
 
@@ -122,6 +136,17 @@ impl From<i32> for Num {
 impl From<u32> for Num {
     fn from(i: u32) -> Num {
         Num::Int(i64::from(i))
+    }
+}
+
+impl From<u64> for Num {
+    /// An `Int` when it fits in i64, else the nearest `Float` (Python would keep the integer;
+    /// such a value then prints as a float and compares as one).
+    fn from(u: u64) -> Num {
+        match i64::try_from(u) {
+            Ok(i) => Num::Int(i),
+            Err(_) => Num::Float(u as f64),
+        }
     }
 }
 
@@ -473,7 +498,7 @@ impl Moments {
 }
 
 /// Exact SPEC §4 stats of `values`, without allocating. Reorders the slice: finite values are
-/// moved to the front and sorted.
+/// moved to the front and sorted. (Same zero-sign caveat as [`stats_f64_in_place`].)
 pub fn stats_in_place(values: &mut [Num]) -> Stats {
     let mut moments = Moments::default();
     let mut kept = 0;
@@ -490,7 +515,9 @@ pub fn stats_in_place(values: &mut [Num]) -> Stats {
     moments.stats_with(pct)
 }
 
-/// Exact SPEC §4 stats of f64 values, without allocating (reorders the slice).
+/// Exact SPEC §4 stats of f64 values, without allocating (reorders the slice). Bit-identical
+/// to the reference except, where both `0.0` and `-0.0` occur, possibly the sign of a zero
+/// percentile (Python's stable sort keeps their input order; JSON values compare equal).
 pub fn stats_f64_in_place(values: &mut [f64]) -> Stats {
     let mut moments = Moments::default();
     let mut kept = 0;
@@ -684,6 +711,19 @@ mod tests {
             serde_json::to_string(&s).unwrap(),
             r#"{"n":1,"mean":5.0,"min":5,"p50":5.0,"p90":5.0,"p95":5.0,"p99":5.0,"max":5}"#
         );
+    }
+
+    #[test]
+    fn conversions() {
+        assert_eq!(Num::from(7u64), Num::Int(7));
+        assert_eq!(
+            Num::from(u64::MAX),
+            Num::Float(18446744073709551615u64 as f64)
+        );
+        assert_eq!(Num::from(-3i32), Num::Int(-3));
+        assert_ne!(Num::Int(5), Num::Float(5.0));
+        assert_eq!(serde_json::to_string(&Num::Float(5.0)).unwrap(), "5.0");
+        assert_eq!(serde_json::to_string(&Num::Int(5)).unwrap(), "5");
     }
 
     #[test]

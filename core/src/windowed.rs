@@ -19,6 +19,29 @@
 //! [`QuantileSketchIn`] (mean, min, max exact; percentiles within the sketch's stated error).
 //! [`WindowedStats::exact`] and [`WindowedStats::bounded`] allocate at construction only;
 //! [`WindowedStatsIn::from_parts`] runs on caller-provided arrays with no allocator.
+//!
+//! # Example
+//! ```
+//! use flinch_core::windowed::{Window, WindowedStats};
+//!
+//! let (start, duration) = (1000.0, 600.0);
+//! let windows = [
+//!     Window::ALL,
+//!     Window::inclusive(start, start + 300.0),                       // first 5 min
+//!     Window::inclusive(start + duration - 60.0, start + duration), // last 60 s
+//! ];
+//! const CPU: usize = 0;
+//! let mut ws = WindowedStats::exact(&windows, 1);
+//! for i in 0..2000 {
+//!     let unix = 900.0 + i as f64;
+//!     ws.begin_row(unix);
+//!     ws.push(CPU, (i % 100) as f64);
+//!     ws.push_power(250.0);
+//! }
+//! assert_eq!(ws.summary(1).unwrap().samples, 301);
+//! assert_eq!(ws.summary(2).unwrap().energy_j, Some(250.0 * 60.0));
+//! assert_eq!(ws.stats(2, CPU).unwrap().n, 61);
+//! ```
 
 use serde::Serialize;
 
@@ -119,10 +142,10 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> StatsSink for QuantileSketchIn<B> {
         QuantileSketchIn::stats(self).stats
     }
     fn quantile_relative_error(&self) -> f64 {
-        QuantileSketchIn::stats(self).quantile_relative_error
+        crate::sketch::RELATIVE_ERROR
     }
     fn collapsed(&self) -> u64 {
-        QuantileSketchIn::stats(self).collapsed
+        QuantileSketchIn::collapsed(self)
     }
 }
 

@@ -162,7 +162,10 @@ fn read_object(path: &PyPath, w: &mut Warnings) -> Option<Map<String, Value>> {
             return None;
         }
     };
-    match serde_json::from_slice::<Value>(&bytes) {
+    // serde_json's error carries the line and column; NaN/Infinity tokens get a second try.
+    let parsed = serde_json::from_slice::<Value>(&bytes)
+        .or_else(|e| jsonl::parse_line(&bytes).map_err(|_| e));
+    match parsed {
         Ok(Value::Object(m)) => Some(m),
         Ok(_) => {
             w.note(format!("{shown}: not a JSON object; skipped"));

@@ -74,7 +74,6 @@ fn scripted_recording_matches_the_golden_csv_and_sidecar() {
 
 /// `flinch-trace analyze` prints what the reference printed for each mark pair of the golden.
 #[test]
-#[ignore = "needs `flinch-trace analyze` (core numerics issue); run with --ignored once it lands"]
 fn golden_csv_reads_back_through_analyze_like_the_reference() {
     let golden = std::fs::read_to_string(repo().join("tests/record/golden.analyze.txt")).unwrap();
     let csv = repo().join("tests/record/golden.csv");
@@ -98,4 +97,27 @@ fn golden_csv_reads_back_through_analyze_like_the_reference() {
         checked += 1;
     }
     assert_eq!(checked, 4);
+}
+
+/// The fuller `--json` analysis finds the scripted pause and the compute before it.
+#[test]
+fn golden_csv_verdicts_find_the_pause() {
+    let csv = repo().join("tests/record/golden.csv");
+    for (start, end, want) in [
+        ("pause_start", "pause_end", "waiting"),
+        ("infer_start", "pause_start", "compute"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
+            .arg("analyze")
+            .arg("--csv")
+            .arg(&csv)
+            .args(["--start", start, "--end", end, "--json"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["window"]["verdict"]["verdict"], want, "{start}..{end}");
+        // The recorder's NVML energy counter column is read back too.
+        assert!(v["window"]["total"]["energy_counter_j"].as_f64().unwrap() > 0.0);
+    }
 }

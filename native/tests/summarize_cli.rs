@@ -220,6 +220,16 @@ fn crash_cases_keep_the_runs_and_say_what_was_skipped() {
             ),
         ])
     );
+    assert_eq!(
+        got["telemetry"]["badreport"]["warnings"],
+        serde_json::json!([
+            "crashes/badreport/report.json: malformed JSON (EOF while parsing a value at line 1 column 38); skipped"
+        ])
+    );
+    assert_eq!(
+        got["telemetry"]["badstatus"]["warnings"],
+        serde_json::json!(["crashes/badstatus-host/status.json: not a JSON object; skipped"])
+    );
     let noreq = got["telemetry"]["noreq"]["warnings"][0].as_str().unwrap();
     assert!(
         noreq.starts_with("crashes/noreq/requests.jsonl: cannot read ("),
@@ -302,5 +312,74 @@ fn deep_compare_helper_catches_differences() {
     assert_eq!(
         keys_in_order(r#"{"b": {"x\"": 1}, "a": "k:"}"#),
         ["b", "x\"", "a"]
+    );
+}
+
+/// X-only traces (object form and .gz, epoch timestamps with fractions) summarized in parallel
+/// equal the reference; category sums and unions equal exact Decimal arithmetic (the golden
+/// holds those, see tests/summarize/exact_trace_sums.py), not the reference's drifting sums.
+#[test]
+fn traces_match_the_reference_with_exact_sums() {
+    let got = check_parity("traces", "traces", &[]);
+    assert!(
+        !serde_json::to_string(&got)
+            .unwrap()
+            .contains("\"warnings\"")
+    );
+    assert_eq!(got["traces"][0]["categories"]["kernel"]["events"], 83);
+    assert_eq!(got["traces"][2]["status"], "not_analyzed");
+}
+
+/// The reference gives error entries for a bare-array trace, a cut .json and a cut .gz, and
+/// crashes on a malformed diagnostic report; flinch-trace summarizes what was read (equal to
+/// the reference on the clean twins) and says so.
+#[test]
+fn cut_and_bare_array_traces_are_summarized_with_warnings() {
+    let got = check_parity("tracecrash.clean", "tracecrash", &[]);
+    let warnings = |i: usize| -> Vec<String> {
+        got["traces"][i]["warnings"]
+            .as_array()
+            .unwrap_or_else(|| panic!("trace {i} has no warnings: {}", got["traces"][i]))
+            .iter()
+            .map(|w| w.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let sources: Vec<&str> = got["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            "tracecrash/t-trace/traces/bare.json",
+            "tracecrash/t-trace/traces/cut.json",
+            "tracecrash/t-trace/traces/cutgz.json.gz",
+            "tracecrash/u-trace/traces/u.json",
+        ]
+    );
+    assert!(
+        warnings(0).iter().any(|w| w.contains("bare-array")),
+        "{:?}",
+        warnings(0)
+    );
+    assert!(
+        warnings(1)
+            .iter()
+            .any(|w| w.contains("trunc") || w.contains("cut")),
+        "{:?}",
+        warnings(1)
+    );
+    assert!(
+        warnings(2)
+            .iter()
+            .any(|w| w.contains("truncated gzip member")),
+        "{:?}",
+        warnings(2)
+    );
+    assert_eq!(got["traces"][3]["status"], "not_analyzed");
+    assert!(
+        warnings(3)[0].starts_with("tracecrash/u-trace/report.json: unreadable or malformed (")
     );
 }

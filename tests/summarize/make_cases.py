@@ -250,6 +250,16 @@ def case_crashes(root_bad, root_clean):
     base_run(root_clean, "noreq", random.Random(4))
     (root_bad / "noreq" / "requests.jsonl").unlink()
     (root_clean / "noreq" / "requests.jsonl").write_text("", encoding="utf-8")
+    # A malformed report.json (clean: none, so only whole_run) and a status.json that is a
+    # list (clean: none, treated as {}).
+    base_run(root_bad, "badreport", random.Random(5), minutes=2)
+    base_run(root_clean, "badreport", random.Random(5), minutes=2)
+    (root_bad / "badreport" / "report.json").write_text('{"status": "completed", "start_unix": ')
+    (root_clean / "badreport" / "report.json").unlink()
+    base_run(root_bad, "badstatus", random.Random(6), minutes=2)
+    base_run(root_clean, "badstatus", random.Random(6), minutes=2)
+    (root_bad / "badstatus-host" / "status.json").write_text("[1, 2]")
+    (root_clean / "badstatus-host" / "status.json").unlink()
 
 
 def trace_events(rng, count, t0_us=1712195495406752.8):
@@ -306,6 +316,11 @@ def case_trace_crashes(root_bad, root_clean):
     for root in (root_bad, root_clean):
         write_json(root / "t-trace" / "report.json", {"status": "completed"})
         (root / "t-trace" / "traces").mkdir(parents=True)
+    # A diagnostic whose report.json is malformed: listed as not analyzed (clean: no report).
+    for root in (root_bad, root_clean):
+        (root / "u-trace" / "traces").mkdir(parents=True)
+        (root / "u-trace" / "traces" / "u.json").write_text('{"traceEvents": []}')
+    (root_bad / "u-trace" / "report.json").write_text("{oops")
     bare = trace_events(rng, 200)
     (root_bad / "t-trace" / "traces" / "bare.json").write_text(trace_text(bare, bare=True))
     (root_clean / "t-trace" / "traces" / "bare.json").write_text(trace_text(bare))

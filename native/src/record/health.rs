@@ -88,6 +88,8 @@ pub struct Health {
     pub jitter: Histogram,
     /// Time to read one GPU (all its NVML calls), ns.
     pub gpu_read: Histogram,
+    /// Wall time from wake-up to the end of the tick's work (reads, formatting, hand-off), ns.
+    pub tick_work: Histogram,
     /// GPU samples whose power equals that GPU's previous sample.
     pub repeated_power: u64,
     /// GPU samples that had a previous sample to compare with.
@@ -121,6 +123,10 @@ pub struct HealthSummary {
     pub gpu_read_p50_us: Option<f64>,
     /// 99th percentile time to read one GPU, µs.
     pub gpu_read_p99_us: Option<f64>,
+    /// Median wall time of one tick's work (wake-up to hand-off), µs.
+    pub tick_work_p50_us: Option<f64>,
+    /// 99th percentile wall time of one tick's work, µs.
+    pub tick_work_p99_us: Option<f64>,
     /// Share of GPU samples whose power repeated the previous reading.
     pub repeated_power_fraction: Option<f64>,
     /// Sampling thread CPU time per tick, µs.
@@ -142,6 +148,8 @@ impl Health {
             jitter_max_us: us(self.jitter.max()),
             gpu_read_p50_us: us(self.gpu_read.quantile(0.5)),
             gpu_read_p99_us: us(self.gpu_read.quantile(0.99)),
+            tick_work_p50_us: us(self.tick_work.quantile(0.5)),
+            tick_work_p99_us: us(self.tick_work.quantile(0.99)),
             repeated_power_fraction: (self.compared_power > 0)
                 .then(|| self.repeated_power as f64 / self.compared_power as f64),
             sampler_cpu_us_per_tick: (self.ticks > 0)
@@ -169,7 +177,8 @@ impl HealthSummary {
         };
         format!(
             "sampler: {} ticks, {} missed; jitter p50 {} p99 {} max {}; GPU read p50 {} p99 {}; \
-             repeated power readings {rep}; sampler CPU {} per tick",
+             tick work p50 {} p99 {}; repeated power readings {rep}; sampler thread CPU {} per tick \
+             (sleep/wake included)",
             self.ticks,
             self.missed_ticks,
             fmt_us(self.jitter_p50_us),
@@ -177,6 +186,8 @@ impl HealthSummary {
             fmt_us(self.jitter_max_us),
             fmt_us(self.gpu_read_p50_us),
             fmt_us(self.gpu_read_p99_us),
+            fmt_us(self.tick_work_p50_us),
+            fmt_us(self.tick_work_p99_us),
             fmt_us(self.sampler_cpu_us_per_tick),
         )
     }

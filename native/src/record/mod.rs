@@ -149,6 +149,14 @@ fn validate(a: &Args) -> Result<(), String> {
     if a.scripted_gpu.is_some() && a.gpu.is_some() {
         return Err("error: --gpu does not apply to a scripted GPU source".into());
     }
+    if let Some(g) = &a.gpu {
+        let mut seen = g.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != g.len() {
+            return Err("error: --gpu lists a GPU twice".into());
+        }
+    }
     if a.host_interval_ms == 0 || a.host_jsonl_interval_ms == 0 {
         return Err("error: host intervals must be at least 1 ms".into());
     }
@@ -204,12 +212,19 @@ pub fn run(args: Args) -> CmdResult {
     let rapl = if args.no_rapl {
         rapl::Rapl::none()
     } else {
-        if let Some(p) = &args.rapl
-            && !p.exists()
-        {
-            return Err(format!("error: --rapl {}: no such file", p.display()));
-        }
-        let r = rapl::Rapl::discover(&args.powercap_root, args.rapl.as_deref());
+        // A missing --rapl file (e.g. the reference's default path on a machine without RAPL)
+        // is one warning, as in the reference it was blank columns.
+        let primary = match &args.rapl {
+            Some(p) if !p.exists() => {
+                warn(format!(
+                    "warning: RAPL: --rapl {}: no such file; rapl_energy_uj falls back to the first package zone, if any",
+                    p.display()
+                ));
+                None
+            }
+            other => other.as_deref(),
+        };
+        let r = rapl::Rapl::discover(&args.powercap_root, primary);
         if let Some(w) = r.warning() {
             warn(w);
         }

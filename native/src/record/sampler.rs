@@ -11,6 +11,9 @@ use super::host::{Host, HostReading};
 use super::rapl::Rapl;
 use super::writer::{Msg, RowSender, TickFields, push_mark_row, push_sample_row};
 
+const SEND_BYTES: usize = 8 * 1024;
+const SEND_EVERY_NS: u64 = 50_000_000;
+
 /// How the loop runs.
 pub struct SamplerConfig {
     /// Tick period, ns.
@@ -137,6 +140,13 @@ fn push_jsonl(
     buf.extend_from_slice(b"}\n");
 }
 
+/// The first point of the grid `start + k * every` after `now` (slower schedules stay on their
+/// own grid whatever the lateness of the tick that served them).
+fn next_on_grid(start: u64, every: u64, now: u64) -> u64 {
+    let every = every.max(1);
+    start + (now.saturating_sub(start) / every + 1) * every
+}
+
 /// Runs the loop until the end time, `stop`, or a writer failure; returns the health counters.
 pub fn run(
     cfg: &SamplerConfig,
@@ -162,6 +172,11 @@ pub fn run(
     if let Some(h) = src.host.as_mut() {
         h.read();
     }
+    // Rows are handed to the writer in batches (every 50 ms or 8 KiB): one wake-up of the
+    // writer thread per batch instead of per tick.
+    let mut buf = sender.buffer();
+    let mut buf_rows = 0u64;
+    let mut last_send = start;
     let mut k: u64 = 0;
     loop {
         let deadline = start + k * interval;
@@ -186,7 +201,6 @@ pub fn run(
         let wake = clock.mono_ns();
         health.jitter.add(wake.saturating_sub(deadline));
 
-        let mut buf = sender.buffer();
         let mut rows = 0u64;
         if let Some(g) = src.gpu.as_mut() {
             while let Some(label) = g.take_scripted_mark() {
@@ -204,7 +218,7 @@ pub fn run(
         src.rapl.read_into(&mut rapl_vals);
         let host = match src.host.as_mut() {
             Some(h) if wake >= next_host => {
-                next_host = wake.max(next_host) + cfg.host_every_ns;
+                next_host = next_on_grid(start, cfg.host_every_ns, wake);
                 let r = h.read();
                 last_host = Some(r);
                 Some(r)
@@ -259,9 +273,17 @@ pub fn run(
                 }
             }
         }
-        sender.send(Msg::Csv(buf, rows));
+        buf_rows += rows;
+        if buf.len() >= SEND_BYTES || wake.saturating_sub(last_send) >= SEND_EVERY_NS {
+            sender.send(Msg::Csv(
+                std::mem::replace(&mut buf, sender.buffer()),
+                buf_rows,
+            ));
+            buf_rows = 0;
+            last_send = wake;
+        }
         if jsonl_due {
-            next_jsonl = wake.max(next_jsonl) + cfg.jsonl_every_ns.unwrap_or(0);
+            next_jsonl = next_on_grid(start, cfg.jsonl_every_ns.unwrap_or(1), wake);
             let mut j = sender.buffer();
             push_jsonl(
                 &mut j,
@@ -276,12 +298,16 @@ pub fn run(
 
         k += 1;
         let now = clock.mono_ns();
+        health.tick_work.add(now.saturating_sub(wake));
         let next = start + k * interval;
         if now > next {
             let behind = (now - start) / interval + 1;
             health.missed_ticks += behind - k;
             k = behind;
         }
+    }
+    if buf_rows > 0 {
+        sender.send(Msg::Csv(buf, buf_rows));
     }
     health.sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     health.rapl_read_errors = src.rapl.read_errors();

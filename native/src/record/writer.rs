@@ -1,7 +1,7 @@
 //! The CSV layout, row formatting, and the one thread that owns the output files.
 //!
 //! Producers (the sampler, the marks reader) format whole rows into byte buffers and send them;
-//! buffers come back through a pool, so the steady state does not allocate. The writer buffers,
+//! buffers come back through a pool, so rows are not allocated one by one. The writer buffers,
 //! flushes every [`FLUSH_EVERY`] or 64 KiB, and on a write error (ENOSPC, EFBIG...) truncates the
 //! file back to its last whole row, so the file is always complete up to a row boundary.
 use std::fs::{File, OpenOptions};

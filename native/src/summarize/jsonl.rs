@@ -93,7 +93,7 @@ fn is_blank(line: &[u8]) -> bool {
 /// Parses one line; on failure retries with `NaN`, `Infinity` and `-Infinity` tokens (which
 /// Python's json accepts) outside strings replaced by `null`. Every figure treats a
 /// non-finite number like null (statistics drop both), so this is silent.
-fn parse_line(line: &[u8]) -> Result<Value, String> {
+pub fn parse_line(line: &[u8]) -> Result<Value, String> {
     match serde_json::from_slice::<Value>(line) {
         Ok(v) => Ok(v),
         Err(e) => {

@@ -5,6 +5,8 @@ use std::fs;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use flinch_core::Limits;
+use flinch_core::summary::{Categories, OpRow};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -128,19 +130,44 @@ pub fn summarize_all(runs: &PyPath) -> Vec<TraceEntry> {
     out.into_iter().flatten().collect()
 }
 
-/// One trace's summary entry.
+/// One trace's summary entry: streamed through the core scanner and summary by the same code
+/// as `flinch-trace trace` (exact mode), projected onto the reference's keys.
 fn summarize_one(path: &PyPath) -> TraceEntry {
-    TraceEntry::Error {
-        source: path.to_py_string(),
-        error: "trace summaries need the trace engine (core/src/summary.rs), not yet in this build"
-            .to_owned(),
+    let source = path.to_py_string();
+    match crate::trace::summarize_file(&path.to_fs(), &source, Limits::EXACT, TOP_OPS) {
+        Ok(r) => TraceEntry::Summary(TraceSummaryEntry {
+            source: r.source,
+            scope: r.scope,
+            categories: r.categories,
+            largest_ops_by_duration_sum: r.largest_ops_by_duration_sum,
+            warnings: r.warnings,
+        }),
+        Err(error) => TraceEntry::Error { source, error },
     }
+}
+
+/// Ops listed per trace, as the reference (`[:40]`).
+const TOP_OPS: usize = 40;
+
+/// A summarized trace: exactly the reference `trace_summary` keys, plus `warnings` when
+/// something was skipped or the trace was cut, bare-array, or otherwise not what the
+/// reference reads.
+#[derive(Serialize, Debug, Clone)]
+pub struct TraceSummaryEntry {
+    source: String,
+    scope: &'static str,
+    categories: Categories,
+    largest_ops_by_duration_sum: Vec<OpRow>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 /// One entry of `traces`, keys in the reference's order.
 #[derive(Serialize, Debug, Clone)]
 #[serde(untagged)]
 pub enum TraceEntry {
+    /// The trace's summary.
+    Summary(TraceSummaryEntry),
     /// The diagnostic run has no completed report.
     NotAnalyzed {
         /// The trace file.

@@ -1,0 +1,416 @@
+//! Input files for the subcommands: plain or gzip, detected by magic bytes (never by name).
+//!
+//! [`open_input`] starts a reader thread that fills a bounded ring of recycled buffers (4 x 1 MiB
+//! by default) and hands them to the consumer, so reading and inflating on one core overlap with
+//! scanning on the other. Memory stays at the ring's size whatever the file size.
+//!
+//! Gzip is inflated by the core's gzip framing (`flinch_core::gzip::GzDecoder`: header state
+//! machine, CRC32/ISIZE checks, multi-member, error offsets) over zlib-rs raw inflate, which
+//! measured ~1.75x less CPU per byte than the core's miniz_oxide inflater on the benchmark trace
+//! (see BENCHMARKS.md, "Trace engine"). The web page uses the same framing over miniz_oxide.
+//!
+//! A cut `.gz` yields every byte decoded before the cut, then an [`InputError`] with
+//! [`InputError::truncated`] set and the message "truncated gzip member at byte N": callers treat
+//! it as truncation, not failure.
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread;
+
+use flinch_core::gzip::{GzDecoder, InflateError, RawInflate, is_gzip};
+
+/// Sizes of the buffer ring between the reader thread and the consumer.
+#[derive(Clone, Copy, Debug)]
+pub struct InputOptions {
+    /// Buffers in the ring (at least 2).
+    pub buffers: usize,
+    /// Bytes per buffer (decoded bytes per chunk), and the size of compressed reads.
+    pub buffer_bytes: usize,
+}
+
+impl Default for InputOptions {
+    fn default() -> Self {
+        InputOptions {
+            buffers: 4,
+            buffer_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A read or decode error, with the byte offset in the file where it applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputError {
+    /// One line, e.g. "truncated gzip member at byte 1234" (no file name: callers add it).
+    pub message: String,
+    /// The gzip stream was cut short: every byte decoded before the cut was delivered.
+    pub truncated: bool,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Compressed (file) bytes read so far, shared with the reader thread; for a progress bar.
+// No subcommand draws a progress bar yet; the tests exercise it.
+#[allow(dead_code)]
+#[derive(Clone, Debug)]
+pub struct Progress {
+    read: Arc<AtomicU64>,
+    total: u64,
+}
+
+#[allow(dead_code)]
+impl Progress {
+    /// File bytes read so far (compressed bytes for gzip).
+    pub fn bytes_read(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
+    }
+    /// The file's size in bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.total
+    }
+}
+
+enum Msg {
+    Data(Vec<u8>, usize),
+    End,
+    Error(InputError),
+}
+
+/// A chunk source over one input file. Call [`Input::next_chunk`] until it returns `Ok(None)`
+/// (or an error); it also implements [`std::io::Read`].
+pub struct Input {
+    rx: Receiver<Msg>,
+    free: SyncSender<Vec<u8>>,
+    current: Option<(Vec<u8>, usize)>,
+    /// Read position in `current` for the `Read` impl.
+    pos: usize,
+    done: bool,
+    gzip: bool,
+    #[allow(dead_code)]
+    progress: Progress,
+}
+
+/// Opens `path` with the default ring (4 x 1 MiB) and starts its reader thread.
+///
+/// # Errors
+/// "cannot open PATH: reason" when the file cannot be opened or read.
+pub fn open_input(path: &Path) -> Result<Input, String> {
+    open_input_with(path, InputOptions::default())
+}
+
+/// Opens `path` with the given ring sizes and starts its reader thread.
+///
+/// # Errors
+/// "cannot open PATH: reason" when the file cannot be opened or read.
+pub fn open_input_with(path: &Path, options: InputOptions) -> Result<Input, String> {
+    let cannot = |e: io::Error| format!("cannot open {}: {e}", path.display());
+    let mut file = File::open(path).map_err(cannot)?;
+    let total = file.metadata().map_err(cannot)?.len();
+    let buffer_bytes = options.buffer_bytes.max(64);
+    // Sniff the magic from the first read; the bytes read go to the worker as its first input.
+    let mut first = vec![0u8; buffer_bytes];
+    let first_len = read_retry(&mut file, &mut first).map_err(cannot)?;
+    let gzip = is_gzip(&first[..first_len]);
+    let read = Arc::new(AtomicU64::new(first_len as u64));
+
+    let buffers = options.buffers.max(2);
+    let (tx, rx) = sync_channel(buffers);
+    let (free, free_rx) = sync_channel(buffers);
+    for _ in 0..buffers {
+        free.send(vec![0u8; buffer_bytes])
+            .expect("the receiver is alive");
+    }
+    let worker = Worker {
+        file,
+        inbuf: first,
+        in_len: first_len,
+        read: read.clone(),
+        tx,
+        free: free_rx,
+    };
+    let name = if gzip {
+        "flinch-inflate"
+    } else {
+        "flinch-read"
+    };
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            if gzip {
+                worker.run_gzip()
+            } else {
+                worker.run_plain()
+            }
+        })
+        .map_err(|e| format!("cannot start the reader thread for {}: {e}", path.display()))?;
+    Ok(Input {
+        rx,
+        free,
+        current: None,
+        pos: 0,
+        done: false,
+        gzip,
+        progress: Progress { read, total },
+    })
+}
+
+impl Input {
+    /// Whether the file is gzip (by its magic bytes).
+    pub fn is_gzip(&self) -> bool {
+        self.gzip
+    }
+
+    /// A handle on the compressed bytes read so far, for a progress bar.
+    #[allow(dead_code)]
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
+    }
+
+    /// The next chunk of (decoded) bytes; `Ok(None)` at the end of a complete input. The chunk
+    /// is valid until the next call. After an error, later calls return `Ok(None)`.
+    ///
+    /// # Errors
+    /// An [`InputError`] naming the byte offset: a read error, corrupt gzip data, or a cut gzip
+    /// stream ([`InputError::truncated`]) after every byte decoded before the cut was returned.
+    pub fn next_chunk(&mut self) -> Result<Option<&[u8]>, InputError> {
+        if let Some((buf, _)) = self.current.take() {
+            // Back to the ring; never blocks: the channel holds every buffer there is.
+            let _ = self.free.try_send(buf);
+        }
+        self.pos = 0;
+        if self.done {
+            return Ok(None);
+        }
+        match self.rx.recv() {
+            Ok(Msg::Data(buf, len)) => {
+                let (buf, len) = self.current.insert((buf, len));
+                Ok(Some(&buf[..*len]))
+            }
+            Ok(Msg::End) => {
+                self.done = true;
+                Ok(None)
+            }
+            Ok(Msg::Error(e)) => {
+                self.done = true;
+                Err(e)
+            }
+            Err(_) => {
+                self.done = true;
+                Err(InputError {
+                    message: "the input reader thread stopped unexpectedly".into(),
+                    truncated: false,
+                })
+            }
+        }
+    }
+}
+
+impl Read for Input {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if let Some((buf, len)) = &self.current
+                && self.pos < *len
+            {
+                let n = (*len - self.pos).min(out.len());
+                out[..n].copy_from_slice(&buf[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            match self.next_chunk() {
+                Ok(Some(_)) => {}
+                Ok(None) => return Ok(0),
+                Err(e) => {
+                    let kind = if e.truncated {
+                        io::ErrorKind::UnexpectedEof
+                    } else {
+                        io::ErrorKind::InvalidData
+                    };
+                    return Err(io::Error::new(kind, e));
+                }
+            }
+        }
+    }
+}
+
+/// zlib-rs raw inflate (through flate2) as the core gzip framing's [`RawInflate`].
+pub struct ZlibRsInflate(flate2::Decompress);
+
+impl ZlibRsInflate {
+    /// A raw-deflate inflater (no zlib header).
+    pub fn new() -> ZlibRsInflate {
+        ZlibRsInflate(flate2::Decompress::new(false))
+    }
+}
+
+impl Default for ZlibRsInflate {
+    fn default() -> Self {
+        ZlibRsInflate::new()
+    }
+}
+
+impl RawInflate for ZlibRsInflate {
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(bool, usize, usize), InflateError> {
+        let (in0, out0) = (self.0.total_in(), self.0.total_out());
+        let result = self
+            .0
+            .decompress(input, output, flate2::FlushDecompress::None);
+        let nin = (self.0.total_in() - in0) as usize;
+        let nout = (self.0.total_out() - out0) as usize;
+        match result {
+            Ok(flate2::Status::StreamEnd) => Ok((true, nin, nout)),
+            // BufError: no progress possible (no input, or no room): not an error here.
+            Ok(flate2::Status::Ok | flate2::Status::BufError) => Ok((false, nin, nout)),
+            Err(_) => Err(InflateError { nin }),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.0.reset(false);
+    }
+}
+
+/// Reads like `Read::read`, retrying on `Interrupted`.
+fn read_retry(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match file.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+/// The reader thread's state.
+struct Worker {
+    file: File,
+    /// Compressed input for gzip; for plain files, only the sniffed first bytes.
+    inbuf: Vec<u8>,
+    in_len: usize,
+    read: Arc<AtomicU64>,
+    tx: SyncSender<Msg>,
+    free: Receiver<Vec<u8>>,
+}
+
+impl Worker {
+    fn read_error(&self, e: io::Error) -> InputError {
+        InputError {
+            message: format!(
+                "read error at byte {}: {e}",
+                self.read.load(Ordering::Relaxed)
+            ),
+            truncated: false,
+        }
+    }
+
+    /// Plain files: read straight into the ring's buffers.
+    fn run_plain(mut self) {
+        let mut first = Some(self.in_len);
+        loop {
+            let Ok(mut out) = self.free.recv() else {
+                return; // the consumer is gone
+            };
+            let mut filled = 0;
+            if let Some(n) = first.take() {
+                // The sniffed bytes come first (same buffer size, so they fit).
+                out[..n].copy_from_slice(&self.inbuf[..n]);
+                filled = n;
+                self.inbuf = Vec::new();
+            }
+            let mut end = None;
+            while filled < out.len() {
+                match read_retry(&mut self.file, &mut out[filled..]) {
+                    Ok(0) => {
+                        end = Some(Msg::End);
+                        break;
+                    }
+                    Ok(n) => {
+                        filled += n;
+                        self.read.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        end = Some(Msg::Error(self.read_error(e)));
+                        break;
+                    }
+                }
+            }
+            if filled > 0 && self.tx.send(Msg::Data(out, filled)).is_err() {
+                return;
+            }
+            if let Some(msg) = end {
+                let _ = self.tx.send(msg);
+                return;
+            }
+        }
+    }
+
+    /// Gzip files: inflate into the ring's buffers.
+    fn run_gzip(mut self) {
+        let mut dec = GzDecoder::with_inflater(ZlibRsInflate::new());
+        let mut in_pos = 0;
+        let mut eof = false;
+        loop {
+            let Ok(mut out) = self.free.recv() else {
+                return;
+            };
+            let mut filled = 0;
+            let end = loop {
+                if in_pos == self.in_len {
+                    if eof {
+                        break Some(match dec.finish() {
+                            Ok(()) => Msg::End,
+                            Err(e) => Msg::Error(gz_error(e)),
+                        });
+                    }
+                    match read_retry(&mut self.file, &mut self.inbuf) {
+                        Ok(0) => eof = true,
+                        Ok(n) => {
+                            self.in_len = n;
+                            in_pos = 0;
+                            self.read.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Err(e) => break Some(Msg::Error(self.read_error(e))),
+                    }
+                    continue;
+                }
+                match dec.decode(&self.inbuf[in_pos..self.in_len], &mut out[filled..]) {
+                    Ok((_, nin, nout)) => {
+                        in_pos += nin;
+                        filled += nout;
+                        if filled == out.len() {
+                            break None;
+                        }
+                    }
+                    Err(e) => break Some(Msg::Error(gz_error(e))),
+                }
+            };
+            if filled > 0 && self.tx.send(Msg::Data(out, filled)).is_err() {
+                return;
+            }
+            if let Some(msg) = end {
+                let _ = self.tx.send(msg);
+                return;
+            }
+        }
+    }
+}
+
+fn gz_error(e: flinch_core::gzip::GzError) -> InputError {
+    InputError {
+        message: e.to_string(),
+        truncated: e.is_truncated(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
