@@ -201,7 +201,9 @@ function usToText(us) {
 function renderTrace(r) {
   $('#trace-result').hidden = false;
   const cats = Object.entries(r.categories || {});
-  const events = cats.reduce((s, [, c]) => s + (c.events || 0), 0);
+  const events = r.totals && r.totals.duration_events != null
+    ? r.totals.duration_events
+    : cats.reduce((s, [, c]) => s + (c.events || 0), 0);
   const notes = [];
   if (r.truncated) notes.push('truncated input: summarized from what was read');
   for (const w of r.warnings || []) notes.push(typeof w === 'string' ? w : JSON.stringify(w));

@@ -7,6 +7,7 @@
 // Cancel = the page terminates this worker and starts a fresh one.
 import init, { Analyzer } from './pkg/flinch_wasm.js';
 
+const PIECE_BYTES = 256 * 1024;
 let wasm;
 const ready = init().then(
   (exports) => {
@@ -33,7 +34,11 @@ async function analyze(file, options) {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      analyzer.write(value);
+      // Pieces of at most 256 KiB: each write copies its piece into wasm memory, and bounded
+      // piece sizes let the allocator reuse the same blocks (File.stream() chunks vary up to 2 MiB).
+      for (let off = 0; off < value.length; off += PIECE_BYTES) {
+        analyzer.write(value.subarray(off, Math.min(value.length, off + PIECE_BYTES)));
+      }
       bytes += value.length;
       const now = performance.now();
       if (now - lastPost > 100) {

@@ -26,7 +26,9 @@ use serde::Deserialize;
 
 use crate::Limits;
 use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
-use crate::window::{AnalyzeOptions, PowerSource, WindowAnalyzer, WindowSelect};
+use crate::json::{EventScanner, Scan, ScanError};
+use crate::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
+use crate::window::{AnalyzeOptions, PowerSource, RecordingAnalysis, WindowAnalyzer, WindowSelect};
 
 /// What the input is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -79,6 +81,8 @@ pub struct AnalyzerOptions {
     pub start: Option<String>,
     /// trace.csv only: label of the end mark of the window (with `start`).
     pub end: Option<String>,
+    /// Traces only: how many (category, name) ops to list (absent: 40, the reference's).
+    pub top: Option<usize>,
     /// trace.csv only: use the k-th mark of each label (file order); 0 or absent means 1.
     pub occurrence: u32,
     /// trace.csv only: analyze only this `gpu_index`.
@@ -169,6 +173,16 @@ pub enum AnalyzeError {
     },
     /// The gzip layer failed (offsets are in the compressed file).
     Gzip(GzError),
+    /// The trace JSON is malformed outside any event (offsets in the decoded bytes).
+    Scan {
+        /// The scanner's error.
+        error: ScanError,
+        /// Whether the input was gzip, so the offset counts decompressed bytes.
+        decompressed: bool,
+    },
+    /// A caller that inflates by itself reported a cut stream ([`Analyzer::note_cut_gzip`]) and
+    /// the input is not a trace.
+    CutInput(String),
     /// trace.csv: the selected marks are missing or out of order. The analysis was still made:
     /// `result_json` is what `end` would have returned (native `--json` prints it, then the
     /// message, and exits 1).
@@ -177,11 +191,6 @@ pub enum AnalyzeError {
         message: String,
         /// The result JSON.
         result_json: String,
-    },
-    /// The detected kind cannot be analyzed by this build.
-    Unsupported {
-        /// What was detected.
-        what: &'static str,
     },
 }
 
@@ -197,8 +206,18 @@ impl fmt::Display for AnalyzeError {
                 )
             }
             AnalyzeError::Gzip(e) => e.fmt(f),
+            AnalyzeError::CutInput(message) => f.write_str(message),
+            AnalyzeError::Scan {
+                error,
+                decompressed,
+            } => {
+                error.fmt(f)?;
+                if *decompressed {
+                    f.write_str(" of the decompressed data")?;
+                }
+                Ok(())
+            }
             AnalyzeError::Selection { message, .. } => f.write_str(message),
-            AnalyzeError::Unsupported { what } => write!(f, "{what} is not supported yet"),
         }
     }
 }
@@ -221,6 +240,10 @@ pub struct Analyzer {
     options: AnalyzerOptions,
     bytes_in: u64,
     failed: Option<AnalyzeError>,
+    /// The gzip input was cut: the message (e.g. "truncated gzip member at byte N").
+    cut_gzip: Option<String>,
+    /// The caller inflates gzip itself and feeds decoded bytes ([`Analyzer::with_decoded_input`]).
+    decoded_gzip: bool,
     container: Container,
     content: Content,
 }
@@ -245,6 +268,14 @@ enum Content {
     Detecting { whitespace: Vec<u8> },
     /// A trace.csv.
     Csv(Box<WindowAnalyzer>),
+    /// A Chrome / Kineto trace.
+    Trace(Box<TraceEngine>),
+}
+
+/// The trace scanner and the summary it feeds.
+struct TraceEngine {
+    scanner: EventScanner,
+    summary: TraceSummary,
 }
 
 impl Analyzer {
@@ -254,6 +285,8 @@ impl Analyzer {
             options,
             bytes_in: 0,
             failed: None,
+            cut_gzip: None,
+            decoded_gzip: false,
             container: Container::Sniffing { first: None },
             content: Content::Detecting {
                 whitespace: Vec::new(),
@@ -312,10 +345,10 @@ impl Analyzer {
     fn feed(&mut self, mut input: &[u8]) -> Result<(), AnalyzeError> {
         match &mut self.container {
             Container::Sniffing { .. } => unreachable!("the container is known before feeding"),
-            Container::Plain => self.content.write(input, &self.options),
+            Container::Plain => self.content.write(input, &self.options, self.decoded_gzip),
             Container::Gzip { decoder, out } => loop {
                 let (status, nin, nout) = decoder.decode(input, out)?;
-                self.content.write(&out[..nout], &self.options)?;
+                self.content.write(&out[..nout], &self.options, true)?;
                 input = &input[nin..];
                 if status != GzStatus::OutputFull {
                     return Ok(());
@@ -324,11 +357,50 @@ impl Analyzer {
         }
     }
 
-    /// Ends the input and renders the result JSON.
+    /// An analyzer for callers that inflate gzip themselves (native's threaded input) and feed
+    /// the decoded bytes: no gzip detection; `gzip` says whether the file was gzip, so that
+    /// error offsets are named as offsets in the decompressed data, as [`Analyzer::new`] does.
+    pub fn with_decoded_input(options: AnalyzerOptions, gzip: bool) -> Analyzer {
+        let mut a = Analyzer::new(options);
+        a.container = Container::Plain;
+        a.decoded_gzip = gzip;
+        a
+    }
+
+    /// For callers that inflate by themselves: the compressed stream was cut, `message` being
+    /// the decoder's text ("truncated gzip member at byte N"). A trace is then summarized from
+    /// what was read, with the same warning as a cut `.gz` fed to [`write`](Analyzer::write);
+    /// a trace.csv fails with [`AnalyzeError::CutInput`].
+    pub fn note_cut_gzip(&mut self, message: &str) {
+        self.cut_gzip = Some(message.into());
+    }
+
+    /// Ends the input and renders the result JSON: what `--json` prints and the page shows.
     ///
     /// # Errors
-    /// Input that ended where it cannot (for example inside a gzip member), or an earlier error.
-    pub fn end(mut self) -> Result<String, AnalyzeError> {
+    /// Input that ended where it cannot (for example inside a gzip member of a trace.csv), an
+    /// earlier error, or [`AnalyzeError::Selection`] (which still carries the JSON).
+    pub fn end(self) -> Result<String, AnalyzeError> {
+        let analysis = self.finish()?;
+        let json = analysis.to_json();
+        if let Analysis::Recording(r) = &analysis
+            && let Some(message) = r.selection.as_ref().and_then(|s| s.error())
+        {
+            return Err(AnalyzeError::Selection {
+                message,
+                result_json: json,
+            });
+        }
+        Ok(json)
+    }
+
+    /// Ends the input and returns the result as a value (for native presentation: tables).
+    /// A trace.csv result whose selected marks are missing is returned as it is (its
+    /// `selection` says so).
+    ///
+    /// # Errors
+    /// As [`end`](Analyzer::end), except [`AnalyzeError::Selection`].
+    pub fn finish(mut self) -> Result<Analysis, AnalyzeError> {
         if let Some(e) = self.failed {
             return Err(e);
         }
@@ -344,9 +416,40 @@ impl Analyzer {
                 self.feed(&[f])?;
             }
             Container::Plain => {}
-            Container::Gzip { decoder, .. } => decoder.finish()?,
+            Container::Gzip { decoder, .. } => {
+                if let Err(e) = decoder.finish() {
+                    if !e.is_truncated() || !matches!(self.content, Content::Trace(_)) {
+                        return Err(e.into());
+                    }
+                    self.cut_gzip = Some(alloc::format!("{e}"));
+                }
+            }
         }
-        self.content.end(&self.options)
+        if !matches!(self.content, Content::Trace(_))
+            && let Some(message) = self.cut_gzip
+        {
+            return Err(AnalyzeError::CutInput(message));
+        }
+        self.content.end(&self.options, self.cut_gzip)
+    }
+}
+
+/// A finished analysis.
+#[derive(Clone, Debug)]
+pub enum Analysis {
+    /// A trace summary (SPEC §5).
+    Trace(Box<TraceSummaryResult>),
+    /// A trace.csv analysis (SPEC §2): recording-level, or with the selected window.
+    Recording(Box<RecordingAnalysis>),
+}
+
+impl Analysis {
+    /// The JSON rendering (2-space indented, the same bytes on every platform).
+    pub fn to_json(&self) -> String {
+        match self {
+            Analysis::Trace(r) => r.to_json(),
+            Analysis::Recording(r) => r.to_json(),
+        }
     }
 }
 
@@ -363,7 +466,12 @@ fn container_for(magic: &[u8; 2]) -> Container {
 }
 
 impl Content {
-    fn write(&mut self, chunk: &[u8], options: &AnalyzerOptions) -> Result<(), AnalyzeError> {
+    fn write(
+        &mut self,
+        chunk: &[u8],
+        options: &AnalyzerOptions,
+        decompressed: bool,
+    ) -> Result<(), AnalyzeError> {
         match self {
             Content::Detecting { whitespace } => {
                 let start = match options.kind {
@@ -386,12 +494,29 @@ impl Content {
                 };
                 let leading = core::mem::take(whitespace);
                 *self = Content::start(kind, options)?;
-                self.write(&leading, options)?;
-                self.write(chunk, options)
+                self.write(&leading, options, decompressed)?;
+                self.write(chunk, options, decompressed)
             }
             Content::Csv(w) => {
                 w.write(chunk);
                 Ok(())
+            }
+            Content::Trace(t) => {
+                let mut pos = 0;
+                loop {
+                    let (what, nin) =
+                        t.scanner
+                            .scan(&chunk[pos..])
+                            .map_err(|error| AnalyzeError::Scan {
+                                error,
+                                decompressed,
+                            })?;
+                    pos += nin;
+                    match what {
+                        Scan::Event => t.summary.add(&t.scanner.event()),
+                        Scan::NeedsInput => return Ok(()),
+                    }
+                }
             }
         }
     }
@@ -402,31 +527,45 @@ impl Content {
             Kind::Csv => Ok(Content::Csv(Box::new(WindowAnalyzer::new(
                 options.window_options()?,
             )))),
-            _ => Err(AnalyzeError::Unsupported {
-                what: "trace analysis",
-            }),
+            Kind::Trace | Kind::Auto => {
+                let limits = options.limits();
+                Ok(Content::Trace(Box::new(TraceEngine {
+                    scanner: EventScanner::new(limits),
+                    summary: TraceSummary::new(limits),
+                })))
+            }
         }
     }
 
-    fn end(self, options: &AnalyzerOptions) -> Result<String, AnalyzeError> {
+    /// Ends the analysis. `cut_gzip`: the gzip input ended inside a member (traces only).
+    fn end(
+        self,
+        options: &AnalyzerOptions,
+        cut_gzip: Option<String>,
+    ) -> Result<Analysis, AnalyzeError> {
         match self {
             Content::Detecting { whitespace } if options.kind == Kind::Auto => {
                 Err(AnalyzeError::NoContent {
                     at_byte: whitespace.len() as u64,
                 })
             }
-            Content::Detecting { .. } => Content::start(options.kind, options)?.end(options),
-            Content::Csv(w) => {
-                let result = w.end();
-                let json = result.to_json();
-                match result.selection.as_ref().and_then(|s| s.error()) {
-                    Some(message) => Err(AnalyzeError::Selection {
-                        message,
-                        result_json: json,
-                    }),
-                    None => Ok(json),
-                }
+            Content::Detecting { .. } => {
+                Content::start(options.kind, options)?.end(options, cut_gzip)
             }
+            Content::Trace(mut t) => {
+                let end = t.scanner.finish();
+                let warnings = *t.scanner.warnings();
+                let top = options.top.unwrap_or(DEFAULT_TOP_OPS);
+                let mut result = t.summary.finish(&options.source, &end, &warnings, top);
+                if let Some(e) = cut_gzip {
+                    result.truncated = true;
+                    result
+                        .warnings
+                        .insert(0, alloc::format!("{e}: summarized from what was read"));
+                }
+                Ok(Analysis::Trace(Box::new(result)))
+            }
+            Content::Csv(w) => Ok(Analysis::Recording(Box::new(w.end()))),
         }
     }
 }
@@ -565,6 +704,139 @@ mod tests {
             ..AnalyzerOptions::default()
         };
         assert_eq!(run(csv.clone(), &[b"  "]), Ok(csv_oracle(b"  ", &csv)));
+    }
+
+    /// The oracle for traces: the scanner and summary fed the whole (decoded) document directly.
+    fn trace_oracle(doc: &[u8], options: &AnalyzerOptions) -> String {
+        let limits = options.limits();
+        let mut scanner = EventScanner::new(limits);
+        let mut summary = TraceSummary::new(limits);
+        let mut pos = 0;
+        loop {
+            let (what, nin) = scanner.scan(&doc[pos..]).unwrap();
+            pos += nin;
+            match what {
+                Scan::Event => summary.add(&scanner.event()),
+                Scan::NeedsInput => break,
+            }
+        }
+        let end = scanner.finish();
+        let warnings = *scanner.warnings();
+        let top = options.top.unwrap_or(DEFAULT_TOP_OPS);
+        summary
+            .finish(&options.source, &end, &warnings, top)
+            .to_json()
+    }
+
+    const FLOW_JSON: &[u8] = include_bytes!("../../tests/traces/perfetto/flow_events_json_v1.json");
+    const SPEEDSCOPE_PARTIAL: &[u8] =
+        include_bytes!("../../tests/traces/speedscope/simple-partial.json");
+    const TRITON_GZ: &[u8] =
+        include_bytes!("../../tests/traces/HolisticTraceAnalysis/triton_example.json.gz");
+
+    fn gunzip(gz: &[u8]) -> Vec<u8> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(gz)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn traces_plain_and_gzip_in_any_split_equal_the_direct_summary() {
+        let exact = AnalyzerOptions {
+            source: "t.json".into(),
+            ..AnalyzerOptions::default()
+        };
+        let bounded = AnalyzerOptions {
+            limits: LimitsPreset::Bounded,
+            top: Some(3),
+            ..exact.clone()
+        };
+        let triton = gunzip(TRITON_GZ);
+        for doc in [FLOW_JSON, SPEEDSCOPE_PARTIAL, &triton[..]] {
+            for options in [&exact, &bounded] {
+                let want = trace_oracle(doc, options);
+                assert!(want.contains("\"largest_ops_by_duration_sum\""), "{want}");
+                let gz = gzip(doc);
+                for input in [doc, &gz[..]] {
+                    for_each_split(input, 3, 6, |chunks| {
+                        assert_eq!(run(options.clone(), chunks).as_ref(), Ok(&want));
+                    });
+                }
+            }
+        }
+        // The real file as it is on disk (gzip from another encoder).
+        assert_eq!(
+            run(exact.clone(), &[TRITON_GZ]),
+            Ok(trace_oracle(&triton, &exact))
+        );
+        // Kind given: a bare array is a trace without detection; so is leading whitespace.
+        let trace = AnalyzerOptions {
+            kind: Kind::Trace,
+            ..exact.clone()
+        };
+        assert_eq!(run(trace, &[b" \n[]"]), Ok(trace_oracle(b" \n[]", &exact)));
+    }
+
+    #[test]
+    fn a_cut_gzip_trace_is_summarized_from_what_was_read() {
+        let triton = gunzip(TRITON_GZ);
+        let gz = gzip(&triton);
+        let cut = &gz[..gz.len() * 2 / 3];
+        let options = AnalyzerOptions::default();
+        let got = run(options.clone(), &[cut]).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(v["truncated"], true);
+        let first = v["warnings"][0].as_str().unwrap();
+        assert_eq!(
+            first,
+            alloc::format!(
+                "truncated gzip member at byte {}: summarized from what was read",
+                cut.len()
+            )
+        );
+        assert!(v["totals"]["events"].as_u64().unwrap() > 0);
+        // A caller that inflates by itself and reports the cut gets the same bytes.
+        let mut dec = crate::gzip::GzDecoder::new();
+        let mut out = vec![0u8; 1 << 20];
+        let (_, _, nout) = dec.decode(cut, &mut out).unwrap();
+        let mut a = Analyzer::with_decoded_input(options.clone(), true);
+        a.write(&out[..nout]).unwrap();
+        a.note_cut_gzip(&dec.finish().unwrap_err().to_string());
+        assert_eq!(a.end(), Ok(got));
+        // A cut .gz of a trace.csv is an error: there is no partial CSV result to trust.
+        let csv_gz = gzip(PAUSE_CSV);
+        let e = run(options, &[&csv_gz[..csv_gz.len() - 4]]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("truncated gzip member at byte"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn trace_scan_errors_name_the_offset() {
+        let options = AnalyzerOptions::default();
+        let bad = b"{\"traceEvents\": [{\"ph\":\"X\"}] ] }";
+        let plain = run(options.clone(), &[bad]).unwrap_err();
+        assert!(
+            matches!(
+                plain,
+                AnalyzeError::Scan {
+                    decompressed: false,
+                    ..
+                }
+            ),
+            "{plain:?}"
+        );
+        let msg = plain.to_string();
+        assert!(msg.contains("at byte"), "{msg}");
+        let gz = run(options, &[&gzip(bad)]).unwrap_err();
+        assert_eq!(
+            gz.to_string(),
+            alloc::format!("{msg} of the decompressed data")
+        );
     }
 
     #[test]

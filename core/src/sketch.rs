@@ -64,7 +64,9 @@ fn bucket_value(idx: i64) -> f64 {
     if !hi.is_finite() || lo == 0.0 {
         return lo;
     }
-    2.0 * lo * (hi / (lo + hi))
+    // 2·lo·hi / (lo + hi), written so that it cannot overflow near f64::MAX.
+    let ratio = hi / lo;
+    lo * (2.0 * ratio / (1.0 + ratio))
 }
 
 /// The positive and negative halves of a bucket buffer.
@@ -325,7 +327,13 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> QuantileSketchIn<B> {
         } else {
             self.value_at(lo + 1)
         };
-        Some(lerp(a, b, h - lo as f64))
+        let t = h - lo as f64;
+        if !(b - a).is_finite() {
+            // Estimates spanning most of the f64 range (only possible with collapsed buckets):
+            // `lerp` would give NaN; take the nearer rank instead.
+            return Some(if t >= 0.5 { b } else { a });
+        }
+        Some(lerp(a, b, t))
     }
 
     /// [`Stats`] with exact `n`, `mean`, `min`, `max` and estimated percentiles, with the
@@ -546,5 +554,39 @@ mod tests {
         assert_eq!((st.min, st.max), (Some(Num::Int(-2)), Some(Num::Int(9))));
         assert_eq!(st.mean, Some(4.25));
         assert!(QuantileSketchIn::from_buffer([0u64; 1]).is_none());
+    }
+
+    /// The whole f64 range at once: no panic, exact moments, collapse reported, and every
+    /// estimate inside [min, max].
+    #[test]
+    fn extreme_values_do_not_break_it() {
+        let values = [
+            f64::MAX,
+            5e-324,
+            -f64::MAX,
+            1.0,
+            -5e-324,
+            f64::MIN_POSITIVE,
+            0.0,
+            1e300,
+            -1e-300,
+        ];
+        for buckets in [1, 2, 16, 2048] {
+            let mut s = QuantileSketch::new(buckets);
+            values.iter().for_each(|&v| {
+                s.push(v);
+            });
+            let st = s.stats();
+            let exact = stats_f64(&values);
+            assert_eq!(
+                (st.stats.n, st.stats.min, st.stats.max),
+                (exact.n, exact.min, exact.max)
+            );
+            assert_eq!(st.stats.mean, exact.mean);
+            for p in [st.stats.p50, st.stats.p90, st.stats.p95, st.stats.p99] {
+                let p = p.unwrap();
+                assert!((-f64::MAX..=f64::MAX).contains(&p), "{buckets}: {st:?}");
+            }
+        }
     }
 }

@@ -15,8 +15,10 @@
 //! For bounded memory use [`crate::sketch::QuantileSketch`], which gives the same shape with a
 //! stated error bound.
 //!
-//! One departure: where Python's `math.fsum` raises `OverflowError` (a finite sum beyond the f64
-//! range), the mean here is `±inf`, which serializes as `null`.
+//! One departure: where Python's `math.fsum` raises `OverflowError` (a partial or final sum
+//! beyond the f64 range, e.g. `[MAX, MAX, -MAX]`), the reference crashes; here the mean is the
+//! correctly rounded exact sum / n (`MAX / 3` there), or `±inf` when the sum itself is beyond the
+//! range, which serializes as `null`.
 //!
 //! # Example
 //! ```

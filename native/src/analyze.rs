@@ -173,6 +173,7 @@ fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
             }
             .to_string(),
         ),
+        top: None,
     };
     let mut analyzer = Analyzer::new(options);
     let at = |e: AnalyzeError| format!("flinch-trace analyze: {}: {e}", args.csv.display());

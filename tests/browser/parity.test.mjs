@@ -20,7 +20,8 @@ function fixtures() {
       const rel = path.relative(ROOT, p);
       if (/^tests\/(browser|artifacts)/.test(rel)) continue;
       if (statSync(p).isDirectory()) walk(p);
-      else if (/^tests\/analyze\/[^/]+\.csv$/.test(rel) || /(^|\/)traces\/.*\.json(\.gz)?$/.test(rel)) out.push(p);
+      else if (/^tests\/analyze\/[^/]+\.csv$/.test(rel) ||
+        (/(^|\/)traces\/.*\.(json|gz)$/.test(rel) && !/\.expected\.json$/.test(rel))) out.push(p);
     }
   };
   walk(path.join(ROOT, 'tests'));
@@ -50,8 +51,8 @@ after(async () => {
 const files = fixtures();
 
 test('there are fixtures of every kind', () => {
-  const kinds = new Set(files.map((f) => (f.endsWith('.csv') ? 'csv' : f.endsWith('.gz') ? 'gz' : 'json')));
-  assert.deepEqual([...kinds].sort(), ['csv', 'gz', 'json'], `fixtures found: ${files.join(', ')}`);
+  const kinds = new Set(files.map((f) => (f.endsWith('.csv') ? 'csv' : f.endsWith('.json.gz') ? 'gz' : f.endsWith('.json') ? 'json' : 'other')));
+  assert.deepEqual([...kinds].sort(), ['csv', 'gz', 'json', 'other'], `fixtures found: ${files.join(', ')}`);
 });
 
 for (const [i, file] of files.entries()) {
@@ -73,7 +74,9 @@ for (const [i, file] of files.entries()) {
     assert.equal(await page.textContent('#job-name'), path.basename(file));
     const state = await waitFinished(page);
     if (nat.status !== 0) {
+      // Both fail, with the same message (native prefixes the command name).
       assert.equal(state, 'error', `native failed (${nat.stderr.trim()}) but the page did not`);
+      assert.equal(await page.textContent('#error'), nat.stderr.trim().replace(/^flinch-trace \w+: /, ''));
       return;
     }
     assert.equal(state, 'done', `page error: ${await page.textContent('#error')}`);
@@ -108,6 +111,13 @@ test('mark pickers analyze a window: equal to native --start/--end --json, shade
   assert.equal(await page.textContent('#error'), 'record_1gpu.csv: End MARK must be after start MARK');
 });
 
-test('screenshot after the last fixture', async () => {
-  await page.screenshot({ path: artifactPath('page-result.png'), fullPage: true });
+test('a Kineto trace shows category bars and the top ops table', async () => {
+  const file = path.join(ROOT, 'tests/traces/HolisticTraceAnalysis/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz');
+  await chooseFile(page, file);
+  assert.equal(await waitFinished(page), 'done');
+  const result = await resultJson(page);
+  assert.equal(await page.locator('#category-bars .bar-row').count(), Object.keys(result.categories).length);
+  assert.equal(await page.locator('#top-ops tbody tr').count(), result.largest_ops_by_duration_sum.length);
+  assert.equal(await page.isVisible('#csv-result'), false);
+  await page.screenshot({ path: artifactPath('page-trace.png'), fullPage: true });
 });

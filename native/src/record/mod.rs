@@ -149,6 +149,14 @@ fn validate(a: &Args) -> Result<(), String> {
     if a.scripted_gpu.is_some() && a.gpu.is_some() {
         return Err("error: --gpu does not apply to a scripted GPU source".into());
     }
+    if let Some(g) = &a.gpu {
+        let mut seen = g.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != g.len() {
+            return Err("error: --gpu lists a GPU twice".into());
+        }
+    }
     if a.host_interval_ms == 0 || a.host_jsonl_interval_ms == 0 {
         return Err("error: host intervals must be at least 1 ms".into());
     }
