@@ -734,3 +734,36 @@ fn bad_arguments_are_clear_errors() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--gpu does not apply"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn mark_gives_up_on_a_fifo_nobody_drains() {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let d = tmpdir("stuck");
+    let fifo = d.join("marks");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // A "recorder" that holds the FIFO open but never reads: fill the pipe.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    while f.write(&[b'x'; 4096]).is_ok() {}
+    let t = Instant::now();
+    let o = Command::new(BIN)
+        .args(["mark", "late", "--fifo"])
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("stayed full"),
+        "{o:?}"
+    );
+    assert!(t.elapsed() >= Duration::from_secs(2));
+    drop(f);
+    let _ = std::fs::remove_dir_all(&d);
+}
