@@ -7,6 +7,9 @@
 //! # Forms
 //! - [`IntervalUnion::exact()`] (`alloc`): grows as needed; `error_bound_ns()` is always 0.
 //! - [`IntervalUnion::bounded(capacity)`] (`alloc`): allocates `capacity` slots once, never more.
+//! - [`IntervalUnion::bounded_growing(capacity)`] (`alloc`): the same results, with storage that
+//!   doubles as needed up to `capacity` (what [`IntervalUnion::with_capacity_limit`] uses, so that
+//!   many small unions under a large limit stay small).
 //! - [`IntervalUnionSlice`] over a caller's `&mut [Interval]`, and [`IntervalUnionArray<N>`]
 //!   over an inline array: bounded, no allocator needed.
 //!
@@ -72,6 +75,8 @@ pub trait IntervalStorage {
     fn split(&mut self) -> (&mut [Interval], &mut [Interval]);
     /// Read-only view of the set slots.
     fn set_slots(&self) -> &[Interval];
+    /// The most set slots this storage will ever hold (`usize::MAX`: no limit).
+    fn set_limit(&self) -> usize;
     /// Makes room for at least `set_len` set slots and `pending_len` pending slots, returning
     /// false when the storage is fixed and too small. Called only in growable storage's favour.
     fn grow(&mut self, set_len: usize, pending_len: usize) -> bool;
@@ -97,6 +102,9 @@ impl IntervalStorage for SliceStorage<'_> {
     fn set_slots(&self) -> &[Interval] {
         self.set
     }
+    fn set_limit(&self) -> usize {
+        self.set.len()
+    }
     fn grow(&mut self, set_len: usize, pending_len: usize) -> bool {
         set_len <= self.set.len() && pending_len <= self.pending.len()
     }
@@ -116,19 +124,24 @@ impl<const N: usize> IntervalStorage for ArrayStorage<N> {
     fn set_slots(&self) -> &[Interval] {
         &self.slots[..split_sizes(N).0]
     }
+    fn set_limit(&self) -> usize {
+        split_sizes(N).0
+    }
     fn grow(&mut self, set_len: usize, pending_len: usize) -> bool {
         let (s, p) = split_sizes(N);
         set_len <= s && pending_len <= p
     }
 }
 
-/// Slots in two vectors: growable (exact) or allocated once (bounded).
+/// Slots in two vectors: growable without limit (exact), or up to fixed limits (bounded,
+/// allocated at once or grown geometrically).
 #[cfg(feature = "alloc")]
 #[derive(Debug)]
 pub struct VecStorage {
     set: alloc::vec::Vec<Interval>,
     pending: alloc::vec::Vec<Interval>,
-    growable: bool,
+    set_limit: usize,
+    pending_limit: usize,
 }
 
 #[cfg(feature = "alloc")]
@@ -139,19 +152,25 @@ impl IntervalStorage for VecStorage {
     fn set_slots(&self) -> &[Interval] {
         &self.set
     }
+    fn set_limit(&self) -> usize {
+        self.set_limit
+    }
     fn grow(&mut self, set_len: usize, pending_len: usize) -> bool {
         if set_len <= self.set.len() && pending_len <= self.pending.len() {
             return true;
         }
-        if !self.growable {
+        if set_len > self.set_limit || pending_len > self.pending_limit {
             return false;
         }
         if set_len > self.set.len() {
-            let n = set_len.max(self.set.len() * 2).max(64);
+            let n = set_len.max(self.set.len() * 2).max(64).min(self.set_limit);
             self.set.resize(n, Interval::default());
         }
         if pending_len > self.pending.len() {
-            let n = pending_len.max(self.pending.len() * 2).max(64);
+            let n = pending_len
+                .max(self.pending.len() * 2)
+                .max(64)
+                .min(self.pending_limit);
             self.pending.resize(n, Interval::default());
         }
         true
@@ -190,7 +209,8 @@ impl IntervalSet<VecStorage> {
             VecStorage {
                 set: alloc::vec::Vec::new(),
                 pending: alloc::vec::Vec::new(),
-                growable: true,
+                set_limit: usize::MAX,
+                pending_limit: usize::MAX,
             },
             true,
         )
@@ -204,19 +224,36 @@ impl IntervalSet<VecStorage> {
             VecStorage {
                 set: alloc::vec![Interval::default(); set],
                 pending: alloc::vec![Interval::default(); pending],
-                growable: false,
+                set_limit: set,
+                pending_limit: pending,
+            },
+            false,
+        )
+    }
+
+    /// Bounded union of at most `capacity` slots (at least 4) that starts small and grows
+    /// geometrically up to the capacity (a few allocations, never one per interval). Gives
+    /// exactly the results of [`bounded`](Self::bounded) with memory in proportion to use.
+    pub fn bounded_growing(capacity: usize) -> IntervalUnion {
+        let (set, pending) = split_sizes(capacity.max(4));
+        IntervalSet::with_storage(
+            VecStorage {
+                set: alloc::vec::Vec::new(),
+                pending: alloc::vec::Vec::new(),
+                set_limit: set,
+                pending_limit: pending,
             },
             false,
         )
     }
 
     /// Exact when `capacity == usize::MAX` (as [`crate::Limits::max_intervals`] says), else
-    /// bounded to `capacity` slots.
+    /// [`bounded_growing`](Self::bounded_growing) to `capacity` slots.
     pub fn with_capacity_limit(capacity: usize) -> IntervalUnion {
         if capacity == usize::MAX {
             IntervalSet::exact()
         } else {
-            IntervalSet::bounded(capacity)
+            IntervalSet::bounded_growing(capacity)
         }
     }
 }
@@ -301,7 +338,10 @@ impl<S: IntervalStorage> IntervalSet<S> {
 
     fn append(&mut self, iv: Interval) {
         if !self.storage.grow(self.set_len + 1, 0) {
-            self.coalesce_to(self.set_capacity() - (self.set_capacity() / 8).max(1));
+            let cap = self.set_capacity();
+            self.coalesce_to(cap - (cap / 8).max(1));
+            let grown = self.storage.grow(self.set_len + 1, 0);
+            debug_assert!(grown);
         }
         let (set, _) = self.storage.split();
         set[self.set_len] = iv;
@@ -318,14 +358,17 @@ impl<S: IntervalStorage> IntervalSet<S> {
         }
         if !self.storage.grow(0, self.pending_len + 1) {
             self.flush();
+            let grown = self.storage.grow(0, 1);
+            debug_assert!(grown);
         }
         let (_, pending) = self.storage.split();
         pending[self.pending_len] = iv;
         self.pending_len += 1;
     }
 
+    /// The set's slot limit (not its current allocation, for the growing form).
     fn set_capacity(&self) -> usize {
-        self.storage.set_slots().len()
+        self.storage.set_limit()
     }
 
     /// Sorts and merges the pending batch into the set.
@@ -353,6 +396,8 @@ impl<S: IntervalStorage> IntervalSet<S> {
             let cap = self.set_capacity();
             let target = (cap - p).min(cap - (cap / 8).max(1));
             self.coalesce_to(target.max(1));
+            let grown = self.storage.grow(self.set_len + p, 0);
+            debug_assert!(grown);
         }
         // Backward merge by end: the set is read from set_len - 1 down, the batch from p - 1 down, and
         // the output written from set_len + p - 1 down; the write index never falls below the
@@ -406,7 +451,8 @@ impl<S: IntervalStorage> IntervalSet<S> {
         let set = &mut set[..self.set_len];
         let gap = |k: usize, s: &[Interval]| s[k + 1].start_ns.wrapping_sub(s[k].end_ns) as u64;
         // Smallest threshold T with at least `merges` gaps <= T (binary search on the value).
-        let (mut lo, mut hi) = (0u64, u64::MAX);
+        let max_gap = (0..set.len() - 1).map(|k| gap(k, set)).max().unwrap_or(0);
+        let (mut lo, mut hi) = (0u64, max_gap);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let count = (0..set.len() - 1).filter(|&k| gap(k, set) <= mid).count();
@@ -617,6 +663,25 @@ mod tests {
         let mut u = IntervalUnion::exact();
         ivs.iter().for_each(|&(s, e)| u.insert(s, e));
         u.intervals().len()
+    }
+
+    #[test]
+    fn growing_equals_preallocated() {
+        let mut rng = Rng::from_env(25);
+        for case in 0..500 {
+            let ivs = gen_case(&mut rng);
+            let cap = 4 + case % 300;
+            let mut fixed = IntervalUnion::bounded(cap);
+            let mut grown = IntervalUnion::bounded_growing(cap);
+            for &(s, e) in &ivs {
+                fixed.insert(s, e);
+                grown.insert(s, e);
+                assert!(grown.len() <= cap);
+            }
+            assert_eq!(fixed.union_ns(), grown.union_ns());
+            assert_eq!(fixed.error_bound_ns(), grown.error_bound_ns());
+            assert_eq!(fixed.intervals(), grown.intervals());
+        }
     }
 
     #[test]

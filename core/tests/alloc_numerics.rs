@@ -93,6 +93,26 @@ fn bounded_interval_unions_do_not_allocate_per_interval() {
 }
 
 #[test]
+fn growing_bounded_union_stops_allocating_at_its_capacity() {
+    let mut u = IntervalUnion::bounded_growing(1024);
+    // Warm-up: fills the storage to its limit (a logarithmic number of allocations).
+    for (start, end) in interval_stream(50_000) {
+        u.insert(start, end);
+    }
+    assert!(
+        u.error_bound_ns() > 0,
+        "the warm-up must reach the capacity"
+    );
+    let n = allocations_in(|| {
+        for (start, end) in interval_stream(200_000) {
+            u.insert(start + (1 << 40), end + (1 << 40));
+        }
+        assert!(u.union_ns() > 0);
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
 fn stats_in_place_and_energy_do_not_allocate() {
     let mut values: Vec<Num> = (0..10_000)
         .map(|i| {

@@ -7,8 +7,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod analyze;
-// Used by `trace` and `summarize` as they switch from their private readers.
-#[allow(dead_code)]
 mod input;
 mod mark;
 mod record;

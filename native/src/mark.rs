@@ -71,11 +71,19 @@ pub fn run(args: Args) -> CmdResult {
         }
         Err(e) => return Err(format!("error: mark: {}: {e}", path.display())),
     };
-    // One write of at most PIPE_BUF bytes is atomic; wait if the pipe is momentarily full.
+    // One write of at most PIPE_BUF bytes is atomic; wait if the pipe is momentarily full, but
+    // not forever (a recorder that stopped reading).
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(2);
     loop {
         match f.write(text.as_bytes()) {
             Ok(n) if n == text.len() => return Ok(ExitCode::SUCCESS),
             Ok(_) => return Err("error: mark: short write to the FIFO".into()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock && std::time::Instant::now() > give_up => {
+                return Err(format!(
+                    "error: mark: the FIFO {} stayed full for 2 s: is the recorder stuck?",
+                    path.display()
+                ));
+            }
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }

@@ -7,17 +7,15 @@
 //! core's JSON rendering (the reference `trace_summary` keys plus ours): one object for one file,
 //! an array of objects for several (a file that fails appears as `{"source", "error"}`, as the
 //! reference's summarize does). Exit status 1 when any file failed.
-use std::fs::File;
-use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use flinch_core::Limits;
-use flinch_core::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
 use flinch_core::json::{EventScanner, Scan};
 use flinch_core::summary::{TraceSummary, TraceSummaryResult};
 
 use crate::CmdResult;
+use crate::input::open_input;
 
 /// Arguments of `flinch-trace trace`.
 #[derive(clap::Args)]
@@ -95,13 +93,12 @@ pub fn summarize_file(
     limits: Limits,
     top: usize,
 ) -> Result<TraceSummaryResult, String> {
-    let mut file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    // Gzip is detected by magic and inflated on a reader thread (crate::input), so inflate and
+    // scan overlap on two cores.
+    let mut input = open_input(path)?;
     let mut scanner = EventScanner::new(limits);
     let mut summary = TraceSummary::new(limits);
-    let mut input = vec![0u8; 1 << 20];
-    let mut first = read_some(&mut file, &mut input)?;
-    let gzipped = is_gzip(&input[..first]);
-    let gz_note = if gzipped {
+    let gz_note = if input.is_gzip() {
         " of the decompressed data"
     } else {
         ""
@@ -120,44 +117,16 @@ pub fn summarize_file(
         }
     };
     let mut gz_warning = None;
-    if gzipped {
-        let mut gz = GzDecoder::new();
-        let mut out = vec![0u8; 1 << 20];
-        let mut n = first;
-        loop {
-            if n == 0 {
-                // End of the file: drain what the decoder still holds, then check the end.
-                loop {
-                    let (_, _, nout) = gz.decode(&[], &mut out).map_err(|e| e.to_string())?;
-                    if nout == 0 {
-                        break;
-                    }
-                    feed(&out[..nout])?;
-                }
-                match gz.finish() {
-                    Ok(()) => {}
-                    Err(e @ GzError::Truncated { .. }) => gz_warning = Some(e.to_string()),
-                    Err(e) => return Err(e.to_string()),
-                }
+    loop {
+        match input.next_chunk() {
+            Ok(Some(chunk)) => feed(chunk)?,
+            Ok(None) => break,
+            // A cut .gz: summarize what was decoded before the cut.
+            Err(e) if e.truncated => {
+                gz_warning = Some(e.message);
                 break;
             }
-            let mut pos = 0;
-            loop {
-                let (status, nin, nout) = gz
-                    .decode(&input[pos..n], &mut out)
-                    .map_err(|e| e.to_string())?;
-                pos += nin;
-                feed(&out[..nout])?;
-                if status != GzStatus::OutputFull {
-                    break;
-                }
-            }
-            n = read_some(&mut file, &mut input)?;
-        }
-    } else {
-        while first > 0 {
-            feed(&input[..first])?;
-            first = read_some(&mut file, &mut input)?;
+            Err(e) => return Err(e.message),
         }
     }
     let end = scanner.finish();
@@ -170,16 +139,6 @@ pub fn summarize_file(
             .insert(0, format!("{w}: summarized from what was read"));
     }
     Ok(result)
-}
-
-fn read_some(file: &mut File, buf: &mut [u8]) -> Result<usize, String> {
-    loop {
-        match file.read(buf) {
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("read error: {e}")),
-        }
-    }
 }
 
 /// The readable table for one result.

@@ -213,3 +213,6 @@ mod tests;
 pub(crate) fn scanner_fnv(text: &[u8]) -> u64 {
     scanner::fnv1a(text)
 }
+
+#[cfg(test)]
+use scanner::test_hooks as scanner_test_hooks;

@@ -123,9 +123,12 @@ fn find(input: &[u8], i: usize, class: u8) -> usize {
 /// First index at or after `i` that is not whitespace, or `input.len()`.
 #[inline(always)]
 fn skip_ws(input: &[u8], i: usize) -> usize {
-    // Most gaps are zero or one byte: test that before the word loop.
+    // Most gaps are zero bytes or one space: test those before the word loop.
     if i < input.len() && input[i] > 0x20 {
         return i;
+    }
+    if i + 1 < input.len() && input[i] == b' ' && input[i + 1] > 0x20 {
+        return i + 1;
     }
     find_class(input, i, WS)
 }
@@ -646,16 +649,31 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             if s[i] != b'"' {
                 return None;
             }
-            let ke = find(s, i + 1, STR);
-            if ke >= s.len() || s[ke] != b'"' {
-                return None;
+            let (field, ke) = match known_key(s, i) {
+                Some(k) => k,
+                None => {
+                    let ke = find(s, i + 1, STR);
+                    if ke >= s.len() || s[ke] != b'"' {
+                        return None;
+                    }
+                    (classify(&s[i + 1..ke]), ke)
+                }
+            };
+            i = ke + 1;
+            if i < s.len() && s[i] == b':' {
+                i += 1;
+            } else {
+                i = ws(s, i)?;
+                if s[i] != b':' {
+                    return None;
+                }
+                i += 1;
             }
-            let field = classify(&s[i + 1..ke]);
-            i = ws(s, ke + 1)?;
-            if s[i] != b':' {
-                return None;
-            }
-            i = ws(s, i + 1)?;
+            i = if i + 1 < s.len() && s[i] == b' ' && s[i + 1] > b' ' {
+                i + 1
+            } else {
+                ws(s, i)?
+            };
             match field {
                 Field::Other => i = skip_value_fast(s, i)?,
                 Field::Cat | Field::Name => {
@@ -666,19 +684,64 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     if e >= s.len() || s[e] != b'"' || e - (i + 1) > self.str_cap {
                         return None;
                     }
-                    let text = &s[i + 1..e];
+                    let len = e - (i + 1);
                     let cap = self.str_cap;
+                    let at = if field == Field::Cat { 0 } else { cap };
                     let buf = self.storage.as_mut();
+                    if len <= 32 && cap >= 32 && i + 33 <= s.len() {
+                        // Fixed-size copy (two vector moves) instead of a memmove call; the
+                        // bytes past `len` are scratch.
+                        buf[at..at + 32].copy_from_slice(&s[i + 1..i + 33]);
+                    } else {
+                        buf[at..at + len].copy_from_slice(&s[i + 1..e]);
+                    }
                     if field == Field::Cat {
-                        buf[..text.len()].copy_from_slice(text);
-                        self.cat_len = text.len();
+                        self.cat_len = len;
                         self.cat_some = true;
                     } else {
-                        buf[cap..cap + text.len()].copy_from_slice(text);
-                        self.name_len = text.len();
+                        self.name_len = len;
                         self.name_some = true;
                     }
                     i = e + 1;
+                }
+                Field::Ts | Field::Dur if s[i] != b'"' => {
+                    if let Some((ns, e)) = fast_us(s, i) {
+                        if field == Field::Ts {
+                            self.ts = NumField::Ns(ns);
+                        } else {
+                            self.dur = NumField::Ns(ns);
+                        }
+                        i = e;
+                    } else {
+                        let e = find(s, i, DELIM);
+                        if e >= s.len() || e == i {
+                            return None;
+                        }
+                        if e - i > WORD_CAP || !self.set_word(field, &s[i..e], false, false) {
+                            return None;
+                        }
+                        i = e;
+                    }
+                }
+                Field::Ph
+                    if i + 2 < s.len()
+                        && s[i] == b'"'
+                        && s[i + 2] == b'"'
+                        && s[i + 1] >= 0x20
+                        && s[i + 1] != b'\\' =>
+                {
+                    self.ph[0] = s[i + 1];
+                    self.ph_len = 1;
+                    i += 3;
+                }
+                Field::Pid | Field::Tid if s[i] != b'"' && fast_int(s, i).is_some() => {
+                    let (v, e) = fast_int(s, i)?;
+                    if field == Field::Pid {
+                        self.pid = IdField::Int(v);
+                    } else {
+                        self.tid = IdField::Int(v);
+                    }
+                    i = e;
                 }
                 _ => {
                     let (text, quoted) = if s[i] == b'"' {
@@ -1173,6 +1236,149 @@ fn classify(key: &[u8]) -> Field {
     }
 }
 
+/// Fast path: a known event key whose opening quote is at `i`, without a branch per key: the
+/// key's first three bytes pick one table slot by a multiplicative perfect hash, and one
+/// compare of the next eight bytes (key plus closing quote) confirms it. Returns the field and
+/// the closing quote's index.
+#[inline(always)]
+fn known_key(s: &[u8], i: usize) -> Option<(Field, usize)> {
+    /// Multiplier found by search so that the ten keys' 3-byte prefixes land in distinct slots.
+    const MAGIC: u64 = 0x71e0_c07e_9e11_5e4b;
+    const fn slot(k: &[u8]) -> usize {
+        let p = (k[0] as u64) | ((k[1] as u64) << 8) | ((k[2] as u64) << 16);
+        (p.wrapping_mul(MAGIC) >> 60) as usize
+    }
+    /// (pattern, mask, field, key length); mask 0 marks an empty slot.
+    const TABLE: [(u64, u64, Field, usize); 16] = {
+        const KEYS: [(&[u8], Field); 10] = [
+            (b"ph\"", Field::Ph),
+            (b"cat\"", Field::Cat),
+            (b"name\"", Field::Name),
+            (b"pid\"", Field::Pid),
+            (b"tid\"", Field::Tid),
+            (b"ts\"", Field::Ts),
+            (b"dur\"", Field::Dur),
+            (b"args\"", Field::Other),
+            (b"id\"", Field::Id),
+            (b"scope\"", Field::Scope),
+        ];
+        let mut t = [(0u64, 0u64, Field::Other, 0usize); 16];
+        let mut k = 0;
+        while k < KEYS.len() {
+            let (key, field) = KEYS[k];
+            let mut p = 0u64;
+            let mut j = 0;
+            while j < key.len() {
+                p |= (key[j] as u64) << (8 * j);
+                j += 1;
+            }
+            let at = slot(key);
+            assert!(t[at].1 == 0, "perfect hash collision");
+            t[at] = (p, (1u64 << (8 * key.len())) - 1, field, key.len() - 1);
+            k += 1;
+        }
+        t
+    };
+    if i + 9 > s.len() {
+        return None;
+    }
+    let w = load(s, i + 1);
+    let (p, m, f, len) = TABLE[((w & 0xFF_FFFF).wrapping_mul(MAGIC) >> 60) as usize];
+    if m != 0 && w & m == p {
+        Some((f, i + 1 + len))
+    } else {
+        None
+    }
+}
+
+/// Eight ASCII digits in `x` (first digit in the low byte) as their value, or `None` when a
+/// byte is not a digit (SWAR, after Lemire).
+#[inline(always)]
+fn eight_digits(x: u64) -> Option<u64> {
+    let all_digits = ((x & 0xF0F0_F0F0_F0F0_F0F0)
+        | ((x.wrapping_add(0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4))
+        == 0x3333_3333_3333_3333;
+    if !all_digits {
+        return None;
+    }
+    let mut v = x - 0x3030_3030_3030_3030;
+    v = (v * 10) + (v >> 8);
+    v = (((v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32)))
+        .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32))))
+        >> 32;
+    Some(v)
+}
+
+/// Fast path: `[-]digits[.d[d[d]]]` (at most 16 integer digits) at `i` followed by a delimiter,
+/// as nanoseconds and the delimiter's index; the same value [`parse_us_to_ns`] gives.
+#[inline(always)]
+fn fast_us(s: &[u8], i: usize) -> Option<(i64, usize)> {
+    let n = s.len();
+    let neg = s[i] == b'-';
+    let mut j = i + usize::from(neg);
+    let d0 = j;
+    let mut acc: u64 = 0;
+    // Epoch microseconds have 16 integer digits: two SWAR steps.
+    while j + 8 <= n && j - d0 < 16 {
+        match eight_digits(load(s, j)) {
+            Some(v) => {
+                acc = acc * 100_000_000 + v;
+                j += 8;
+            }
+            None => break,
+        }
+    }
+    while j < n && s[j].is_ascii_digit() {
+        acc = acc.wrapping_mul(10).wrapping_add(u64::from(s[j] - b'0'));
+        j += 1;
+        if j - d0 > 16 {
+            return None;
+        }
+    }
+    if j == d0 || j - d0 > 16 {
+        return None;
+    }
+    let mut scale = 1000;
+    if j < n && s[j] == b'.' {
+        j += 1;
+        let f0 = j;
+        while j < n && j - f0 < 3 && s[j].is_ascii_digit() {
+            acc = acc * 10 + u64::from(s[j] - b'0');
+            scale /= 10;
+            j += 1;
+        }
+        if j == f0 {
+            return None;
+        }
+    }
+    if j >= n || CLASS[s[j] as usize] & DELIM == 0 {
+        return None;
+    }
+    let v = i64::try_from(acc * scale).ok()?;
+    Some((if neg { -v } else { v }, j))
+}
+
+/// Fast path: `[-]digits` (at most 18) at `i` followed by a delimiter.
+#[inline(always)]
+fn fast_int(s: &[u8], i: usize) -> Option<(i64, usize)> {
+    let n = s.len();
+    let neg = s[i] == b'-';
+    let mut j = i + usize::from(neg);
+    let d0 = j;
+    let mut acc: i64 = 0;
+    while j < n && s[j].is_ascii_digit() {
+        acc = acc * 10 + i64::from(s[j] - b'0');
+        j += 1;
+        if j - d0 > 18 {
+            return None;
+        }
+    }
+    if j == d0 || j >= n || CLASS[s[j] as usize] & DELIM == 0 {
+        return None;
+    }
+    Some((if neg { -acc } else { acc }, j))
+}
+
 /// Fast path: the index after the string whose first content byte is at `j`; `None` at the
 /// end of the input or on a raw control character (which the resumable path counts).
 #[inline(always)]
@@ -1276,4 +1482,14 @@ pub(super) fn fnv1a(text: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0000_0100_0000_01B3);
     }
     h
+}
+
+#[cfg(test)]
+pub(super) mod test_hooks {
+    pub(in crate::json) fn eight(x: u64) -> Option<u64> {
+        super::eight_digits(x)
+    }
+    pub(in crate::json) fn key(s: &[u8]) -> bool {
+        super::known_key(s, 0).is_some()
+    }
 }

@@ -691,3 +691,28 @@ fn works_over_caller_storage_without_alloc() {
     assert_eq!(sc.event().cat, Some(&b"01234567"[..]));
     assert_eq!(sc.event().name, Some(&b"n"[..]));
 }
+
+#[test]
+fn swar_digits_and_key_table() {
+    use super::scanner_test_hooks::{eight, key};
+    for v in [0u64, 1, 12_345_678, 99_999_999, 10_000_000, 7] {
+        let t = std::format!("{v:08}");
+        let x = u64::from_le_bytes(t.as_bytes().try_into().unwrap());
+        assert_eq!(eight(x), Some(v));
+    }
+    for bad in [&b"1234567a"[..], b"/2345678", b":2345678", b"1234 678"] {
+        assert_eq!(eight(u64::from_le_bytes(bad.try_into().unwrap())), None);
+    }
+    for (k, ok) in [
+        ("\"ph\": 1", true),
+        ("\"phx\": 1", false),
+        ("\"args\":{}", true),
+        ("\"scope\":\"", true),
+        ("\"sc\":1234567", false),
+        ("\"name\"    ", true),
+        ("\"nam\"     ", false),
+    ] {
+        let padded = std::format!("{k}         ");
+        assert_eq!(key(padded.as_bytes()), ok, "{k}");
+    }
+}

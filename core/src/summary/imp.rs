@@ -68,9 +68,7 @@ pub struct TraceSummary {
     other_cat: u32,
     ops: Interner,
     op_accs: Vec<OpAcc>,
-    op_cat_names: Vec<u32>,
     other_op: u32,
-    op_key: Vec<u8>,
     stored_values: usize,
     values_dropped: u64,
     phases_ascii: [u64; 128],
@@ -106,9 +104,7 @@ impl TraceSummary {
                 op_cap
             }),
             op_accs: Vec::new(),
-            op_cat_names: Vec::new(),
             other_op: NONE,
-            op_key: Vec::with_capacity(2 * limits.max_string_bytes.min(1 << 16) + 8),
             stored_values: 0,
             values_dropped: 0,
             phases_ascii: [0; 128],
@@ -200,19 +196,13 @@ impl TraceSummary {
     fn op_of(&mut self, cat: Option<&[u8]>, name: Option<&[u8]>) -> u32 {
         let cat = cat.unwrap_or(b"");
         let name = name.unwrap_or(b"");
-        self.op_key.clear();
-        self.op_key
-            .extend_from_slice(&(cat.len() as u32).to_le_bytes());
-        self.op_key.extend_from_slice(cat);
-        self.op_key.extend_from_slice(name);
-        match self.ops.get_or_insert(&self.op_key) {
+        match self.ops.get_or_insert2(cat, name) {
             Some(i) => {
                 if i as usize == self.op_accs.len() {
                     self.op_accs.push(OpAcc {
                         dur_sum_ns: 0,
                         values_us: Vec::new(),
                     });
-                    self.op_cat_names.push(cat.len() as u32);
                 }
                 i
             }
@@ -222,7 +212,6 @@ impl TraceSummary {
                         dur_sum_ns: 0,
                         values_us: Vec::new(),
                     });
-                    self.op_cat_names.push(NONE);
                     self.other_op = (self.op_accs.len() - 1) as u32;
                 }
                 self.other_op
@@ -365,9 +354,8 @@ impl TraceSummary {
             let (category, name) = if i as u32 == self.other_op {
                 (String::from(OTHER), String::from(OTHER))
             } else {
-                let key = &self.ops.key(i as u32)[4..];
-                let cat_len = self.op_cat_names[i] as usize;
-                (lossy(&key[..cat_len]), lossy(&key[cat_len..]))
+                let (cat, name) = self.ops.key2(i as u32);
+                (lossy(cat), lossy(name))
             };
             let acc = &mut self.op_accs[i];
             let stats = stats_f64_in_place(&mut acc.values_us);

@@ -4,10 +4,12 @@ use alloc::vec::Vec;
 
 const EMPTY: u32 = u32::MAX;
 
-/// Maps byte strings to dense indexes `0..len()` in first-seen order.
+/// Maps byte strings (or pairs of byte strings) to dense indexes `0..len()` in first-seen
+/// order.
 pub(crate) struct Interner {
     slots: Vec<u32>,
-    entries: Vec<(u32, u32, u64)>,
+    /// (offset, length, hash, length of the first part).
+    entries: Vec<(u32, u32, u64, u32)>,
     arena: Vec<u8>,
     cap: usize,
 }
@@ -57,14 +59,27 @@ impl Interner {
     }
 
     pub(crate) fn key(&self, index: u32) -> &[u8] {
-        let (off, len, _) = self.entries[index as usize];
+        let (off, len, _, _) = self.entries[index as usize];
         &self.arena[off as usize..(off + len) as usize]
+    }
+
+    /// The key of `index` split into the two parts given to [`get_or_insert2`](Self::get_or_insert2).
+    pub(crate) fn key2(&self, index: u32) -> (&[u8], &[u8]) {
+        let (_, _, _, first) = self.entries[index as usize];
+        self.key(index).split_at(first as usize)
     }
 
     /// The index of `key`, inserting it when new; `None` when new and the interner is full.
     #[inline]
     pub(crate) fn get_or_insert(&mut self, key: &[u8]) -> Option<u32> {
-        let h = hash(key);
+        self.get_or_insert2(key, &[])
+    }
+
+    /// Like [`get_or_insert`](Self::get_or_insert) for the pair `(a, b)`, without building
+    /// the concatenation on a hit.
+    #[inline]
+    pub(crate) fn get_or_insert2(&mut self, a: &[u8], b: &[u8]) -> Option<u32> {
+        let h = hash(a) ^ hash(b).rotate_left(17).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mask = self.slots.len() - 1;
         let mut p = (h as usize) & mask;
         loop {
@@ -72,19 +87,24 @@ impl Interner {
             if s == EMPTY {
                 break;
             }
-            let (off, len, eh) = self.entries[s as usize];
-            if eh == h && &self.arena[off as usize..(off + len) as usize] == key {
-                return Some(s);
+            let (off, len, eh, first) = self.entries[s as usize];
+            if eh == h && first as usize == a.len() {
+                let k = &self.arena[off as usize..(off + len) as usize];
+                if &k[..a.len()] == a && &k[a.len()..] == b {
+                    return Some(s);
+                }
             }
             p = (p + 1) & mask;
         }
-        if self.entries.len() >= self.cap || self.arena.len() + key.len() > u32::MAX as usize {
+        let total = a.len() + b.len();
+        if self.entries.len() >= self.cap || self.arena.len() + total > u32::MAX as usize {
             return None;
         }
         let index = self.entries.len() as u32;
         let off = self.arena.len() as u32;
-        self.arena.extend_from_slice(key);
-        self.entries.push((off, key.len() as u32, h));
+        self.arena.extend_from_slice(a);
+        self.arena.extend_from_slice(b);
+        self.entries.push((off, total as u32, h, a.len() as u32));
         self.slots[p] = index;
         if self.entries.len() * 2 > self.slots.len() {
             self.grow();
@@ -97,7 +117,7 @@ impl Interner {
         self.slots.clear();
         self.slots.resize(n, EMPTY);
         let mask = n - 1;
-        for (i, &(_, _, h)) in self.entries.iter().enumerate() {
+        for (i, &(_, _, h, _)) in self.entries.iter().enumerate() {
             let mut p = (h as usize) & mask;
             while self.slots[p] != EMPTY {
                 p = (p + 1) & mask;
@@ -127,6 +147,13 @@ mod tests {
             assert_eq!(it.key(want), &key[..]);
         }
         assert_eq!(it.len(), oracle.len());
+        // Pairs: the split point is part of the key.
+        let mut pairs = Interner::new(usize::MAX);
+        let ab = pairs.get_or_insert2(b"ab", b"c").unwrap();
+        let a_bc = pairs.get_or_insert2(b"a", b"bc").unwrap();
+        assert_ne!(ab, a_bc);
+        assert_eq!(pairs.get_or_insert2(b"ab", b"c"), Some(ab));
+        assert_eq!(pairs.key2(a_bc), (&b"a"[..], &b"bc"[..]));
         let mut bounded = Interner::new(10);
         for k in 0..10u8 {
             assert_eq!(bounded.get_or_insert(&[k]), Some(u32::from(k)));

@@ -140,6 +140,13 @@ fn push_jsonl(
     buf.extend_from_slice(b"}\n");
 }
 
+/// The first point of the grid `start + k * every` after `now` (slower schedules stay on their
+/// own grid whatever the lateness of the tick that served them).
+fn next_on_grid(start: u64, every: u64, now: u64) -> u64 {
+    let every = every.max(1);
+    start + (now.saturating_sub(start) / every + 1) * every
+}
+
 /// Runs the loop until the end time, `stop`, or a writer failure; returns the health counters.
 pub fn run(
     cfg: &SamplerConfig,
@@ -211,7 +218,7 @@ pub fn run(
         src.rapl.read_into(&mut rapl_vals);
         let host = match src.host.as_mut() {
             Some(h) if wake >= next_host => {
-                next_host = wake.max(next_host) + cfg.host_every_ns;
+                next_host = next_on_grid(start, cfg.host_every_ns, wake);
                 let r = h.read();
                 last_host = Some(r);
                 Some(r)
@@ -276,7 +283,7 @@ pub fn run(
             last_send = wake;
         }
         if jsonl_due {
-            next_jsonl = wake.max(next_jsonl) + cfg.jsonl_every_ns.unwrap_or(0);
+            next_jsonl = next_on_grid(start, cfg.jsonl_every_ns.unwrap_or(1), wake);
             let mut j = sender.buffer();
             push_jsonl(
                 &mut j,
