@@ -2,7 +2,7 @@
 //! (Kineto) traces (SPEC §5).
 //!
 //! Each file is streamed through the core scanner and summary; `.json.gz` is detected by its
-//! magic bytes and inflated by the core gzip decoder. A cut file (or a cut `.gz`) is summarized
+//! magic bytes and inflated on a reader thread (`crate::input`). A cut file (or a cut `.gz`) is summarized
 //! from what was read, with a warning. Output: a readable table per file, or with `--json` the
 //! core's JSON rendering (the reference `trace_summary` keys plus ours): one object for one file,
 //! an array of objects for several (a file that fails appears as `{"source", "error"}`, as the
