@@ -171,6 +171,8 @@ def case_oddvalues(root):
     rng = random.Random(2)
     rows = telemetry_rows(rng, T0, 200, period=1.0)
     for i, r in enumerate(rows):
+        # Full-precision timestamps (17 significant digits): parsing must round correctly.
+        r["unix"] = T0 + i + rng.random()
         if i % 7 == 0:
             r["host_cpu_percent"] = True
         if i % 11 == 0:
