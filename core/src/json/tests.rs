@@ -718,4 +718,3 @@ fn swar_digits_and_key_table() {
         assert_eq!(key(padded.as_bytes()), ok, "{k}");
     }
 }
-
