@@ -159,6 +159,9 @@ pub struct TraceCsvReader {
     rows: u64,
     ended: bool,
     last_byte: u8,
+    fast_lines: u64,
+    fast: bool,
+    sep: usize,
 }
 
 impl Default for TraceCsvReader {
@@ -184,6 +187,82 @@ impl TraceCsvReader {
             rows: 0,
             ended: false,
             last_byte: 0,
+            fast_lines: 0,
+            fast: true,
+            sep: 0,
+        }
+    }
+
+    /// A reader that sends every byte through csv-core (the oracle of the fast path's tests).
+    #[cfg(test)]
+    fn without_fast_path() -> TraceCsvReader {
+        TraceCsvReader {
+            fast: false,
+            ..TraceCsvReader::new()
+        }
+    }
+
+    /// The 1-based line the reader is on.
+    fn line_now(&self) -> u64 {
+        self.rdr.line() + self.fast_lines
+    }
+
+    /// Fast path for whole lines at a record boundary with no quote and no lone CR: they split
+    /// on commas exactly as csv-core would split them, without its per-byte state machine.
+    /// Returns `None` to hand the input to csv-core (quotes, a partial line, over-long rows).
+    fn fast_line(&mut self, input: &[u8], consumed: &mut usize) -> Option<CsvEvent> {
+        loop {
+            let inp = &input[*consumed..];
+            let nl = memchr::memchr(b'\n', inp)?;
+            let line = &inp[..nl];
+            let body = line.strip_suffix(b"\r").unwrap_or(line);
+            if body.is_empty() {
+                // A blank line (csv-core skips it too).
+                *consumed += nl + 1;
+                self.fast_lines += 1;
+                self.last_byte = b'\n';
+                continue;
+            }
+            if body.len() > RECORD_BYTES {
+                return None;
+            }
+            // The line is copied whole, commas included: field i ends at ends[i] and the next
+            // starts one byte later (`sep`). Bytes above ',' (digits, letters, '.', '-') are
+            // nearly all of a row, so one compare per byte skips them.
+            let mut nends = 0;
+            for (at, &c) in body.iter().enumerate() {
+                if c <= b',' {
+                    if c != b',' {
+                        if c == b'"' || c == b'\r' {
+                            return None;
+                        }
+                        continue;
+                    }
+                    if nends + 1 >= MAX_FIELDS {
+                        return None;
+                    }
+                    self.ends[nends] = at;
+                    nends += 1;
+                }
+            }
+            self.ends[nends] = body.len();
+            nends += 1;
+            let nout = body.len();
+            self.out[..nout].copy_from_slice(body);
+            self.sep = 1;
+            self.nout = nout;
+            self.nends = nends;
+            self.overflow = false;
+            self.record_line = self.line_now();
+            self.fast_lines += 1;
+            self.last_byte = b'\n';
+            *consumed += nl + 1;
+            if self.is_header() {
+                self.map_header();
+                return Some(CsvEvent::Header);
+            }
+            self.rows += 1;
+            return Some(CsvEvent::Row);
         }
     }
 
@@ -209,9 +288,20 @@ impl TraceCsvReader {
             return (CsvEvent::End, 0);
         }
         let mut consumed = 0;
+        if self.fast && self.header_seen && !self.in_record {
+            let ev = self.fast_line(input, &mut consumed);
+            if let Some(ev) = ev {
+                return (ev, consumed);
+            }
+            if consumed == input.len() && consumed > 0 {
+                // Only blank lines were left: an empty slice must not reach csv-core (it means EOF).
+                return (CsvEvent::NeedsInput, consumed);
+            }
+        }
         loop {
             if !self.in_record {
                 self.in_record = true;
+                self.sep = 0;
                 self.nout = 0;
                 self.nends = 0;
                 self.overflow = false;
@@ -251,7 +341,7 @@ impl TraceCsvReader {
                     // csv-core's line() is 1-based and counts '\n' consumed; the record's first
                     // line is its last line less the newlines inside quoted fields (counted
                     // only when asked, see `Row::line`).
-                    self.record_line = self.rdr.line() - u64::from(self.last_byte == b'\n');
+                    self.record_line = self.line_now() - u64::from(self.last_byte == b'\n');
                     if self.overflow {
                         return (
                             CsvEvent::BadRow {
@@ -279,7 +369,11 @@ impl TraceCsvReader {
         if i >= self.nends {
             return b"";
         }
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let start = if i == 0 {
+            0
+        } else {
+            self.ends[i - 1] + self.sep
+        };
         &self.out[start..self.ends[i]]
     }
 
@@ -317,6 +411,7 @@ impl TraceCsvReader {
         Row {
             out: &self.out[..self.nout],
             ends: &self.ends[..self.nends],
+            sep: self.sep,
             cols: &self.cols,
             last_line: self.record_line,
         }
@@ -328,6 +423,7 @@ impl TraceCsvReader {
 pub struct Row<'a> {
     out: &'a [u8],
     ends: &'a [usize],
+    sep: usize,
     cols: &'a Columns,
     last_line: u64,
 }
@@ -354,11 +450,20 @@ impl<'a> Row<'a> {
     /// DictReader's `None` for missing trailing fields).
     pub fn raw(&self, c: Col) -> Option<&'a [u8]> {
         let i = self.cols.position(c)?;
+        (i < self.ends.len()).then(|| self.field(i))
+    }
+
+    /// Field `i` of the row (empty past the last field).
+    pub fn field(&self, i: usize) -> &'a [u8] {
         if i >= self.ends.len() {
-            return None;
+            return b"";
         }
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        Some(&self.out[start..self.ends[i]])
+        let start = if i == 0 {
+            0
+        } else {
+            self.ends[i - 1] + self.sep
+        };
+        &self.out[start..self.ends[i]]
     }
 
     /// Number of fields in this row.
@@ -678,6 +783,56 @@ mod tests {
             let want = naive(&data);
             for_each_split(data.as_bytes(), 4, rng.next_u64(), |chunks| {
                 assert_eq!(read_all(chunks), want, "{data}");
+            });
+        }
+    }
+
+    /// Every event with its row's fields and line, from a reader (fast path on or off).
+    fn events(mut rdr: TraceCsvReader, chunks: &[&[u8]]) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut chunks = chunks.iter().copied().chain(core::iter::once(&b""[..]));
+        let mut cur: &[u8] = chunks.next().unwrap();
+        loop {
+            if cur.is_empty() {
+                cur = chunks.next().unwrap_or(b"");
+            }
+            let (ev, n) = rdr.read(cur);
+            cur = &cur[n..];
+            match ev {
+                CsvEvent::NeedsInput => {}
+                CsvEvent::Row | CsvEvent::Header => {
+                    let r = rdr.row();
+                    let fields: Vec<String> = (0..r.fields())
+                        .map(|i| String::from_utf8_lossy(r.field(i)).into_owned())
+                        .collect();
+                    out.push(std::format!("{ev:?} L{} {fields:?}", r.line()));
+                }
+                CsvEvent::BadRow { .. } => out.push(std::format!("{ev:?}")),
+                CsvEvent::End => break,
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn fast_path_splits_exactly_as_csv_core() {
+        let mut rng = Rng::from_env(17);
+        let alphabet = b"ab1,,,\"\r\n\n ";
+        for _ in 0..300 {
+            let mut data = std::vec::Vec::from(&b"t_mono_ns,row_type,label\n"[..]);
+            for _ in 0..rng.below(200) {
+                data.push(alphabet[rng.below(alphabet.len() as u64) as usize]);
+            }
+            if rng.below(3) == 0 {
+                data.extend_from_slice(b"\n5,MARK,\"q\nuoted\"\n6,row_type,t_mono_ns\n");
+            }
+            for_each_split(&data, 3, rng.next_u64(), |chunks| {
+                assert_eq!(
+                    events(TraceCsvReader::new(), chunks),
+                    events(TraceCsvReader::without_fast_path(), chunks),
+                    "{:?}",
+                    String::from_utf8_lossy(&data)
+                );
             });
         }
     }

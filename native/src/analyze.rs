@@ -258,8 +258,13 @@ pub fn run(args: Args) -> CmdResult {
 
     if args.json {
         warn_all(&r);
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", r.to_json()).map_err(|e| e.to_string())?;
+        // Streamed: the same bytes as `RecordingAnalysis::to_json` (same serializer and
+        // formatter), without holding the whole text in memory.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer_pretty(&mut out, &r).map_err(|e| e.to_string())?;
+        writeln!(out)
+            .and_then(|()| out.flush())
+            .map_err(|e| e.to_string())?;
         if let Some(err) = r.selection.as_ref().and_then(|s| s.error()) {
             eprintln!("{err}");
             return Ok(ExitCode::from(1));
@@ -298,6 +303,13 @@ pub fn run(args: Args) -> CmdResult {
                 r.gpus.len()
             );
         }
+    } else if r.selection.is_some() {
+        // Both marks were found but one of them arrived beyond the reorder horizon.
+        warn_all(&r);
+        return Err(
+            "flinch-trace analyze: a mark of the window arrived too late in the file to be placed in time order (see the warning above)"
+                .to_string(),
+        );
     }
     if args.spans {
         for w in &r.spans {

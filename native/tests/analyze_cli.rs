@@ -167,3 +167,42 @@ fn gpu_selection_and_recording_level_json() {
         "{out}"
     );
 }
+
+#[test]
+fn json_is_the_same_bytes_as_the_core_renders() {
+    use flinch_core::window::{AnalyzeOptions, WindowAnalyzer};
+    let (out, _, code) = run(&["--csv", "tests/analyze/multi_gpu.csv", "--json"]);
+    assert_eq!(code, 0);
+    let data = std::fs::read(root().join("tests/analyze/multi_gpu.csv")).unwrap();
+    let mut a = WindowAnalyzer::new(AnalyzeOptions {
+        spans: true,
+        series_points: 2000,
+        ..AnalyzeOptions::default()
+    });
+    a.write(&data);
+    assert_eq!(out, format!("{}\n", a.end().to_json()));
+}
+
+#[test]
+fn a_window_mark_beyond_the_reorder_horizon_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("flinch-analyze-late-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("late.csv");
+    let mut text = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj\n",
+    );
+    for k in 0..1000u64 {
+        text.push_str(&format!("{},0,SAMPLE,,100,50,,,,\n", k * 10_000_000));
+    }
+    // Stamped at 1 s and 2 s but written 10 s later: beyond the 2 s horizon.
+    text.push_str("1000000000,0,MARK,a,,,,,,\n2000000000,0,MARK,b,,,,,,\n");
+    std::fs::write(&csv, text).unwrap();
+    let (out, err, code) = run(&["--csv", csv.to_str().unwrap(), "--start", "a", "--end", "b"]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!((out.as_str(), code), ("", 1));
+    assert!(
+        err.contains("warning: 2 rows arrived") && err.contains("first at line 1002"),
+        "{err}"
+    );
+    assert!(err.contains("arrived too late"), "{err}");
+}

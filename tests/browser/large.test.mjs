@@ -74,5 +74,15 @@ test(`a >= ${LARGE_MB} MB .json.gz completes with flat WebAssembly memory`, { ti
   const regrowth = runs[2].wasm_memory_after_bytes - afterLarge;
   assert.ok(regrowth <= 1 << 20, `a second large run grew memory by ${regrowth} bytes`);
   assert.ok(afterLarge < largeMeta.gzBytes / 4, `memory ${afterLarge} vs file ${largeMeta.gzBytes}`);
+
+  // Cancel mid-way: the page goes back to ready with a fresh worker, and analyzes again.
+  await chooseFile(page, large);
+  await page.waitForFunction(() => Number(document.querySelector('#progress').value) > 0.05, null, { timeout: 60_000 });
+  await page.click('#cancel');
+  assert.equal(await page.getAttribute('body', 'data-state'), 'ready');
+  assert.match(await page.textContent('#status'), /^Cancelled large-generated/);
+  await chooseFile(page, small);
+  assert.equal(await waitFinished(page), 'done');
+  assert.equal((await resultJson(page)).totals.duration_events, smallMeta.events);
   await page.close();
 });

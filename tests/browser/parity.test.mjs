@@ -4,7 +4,7 @@
 // sets `source` to File.name). Both file input and synthetic drop are exercised.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import {
   ROOT, native, startServer, startBrowser, openPage, waitFinished, chooseFile, dropFile, resultJson, artifactPath,
@@ -120,4 +120,11 @@ test('a Kineto trace shows category bars and the top ops table', async () => {
   assert.equal(await page.locator('#top-ops tbody tr').count(), result.largest_ops_by_duration_sum.length);
   assert.equal(await page.isVisible('#csv-result'), false);
   await page.screenshot({ path: artifactPath('page-trace.png'), fullPage: true });
+
+  // "Download JSON" saves exactly the result JSON.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download')]);
+  assert.equal(download.suggestedFilename(), `${path.basename(file)}.summary.json`);
+  const saved = artifactPath('downloaded.summary.json');
+  await download.saveAs(saved);
+  assert.equal(readFileSync(saved, 'utf8'), await page.textContent('#result-json'));
 });

@@ -1,6 +1,8 @@
 //! Per-window accumulators: the reference-exact samples-only figures, edge-clipped integrals of
 //! power, utilization and energy counters, sample health and a time-in-power histogram.
 
+use crate::energy::CounterDelta;
+
 /// Bins of the per-window time-in-power histogram (geometric, see [`power_bin`]).
 pub const POWER_BINS: usize = 48;
 const BIN_LO_W: f64 = 8.0;
@@ -297,15 +299,17 @@ impl RaplAcc {
         if b <= a || t_ns <= ta {
             return;
         }
-        let delta = if uj >= ua {
-            (uj - ua) as f64
-        } else if let Some(m) = max_uj.filter(|m| *m >= ua) {
-            self.wraps += 1;
-            ((m - ua) + uj) as f64
-        } else {
+        // The wrap rule is the shared one (energy::CounterDelta: `max - prev + cur`).
+        let mut c = CounterDelta::new(max_uj);
+        c.push(ua);
+        c.push(uj);
+        let r = c.result();
+        if r.resets > 0 {
             self.uncorrected_wraps += 1;
             return;
-        };
+        }
+        self.wraps += r.wraps;
+        let delta = r.delta.unwrap_or(0) as f64;
         self.energy_uj += delta * ((b - a) as f64 / (t_ns - ta) as f64);
         self.covered_ns += b - a;
     }

@@ -43,7 +43,10 @@ pub struct Signal {
     /// `good`, `coarse` or `unresolved`.
     pub resolution: &'static str,
     /// Why.
-    pub note: String,
+    pub note: &'static str,
+    /// For the power signal: power above this counts as busy, W (see the GPU's idle floor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold_w: Option<f64>,
 }
 
 /// A verdict with its evidence.
@@ -110,34 +113,34 @@ impl Context<'_> {
             .busy_threshold_w
             .and_then(|th| share_above(&a.hist_ns, th));
         let (res, note) = match (power_share, interval_s) {
-            (None, _) => ("unresolved", "no power readings cover the window".to_string()),
+            (None, _) => ("unresolved", "no power readings cover the window"),
             (Some(_), Some(dt)) if dur_s < 2.0 * dt => (
                 "unresolved",
-                alloc::format!("window {dur_s:.3} s is shorter than two power sample intervals ({:.1} ms)", dt * 1e3),
+                "the window is shorter than two power sample intervals",
             ),
             (Some(_), _) if self.source == PowerSource::Instant => (
                 "good",
-                "instantaneous power (NVML field 186); the sensor samples ~25% of the runtime on A100/H100".to_string(),
+                "instantaneous power (NVML field 186); the sensor samples ~25% of the runtime on A100/H100",
+            ),
+            (Some(_), _) if dur_s < 1.0 && self.source == PowerSource::Average => (
+                "coarse",
+                "power is a 1 s average (nvmlDeviceGetPowerUsage on Ampere and newer): it blurs a sub-second window",
             ),
             (Some(_), _) if dur_s < 1.0 => (
                 "coarse",
-                alloc::format!(
-                    "power is {} a 1 s average (nvmlDeviceGetPowerUsage on Ampere and newer), which blurs a {dur_s:.3} s window",
-                    if self.source == PowerSource::Average { "" } else { "possibly" }
-                ),
+                "power source unknown: if it is the 1 s average (nvmlDeviceGetPowerUsage on Ampere and newer), it blurs a sub-second window",
             ),
-            (Some(_), _) => ("good", "window is at least 1 s, longer than the power averaging".to_string()),
+            (Some(_), _) => (
+                "good",
+                "the window is at least 1 s, longer than the power averaging",
+            ),
         };
         signals.push(Signal {
             name: "power_above_idle_floor",
             busy_share: power_share,
             resolution: res,
-            note: match (g.idle_floor_w, g.busy_threshold_w) {
-                (Some(f), Some(th)) => alloc::format!(
-                    "{note}; idle floor {f:.1} W (p5 of the recording), busy above {th:.1} W"
-                ),
-                _ => note,
-            },
+            note,
+            threshold_w: g.busy_threshold_w,
         });
 
         // Utilization.
@@ -159,7 +162,8 @@ impl Context<'_> {
             name: "gpu_util",
             busy_share: util_share,
             resolution: res,
-            note: note.to_string(),
+            note,
+            threshold_w: None,
         });
 
         // Energy counter (evidence only).
@@ -185,7 +189,8 @@ impl Context<'_> {
             name: "energy_counter",
             busy_share: None,
             resolution: res,
-            note: note.to_string(),
+            note,
+            threshold_w: None,
         });
 
         let pick = |want: &str| -> Vec<(&'static str, f64)> {

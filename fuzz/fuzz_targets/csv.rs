@@ -1,0 +1,80 @@
+//! Fuzz target `csv`: arbitrary bytes as a trace.csv, fed in fuzzer-chosen splits to the
+//! `TraceCsvReader` (checking the call invariants) and to the `WindowAnalyzer` with a window,
+//! spans and a plot series under bounded limits. Must never panic, hang or grow without bound.
+#![no_main]
+
+use flinch_core::Limits;
+use flinch_core::csv::{CsvEvent, TraceCsvReader};
+use flinch_core::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 2 {
+        return;
+    }
+    let (knobs, text) = data.split_at(2);
+    let chunk_max = 1 + knobs[0] as usize * 16;
+    let mut seed = knobs[1] as u64 | 1;
+    let mut next_len = |rest: usize| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (1 + (seed >> 33) as usize % chunk_max).min(rest)
+    };
+
+    // The reader alone: progress on every call, rows only after a header, End exactly once.
+    let mut rdr = TraceCsvReader::new();
+    let mut rest = text;
+    let mut rows = 0u64;
+    loop {
+        let n = next_len(rest.len());
+        let chunk = &rest[..n];
+        let (ev, nin) = rdr.read(chunk);
+        assert!(nin <= chunk.len());
+        rest = &rest[nin..];
+        match ev {
+            CsvEvent::Row => {
+                assert!(rdr.header_seen());
+                rows += 1;
+                let r = rdr.row();
+                let _ = (r.kind(), r.t_mono_ns(), r.label(), r.line());
+            }
+            CsvEvent::End => {
+                assert!(rest.is_empty());
+                assert_eq!(rdr.read(&[]).0, CsvEvent::End);
+                break;
+            }
+            CsvEvent::NeedsInput => assert_eq!(nin, chunk.len()),
+            CsvEvent::Header | CsvEvent::BadRow { .. } => {}
+        }
+    }
+    assert_eq!(rows, rdr.rows());
+
+    // The analyzer.
+    let opts = AnalyzeOptions {
+        limits: Limits {
+            max_marks: 64,
+            max_gpus: 4,
+            ..Limits::BOUNDED
+        },
+        select: Some(WindowSelect {
+            start: "a".into(),
+            end: "b".into(),
+            occurrence: 1,
+        }),
+        spans: true,
+        series_points: 16,
+        reorder_capacity: 64,
+        ..AnalyzeOptions::default()
+    };
+    let mut an = WindowAnalyzer::new(opts);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let n = next_len(rest.len());
+        an.write(&rest[..n]);
+        rest = &rest[n..];
+    }
+    let r = an.end();
+    assert!(r.marks.len() <= 64 + 2);
+    assert!(r.gpus.len() <= 4);
+    assert!(r.series.iter().all(|s| s.points.len() <= 16));
+    let _ = r.to_json();
+});
