@@ -334,6 +334,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 Ok((s, n))
             }
             Err(e) => {
+                // Bytes "consumed" stop at the offending byte, however the input was split.
+                self.offset = e.offset;
                 self.error = Some(e);
                 Err(e)
             }

@@ -626,6 +626,8 @@ fn structural_errors_carry_the_byte_offset() {
                 got.error.map(|e| std::format!("{e}")).as_deref(),
                 Some(*msg)
             );
+            // Bytes consumed stop at the offending byte whatever the split (found by fuzzing).
+            assert_eq!(got.end.bytes, got.error.unwrap().offset);
         });
         // A failed scanner stays failed.
         let mut sc = EventScanner::new(Limits::EXACT);
