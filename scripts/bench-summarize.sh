@@ -77,7 +77,9 @@ printf '\n%-36s %10s %12s   %s\n' "command" "wall" "peak RSS" "printed"
 measure "flinch-trace summarize" ours "$BIN" summarize --runs "$RUNS" --out "$TMP/ours.json"
 measure "flinch-trace summarize --skip-traces" ours_skip "$BIN" summarize --runs "$RUNS" --out "$TMP/ours_skip.json" --skip-traces
 if [[ ${BENCH_SKIP_REFERENCE:-0} != 1 && -n $REF_DIR ]]; then
+    measure "reference --skip-traces (python)" ref_skip python3 "$REF_DIR/summarize_host_telemetry.py" --runs "$RUNS" --out "$TMP/ref_skip.json" --skip-traces
     measure "reference (python)" ref python3 "$REF_DIR/summarize_host_telemetry.py" --runs "$RUNS" --out "$TMP/ref.json"
+    awk -v a="$(cat "$TMP/ref_skip.secs")" -v b="$(cat "$TMP/ours_skip.secs")" 'BEGIN{if (b < 0.01) b = 0.01; printf "\ntelemetry only (--skip-traces) vs reference: %.1fx\n", a/b}'
     awk -v a="$(cat "$TMP/ref.secs")" -v b="$(cat "$TMP/ours.secs")" 'BEGIN{printf "\nspeed-up vs reference: %.1fx (target >= 10x)\n", a/b}'
     echo "== parity (floats within 1e-9 relative; trace duration_sum_us/busy_union_us are exact in ours and drift in the reference)"
     python3 - "$TMP/ref.json" "$TMP/ours.json" <<'PY'
@@ -87,10 +89,14 @@ diffs = []
 def cmp(x, y, path):
     if isinstance(x, dict) and isinstance(y, dict):
         if list(x) != [k for k in y if k != "warnings"]:
-            diffs.append(f"{path}: keys differ")
+            only_ref = [k for k in x if k not in y]
+            only_ours = [k for k in y if k not in x and k != "warnings"]
+            diffs.append(f"{path}: keys differ (only in ref {only_ref}, only in ours {only_ours})")
         for k in x:
             cmp(x[k], y.get(k), f"{path}.{k}")
-    elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+    elif isinstance(x, list) and isinstance(y, list):
+        if len(x) != len(y):
+            diffs.append(f"{path}: {len(x)} items in ref, {len(y)} in ours")
         for i, (u, v) in enumerate(zip(x, y)):
             cmp(u, v, f"{path}[{i}]")
     elif isinstance(x, float) and isinstance(y, float):
@@ -102,7 +108,7 @@ cmp(a, b, "$")
 exact = [d for d in diffs if "duration_sum_us" in d.split(":")[0] or "busy_union_us" in d.split(":")[0]]
 other = [d for d in diffs if d not in exact]
 print(f"differences: {len(other)} (plus {len(exact)} category sums where the reference's float sums drift)")
-for d in (other + exact)[:12]:
-    print("  " + d)
+for d in (other + exact)[:16]:
+    print("  " + (d if len(d) < 200 else d[:197] + "..."))
 PY
 fi

@@ -23,6 +23,14 @@ if [[ ! -e fuzz/corpus/gzip/seed-multi ]]; then
     { printf '\x01\x01\x00\x03'; printf 'x' | gzip -n; printf '\0\0\0'; } >fuzz/corpus/gzip/seed-padded
 fi
 
+# Scanner seeds: 3 knob bytes (see fuzz_targets/scanner.rs), then a small real trace.
+mkdir -p fuzz/corpus/scanner
+if [[ ! -e fuzz/corpus/scanner/seed-simple ]]; then
+    { printf '\x00\x07\x05'; cat tests/traces/speedscope/simple-object.json; } >fuzz/corpus/scanner/seed-simple
+    { printf '\x01\x03\x09'; cat tests/traces/catapult/nanoseconds.json; } >fuzz/corpus/scanner/seed-bounded
+    { printf '\x00\x20\x01'; gzip -dc tests/traces/HolisticTraceAnalysis/triton_example.json.gz | head -c 4000; } >fuzz/corpus/scanner/seed-kineto
+fi
+
 # No sanitizer: flinch-core forbids unsafe code, so AddressSanitizer adds build time and halves the
 # execution rate without finding anything a panic would not; libFuzzer still catches panics,
 # hangs (-timeout) and memory blow-ups (-rss_limit_mb).

@@ -25,7 +25,12 @@
 //! - Bounded: ops beyond `max_ops` fold into an `"(other)"` row, categories beyond
 //!   `max_categories` into an `"(other)"` category, and each category's union keeps
 //!   `max_intervals` intervals (coalescing the smallest gaps, with the filled time reported as
-//!   the error bound under `approximations`).
+//!   the error bound under `approximations`). Durations are kept exactly up to
+//!   `max_exact_values` in all; an op that needs more moves to a
+//!   [`QuantileSketch`](crate::sketch::QuantileSketch) (16 KiB, once per op) whose percentiles
+//!   are within [`RELATIVE_ERROR`](crate::sketch::RELATIVE_ERROR) (1/129) and whose `n`, `mean`,
+//!   `min`, `max` stay exact; `approximations` says how many ops and the bound. Memory:
+//!   `8 × max_exact_values` bytes plus 16 KiB per sketched op (at most `max_ops`).
 //!
 //! Without `alloc` this module is empty: the summary keeps growable tables.
 

@@ -1,8 +1,9 @@
 //! `flinch-trace trace FILE... [--json] [--top N] [--bounded]`: summarize Chrome / PyTorch
 //! (Kineto) traces (SPEC §5).
 //!
-//! Each file is streamed through the core scanner and summary; `.json.gz` is detected by its
-//! magic bytes and inflated by the core gzip decoder. A cut file (or a cut `.gz`) is summarized
+//! Each file is streamed through `flinch_core::analyzer` (scanner and summary; the web page's
+//! entry point too); `.json.gz` is detected by its magic bytes and inflated on a reader thread
+//! (`crate::input`). A cut file (or a cut `.gz`) is summarized
 //! from what was read, with a warning. Output: a readable table per file, or with `--json` the
 //! core's JSON rendering (the reference `trace_summary` keys plus ours): one object for one file,
 //! an array of objects for several (a file that fails appears as `{"source", "error"}`, as the
@@ -11,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use flinch_core::Limits;
-use flinch_core::json::{EventScanner, Scan};
-use flinch_core::summary::{TraceSummary, TraceSummaryResult};
+use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+use flinch_core::summary::TraceSummaryResult;
 
 use crate::CmdResult;
 use crate::input::open_input;
@@ -94,51 +95,37 @@ pub fn summarize_file(
     top: usize,
 ) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input), so inflate and
-    // scan overlap on two cores.
+    // scan overlap on two cores. The decoded bytes go through flinch_core::analyzer, the entry
+    // point the web page uses too, so --json and the page print the same bytes.
     let mut input = open_input(path)?;
-    let mut scanner = EventScanner::new(limits);
-    let mut summary = TraceSummary::new(limits);
-    let gz_note = if input.is_gzip() {
-        " of the decompressed data"
-    } else {
-        ""
+    let options = AnalyzerOptions {
+        kind: Kind::Trace,
+        limits: if limits == Limits::EXACT {
+            LimitsPreset::Exact
+        } else {
+            LimitsPreset::Bounded
+        },
+        source: source.to_string(),
+        top: Some(top),
+        ..AnalyzerOptions::default()
     };
-    let mut feed = |data: &[u8]| -> Result<(), String> {
-        let mut pos = 0;
-        loop {
-            let (what, nin) = scanner
-                .scan(&data[pos..])
-                .map_err(|e| format!("{e}{gz_note}"))?;
-            pos += nin;
-            match what {
-                Scan::Event => summary.add(&scanner.event()),
-                Scan::NeedsInput => return Ok(()),
-            }
-        }
-    };
-    let mut gz_warning = None;
+    let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
     loop {
         match input.next_chunk() {
-            Ok(Some(chunk)) => feed(chunk)?,
+            Ok(Some(chunk)) => analyzer.write(chunk).map_err(|e| e.to_string())?,
             Ok(None) => break,
             // A cut .gz: summarize what was decoded before the cut.
             Err(e) if e.truncated => {
-                gz_warning = Some(e.message);
+                analyzer.note_cut_gzip(&e.message);
                 break;
             }
             Err(e) => return Err(e.message),
         }
     }
-    let end = scanner.finish();
-    let warnings = *scanner.warnings();
-    let mut result = summary.finish(source, &end, &warnings, top);
-    if let Some(w) = gz_warning {
-        result.truncated = true;
-        result
-            .warnings
-            .insert(0, format!("{w}: summarized from what was read"));
+    match analyzer.finish().map_err(|e| e.to_string())? {
+        Analysis::Trace(result) => Ok(*result),
+        Analysis::Recording(_) => Err("not a trace".to_string()),
     }
-    Ok(result)
 }
 
 /// The readable table for one result.

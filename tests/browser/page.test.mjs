@@ -100,6 +100,21 @@ test('no request leaves the page origin, and the CSP blocks any attempt', async 
   await page.close();
 });
 
+test('once loaded, the page analyzes a file with the network off', async () => {
+  const page = await openPage(browser.context, server.url);
+  await browser.context.setOffline(true);
+  try {
+    const file = path.join(scratch, 'offline.json');
+    writeFileSync(file, '{"traceEvents":[{"ph":"X","cat":"k","name":"a","ts":1,"dur":2.5}]}');
+    await chooseFile(page, file);
+    assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+    assert.equal(JSON.parse(await page.textContent('#result-json')).categories.k.duration_sum_us, 2.5);
+  } finally {
+    await browser.context.setOffline(false);
+  }
+  await page.close();
+});
+
 test('screenshot of the page', async () => {
   const page = await openPage(browser.context, server.url);
   await page.screenshot({ path: artifactPath('page-ready.png'), fullPage: true });

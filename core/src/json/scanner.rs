@@ -334,6 +334,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 Ok((s, n))
             }
             Err(e) => {
+                // Bytes "consumed" stop at the offending byte, however the input was split.
+                self.offset = e.offset;
                 self.error = Some(e);
                 Err(e)
             }
@@ -728,7 +730,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         && s[i] == b'"'
                         && s[i + 2] == b'"'
                         && s[i + 1] >= 0x20
-                        && s[i + 1] != b'\\' =>
+                        && s[i + 1] != b'\\'
+                        && s[i + 1] != b'"' =>
                 {
                     self.ph[0] = s[i + 1];
                     self.ph_len = 1;

@@ -626,6 +626,8 @@ fn structural_errors_carry_the_byte_offset() {
                 got.error.map(|e| std::format!("{e}")).as_deref(),
                 Some(*msg)
             );
+            // Bytes consumed stop at the offending byte whatever the split (found by fuzzing).
+            assert_eq!(got.end.bytes, got.error.unwrap().offset);
         });
         // A failed scanner stays failed.
         let mut sc = EventScanner::new(Limits::EXACT);
@@ -714,5 +716,17 @@ fn swar_digits_and_key_table() {
     ] {
         let padded = std::format!("{k}         ");
         assert_eq!(key(padded.as_bytes()), ok, "{k}");
+    }
+}
+
+/// Regressions found by the fuzzer: the fast path and the resumable path must agree.
+#[test]
+fn fuzz_regressions_fast_and_resumable_paths_agree() {
+    let docs: &[&[u8]] = &[
+        br#"[{"ph":""","name":"a"},{"ph":"X","dur":1}]"#,
+        br#"[{"ph":"\"","dur":1},{"ph":"""}]"#,
+    ];
+    for doc in docs {
+        check_splits(doc, 16, 9);
     }
 }

@@ -10,6 +10,7 @@ use super::interner::Interner;
 use crate::Limits;
 use crate::intervals::IntervalUnion;
 use crate::json::{Event, IdField, NumField, ScanEnd, ScanWarnings};
+use crate::sketch::{QuantileSketch, RELATIVE_ERROR};
 use crate::stats::{Stats, stats_f64_in_place};
 
 /// The `scope` line of every trace summary, as the reference writes it.
@@ -29,8 +30,27 @@ struct CatAcc {
 
 struct OpAcc {
     dur_sum_ns: i128,
-    values_us: Vec<f64>,
+    values: OpValues,
 }
+
+/// An op's durations: exact until the shared `max_exact_values` budget runs out, then (for the
+/// op that hits it) a quantile sketch holding all of them.
+enum OpValues {
+    Exact(Vec<f64>),
+    Sketch(alloc::boxed::Box<QuantileSketch>),
+}
+
+impl OpAcc {
+    fn new() -> OpAcc {
+        OpAcc {
+            dur_sum_ns: 0,
+            values: OpValues::Exact(Vec::new()),
+        }
+    }
+}
+
+/// Buckets per sign of an op's sketch: 16 powers of two at 1/129 relative error, 16 KiB.
+const SKETCH_BUCKETS_PER_SIGN: usize = 1024;
 
 #[derive(Clone, Copy)]
 struct Open {
@@ -70,7 +90,7 @@ pub struct TraceSummary {
     op_accs: Vec<OpAcc>,
     other_op: u32,
     stored_values: usize,
-    values_dropped: u64,
+    sketched_ops: u64,
     phases_ascii: [u64; 128],
     phases_other: Vec<(Vec<u8>, u64)>,
     threads: Interner,
@@ -106,7 +126,7 @@ impl TraceSummary {
             op_accs: Vec::new(),
             other_op: NONE,
             stored_values: 0,
-            values_dropped: 0,
+            sketched_ops: 0,
             phases_ascii: [0; 128],
             phases_other: Vec::new(),
             threads: Interner::new(if limits.max_open_slices >= 1 << 20 {
@@ -199,19 +219,13 @@ impl TraceSummary {
         match self.ops.get_or_insert2(cat, name) {
             Some(i) => {
                 if i as usize == self.op_accs.len() {
-                    self.op_accs.push(OpAcc {
-                        dur_sum_ns: 0,
-                        values_us: Vec::new(),
-                    });
+                    self.op_accs.push(OpAcc::new());
                 }
                 i
             }
             None => {
                 if self.other_op == NONE {
-                    self.op_accs.push(OpAcc {
-                        dur_sum_ns: 0,
-                        values_us: Vec::new(),
-                    });
+                    self.op_accs.push(OpAcc::new());
                     self.other_op = (self.op_accs.len() - 1) as u32;
                 }
                 self.other_op
@@ -234,11 +248,27 @@ impl TraceSummary {
         self.total_union.insert(ts_ns, end_ns);
         let o = &mut self.op_accs[op as usize];
         o.dur_sum_ns += i128::from(dur_ns);
-        if self.stored_values < self.limits.max_exact_values {
-            o.values_us.push(dur_ns as f64 / 1000.0);
-            self.stored_values += 1;
-        } else {
-            self.values_dropped += 1;
+        let v_us = dur_ns as f64 / 1000.0;
+        match &mut o.values {
+            OpValues::Exact(values) if self.stored_values < self.limits.max_exact_values => {
+                values.push(v_us);
+                self.stored_values += 1;
+            }
+            OpValues::Exact(values) => {
+                // The exact budget is spent: this op moves to a sketch (once per op), and its
+                // exact values go back to the budget.
+                let mut sketch = QuantileSketch::new(SKETCH_BUCKETS_PER_SIGN);
+                for &x in values.iter() {
+                    sketch.push(x);
+                }
+                sketch.push(v_us);
+                self.stored_values -= values.len();
+                o.values = OpValues::Sketch(alloc::boxed::Box::new(sketch));
+                self.sketched_ops += 1;
+            }
+            OpValues::Sketch(sketch) => {
+                sketch.push(v_us);
+            }
         }
     }
 
@@ -347,7 +377,10 @@ impl TraceSummary {
                 .cmp(&self.op_accs[a].dur_sum_ns)
                 .then(a.cmp(&b))
         });
-        order.retain(|&i| !self.op_accs[i].values_us.is_empty() || self.op_accs[i].dur_sum_ns != 0);
+        order.retain(|&i| match &self.op_accs[i].values {
+            OpValues::Exact(v) => !v.is_empty(),
+            OpValues::Sketch(_) => true,
+        });
         order.truncate(top);
         let mut ops = Vec::with_capacity(order.len());
         for i in order {
@@ -358,7 +391,10 @@ impl TraceSummary {
                 (lossy(cat), lossy(name))
             };
             let acc = &mut self.op_accs[i];
-            let stats = stats_f64_in_place(&mut acc.values_us);
+            let stats = match &mut acc.values {
+                OpValues::Exact(values) => stats_f64_in_place(values),
+                OpValues::Sketch(sketch) => sketch.stats().stats,
+            };
             ops.push(OpRow {
                 category,
                 name,
@@ -455,7 +491,7 @@ impl TraceSummary {
             }
         }
         let approximations = if union_error_ns > 0
-            || self.values_dropped > 0
+            || self.sketched_ops > 0
             || self.other_op != NONE
             || self.other_cat != NONE
         {
@@ -463,7 +499,12 @@ impl TraceSummary {
                 busy_union_error_bound_us: ns_to_us(i128::from(union_error_ns)),
                 ops_folded_into_other: self.other_op != NONE,
                 categories_folded_into_other: self.other_cat != NONE,
-                durations_not_in_op_stats: self.values_dropped,
+                ops_with_sketched_stats: self.sketched_ops,
+                quantile_relative_error: if self.sketched_ops > 0 {
+                    RELATIVE_ERROR
+                } else {
+                    0.0
+                },
             })
         } else {
             None
@@ -614,8 +655,11 @@ pub struct Approximations {
     pub ops_folded_into_other: bool,
     /// Categories beyond `max_categories` were folded into `"(other)"`.
     pub categories_folded_into_other: bool,
-    /// Durations past `max_exact_values` that are in the sums but not in op stats.
-    pub durations_not_in_op_stats: u64,
+    /// Ops whose durations outgrew the shared `max_exact_values` budget: their `stats` come
+    /// from a quantile sketch (`n`, `mean`, `min`, `max` still exact).
+    pub ops_with_sketched_stats: u64,
+    /// Relative error bound of those ops' percentiles ([`RELATIVE_ERROR`], 1/129), 0 when none.
+    pub quantile_relative_error: f64,
 }
 
 /// The summary of one trace: the reference `trace_summary` keys (`source`, `scope`,
@@ -888,6 +932,61 @@ mod tests {
             ]
         );
         assert_eq!(v["categories"]["uncategorized"]["busy_union_us"], 2.0);
+    }
+
+    #[test]
+    fn ops_past_the_exact_budget_use_the_sketch_within_its_bound() {
+        let mut doc = String::from("[");
+        let mut rng = Rng(21);
+        for k in 0..3000 {
+            if k > 0 {
+                doc.push(',');
+            }
+            // Three ops with lognormal-ish durations from 1 µs to ~100 ms.
+            let dur_ns = (1000.0 * (rng.unit_f64() * 11.0).exp()) as i64;
+            doc.push_str(&std::format!(
+                "{{\"ph\":\"X\",\"cat\":\"k\",\"name\":\"op{}\",\"ts\":{k},\"dur\":{}.{:03}}}",
+                k % 3,
+                dur_ns / 1000,
+                dur_ns % 1000
+            ));
+        }
+        doc.push(']');
+        let exact = summarize(&[doc.as_bytes()], Limits::EXACT);
+        let limits = Limits {
+            max_exact_values: 500,
+            ..Limits::BOUNDED
+        };
+        let r = summarize(&[doc.as_bytes()], limits);
+        let a = r.approximations.expect("sketch used");
+        assert!(a.ops_with_sketched_stats >= 2);
+        assert_eq!(a.quantile_relative_error, crate::sketch::RELATIVE_ERROR);
+        for (g, e) in r
+            .largest_ops_by_duration_sum
+            .iter()
+            .zip(&exact.largest_ops_by_duration_sum)
+        {
+            assert_eq!((&g.name, g.duration_sum_us), (&e.name, e.duration_sum_us));
+            let (gs, es) = (g.duration_us, e.duration_us);
+            assert_eq!(
+                (gs.n, gs.mean, gs.min, gs.max),
+                (es.n, es.mean, es.min, es.max)
+            );
+            for (x, y) in [
+                (gs.p50, es.p50),
+                (gs.p90, es.p90),
+                (gs.p95, es.p95),
+                (gs.p99, es.p99),
+            ] {
+                let (x, y) = (x.unwrap(), y.unwrap());
+                assert!(
+                    (x - y).abs() <= y.abs() * a.quantile_relative_error * 1.0001,
+                    "{x} vs {y}"
+                );
+            }
+        }
+        // Exact mode never sketches.
+        assert_eq!(exact.approximations, None);
     }
 
     #[test]

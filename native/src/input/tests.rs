@@ -250,3 +250,29 @@ fn zlib_rs_backend_matches_the_data_in_random_splits() {
         assert_eq!(out, want, "round {round}");
     }
 }
+
+#[test]
+fn buffers_are_recycled_so_memory_stays_at_the_ring_size() {
+    let mut rng = Rng(7);
+    let d = data(&mut rng, 300_000); // ~73 chunks of 4 KiB through a ring of 3
+    for bytes in [gzip(&d), d.clone()] {
+        let f = TempFile::new(&bytes);
+        let mut input = open_input_with(&f.0, SMALL).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        let mut chunks = 0;
+        let mut out = Vec::new();
+        while let Some(chunk) = input.next_chunk().unwrap() {
+            seen.insert(chunk.as_ptr() as usize);
+            out.extend_from_slice(chunk);
+            chunks += 1;
+        }
+        assert_eq!(out, d);
+        assert!(chunks > 50, "{chunks} chunks");
+        assert!(
+            seen.len() <= SMALL.buffers,
+            "{} distinct buffers for a ring of {}",
+            seen.len(),
+            SMALL.buffers
+        );
+    }
+}

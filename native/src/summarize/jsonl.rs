@@ -189,6 +189,21 @@ mod tests {
         );
     }
 
+    /// The same lines, warnings and line numbers whatever the reader's buffer size (1 byte up).
+    #[test]
+    fn any_buffer_split_reads_the_same() {
+        let text =
+            "{\"a\":1}\r\n\n  \n{\"a\":\"\u{e9}\u{1F680}\"}\r{\"a\":3}\n{bad\n[1]\n{\"b\": NaN}";
+        let whole = read(text);
+        for cap in [1, 2, 3, 5, 7, 64] {
+            let mut w = Warnings::default();
+            let mut rows = Vec::new();
+            let reader = std::io::BufReader::with_capacity(cap, text.as_bytes());
+            for_each_line(reader, &mut w, |n, v, _| rows.push((n, v))).unwrap();
+            assert_eq!((rows, w.render("f")), whole, "capacity {cap}");
+        }
+    }
+
     #[test]
     fn nan_tokens_outside_strings_become_null() {
         let (rows, w) = read("{\"a\": NaN, \"b\": \"NaN\", \"c\": [-Infinity, Infinity]}");

@@ -163,6 +163,37 @@ mod tests {
         assert_eq!(py_splitlines("").count(), 0);
     }
 
+    /// Streaming the log through any buffer size gives what the whole text gives.
+    #[test]
+    fn any_buffer_split_observes_the_same() {
+        let text = "a Model loading took 1 s\r\nDropping output for unknown req \u{e9}\r\x0bb\n\n"
+            .repeat(5)
+            + "force killing remaining process 1 engine startup completed";
+        let mut bytes = text.into_bytes();
+        bytes.extend_from_slice(b"\xff\xfe Dropping output for unknown req x\r");
+        let (whole, _) = observe(Some(&bytes[..]));
+        for cap in [1, 2, 3, 7, 4096] {
+            let (got, err) = observe(Some(std::io::BufReader::with_capacity(cap, &bytes[..])));
+            assert!(err.is_none());
+            assert_eq!(got.timing_lines, whole.timing_lines, "capacity {cap}");
+            for (a, b) in got
+                .lifecycle
+                .markers
+                .0
+                .iter()
+                .zip(&whole.lifecycle.markers.0)
+            {
+                assert_eq!(
+                    (a.1.count, &a.1.examples),
+                    (b.1.count, &b.1.examples),
+                    "capacity {cap}"
+                );
+            }
+        }
+        assert_eq!(whole.lifecycle.markers.0[0].1.count, 6);
+        assert_eq!(whole.timing_lines.len(), 6);
+    }
+
     #[test]
     fn examples_keep_first_and_last_three() {
         let text: String = (1..=8)

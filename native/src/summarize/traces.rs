@@ -115,7 +115,14 @@ pub fn summarize_all(runs: &PyPath) -> Vec<TraceEntry> {
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&i) = todo.get(k) else { break };
-                    let entry = summarize_one(&paths[i]);
+                    // A bug in the engine must not take the other traces down: it becomes
+                    // this trace's error entry.
+                    let entry = std::panic::catch_unwind(|| summarize_one(&paths[i]))
+                        .unwrap_or_else(|_| TraceEntry::Error {
+                            source: paths[i].to_py_string(),
+                            error: "internal error while summarizing this trace (a bug: please report it)"
+                                .to_owned(),
+                        });
                     results
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())

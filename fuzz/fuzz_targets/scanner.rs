@@ -1,0 +1,84 @@
+//! Fuzz target `scanner`: arbitrary bytes fed to `EventScanner` (and every event to
+//! `TraceSummary`) whole and in fuzzer-chosen splits. Must never panic or hang, and the split
+//! run must give exactly what the whole run gives (events, warnings, end state, error).
+#![no_main]
+
+use flinch_core::Limits;
+use flinch_core::json::{EventScanner, Scan, ScanEnd, ScanError, ScanWarnings};
+use flinch_core::summary::TraceSummary;
+use libfuzzer_sys::fuzz_target;
+
+type Outcome = (Vec<(Vec<u8>, Option<Vec<u8>>, Option<i64>)>, ScanEnd, ScanWarnings, Option<ScanError>);
+
+fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
+    let mut sc = EventScanner::new(limits);
+    let mut sum = TraceSummary::new(limits);
+    let mut events = Vec::new();
+    let mut error = None;
+    let mut rest = doc;
+    let mut consumed = 0u64;
+    'outer: while !rest.is_empty() {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let n = (1 + (seed >> 33) as usize % chunk_max).min(rest.len());
+        let chunk = &rest[..n];
+        rest = &rest[n..];
+        let mut pos = 0;
+        loop {
+            match sc.scan(&chunk[pos..]) {
+                Ok((what, nin)) => {
+                    assert!(nin <= chunk.len() - pos);
+                    pos += nin;
+                    consumed += nin as u64;
+                    match what {
+                        Scan::Event => {
+                            let e = sc.event();
+                            events.push((e.ph.to_vec(), e.name.map(<[u8]>::to_vec), e.dur_ns.ns()));
+                            sum.add(&e);
+                        }
+                        Scan::NeedsInput => {
+                            assert_eq!(pos, chunk.len());
+                            break;
+                        }
+                    }
+                }
+                Err(e) => {
+                    // A failed scanner stays failed; the offset lies within what was fed.
+                    assert_eq!(sc.scan(b"]"), Err(e));
+                    assert!(e.offset >= consumed && e.offset < consumed + (chunk.len() - pos) as u64);
+                    error = Some(e);
+                    break 'outer;
+                }
+            }
+        }
+    }
+    let end = sc.finish();
+    assert_eq!(end.events, events.len() as u64);
+    let warnings = *sc.warnings();
+    let result = sum.finish("fuzz", &end, &warnings, 40);
+    let _ = result.to_json();
+    (events, end, warnings, error)
+}
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 3 {
+        return;
+    }
+    let (knobs, doc) = data.split_at(3);
+    let limits = if knobs[0] & 1 == 0 {
+        Limits::EXACT
+    } else {
+        Limits {
+            max_string_bytes: 1 + knobs[0] as usize % 17,
+            max_event_bytes: 64 + knobs[1] as usize * 4,
+            max_ops: 3,
+            max_categories: 2,
+            max_intervals: 4,
+            max_open_slices: 3,
+            max_exact_values: 4,
+            ..Limits::BOUNDED
+        }
+    };
+    let whole = run(doc, limits, usize::MAX, 1);
+    let split = run(doc, limits, 1 + knobs[1] as usize % 64, knobs[2] as u64 | 1);
+    assert_eq!(whole, split);
+});
