@@ -74,6 +74,7 @@ fuzz_target!(|data: &[u8]| {
             max_categories: 2,
             max_intervals: 4,
             max_open_slices: 3,
+            max_exact_values: 4,
             ..Limits::BOUNDED
         }
     };

@@ -478,3 +478,70 @@ fn random_and_mutated_inputs_never_panic() {
         }
     }
 }
+
+/// A [`RawInflate`] that hands the inner one at most a few bytes of input (and, unless that is
+/// all the input, of output) per call, so the framing sees every early return the trait allows.
+struct Stingy {
+    inner: MinizInflate,
+    rng: Rng,
+}
+
+impl RawInflate for Stingy {
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(bool, usize, usize), InflateError> {
+        let nin = input.len().min(1 + self.rng.below(3) as usize);
+        // The contract: with the input used up, everything decodable must be written.
+        let nout = if nin < input.len() {
+            output.len().min(1 + self.rng.below(3) as usize)
+        } else {
+            output.len()
+        };
+        self.inner.inflate(&input[..nin], &mut output[..nout])
+    }
+    fn reset(&mut self) {
+        self.inner.reset();
+    }
+}
+
+#[test]
+fn framing_handles_an_inflater_that_returns_early() {
+    let mut rng = Rng::from_env(18);
+    let parts = [
+        random_data(&mut rng, 20_000),
+        Vec::new(),
+        random_data(&mut rng, 3),
+    ];
+    let gz: Vec<u8> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| flate2_member(p, i as u32 * 4))
+        .collect();
+    let want = parts.concat();
+    for_each_split(&gz, 5, 18, |chunks| {
+        let mut dec = GzDecoder::with_inflater(Stingy {
+            inner: MinizInflate::new(),
+            rng: Rng(9),
+        });
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 5000];
+        for chunk in chunks {
+            let mut input = *chunk;
+            loop {
+                let cap = 1 + rng.below(5000) as usize;
+                let (status, nin, nout) = dec.decode(input, &mut buf[..cap]).unwrap();
+                out.extend_from_slice(&buf[..nout]);
+                input = &input[nin..];
+                if status != GzStatus::OutputFull {
+                    assert!(input.is_empty());
+                    break;
+                }
+            }
+        }
+        dec.finish().unwrap();
+        assert_eq!(dec.members(), 3);
+        assert_eq!(out, want);
+    });
+}

@@ -730,7 +730,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         && s[i] == b'"'
                         && s[i + 2] == b'"'
                         && s[i + 1] >= 0x20
-                        && s[i + 1] != b'\\' =>
+                        && s[i + 1] != b'\\'
+                        && s[i + 1] != b'"' =>
                 {
                     self.ph[0] = s[i + 1];
                     self.ph_len = 1;

@@ -718,3 +718,15 @@ fn swar_digits_and_key_table() {
         assert_eq!(key(padded.as_bytes()), ok, "{k}");
     }
 }
+
+/// Regressions found by the fuzzer: the fast path and the resumable path must agree.
+#[test]
+fn fuzz_regressions_fast_and_resumable_paths_agree() {
+    let docs: &[&[u8]] = &[
+        br#"[{"ph":""","name":"a"},{"ph":"X","dur":1}]"#,
+        br#"[{"ph":"\"","dur":1},{"ph":"""}]"#,
+    ];
+    for doc in docs {
+        check_splits(doc, 16, 9);
+    }
+}
