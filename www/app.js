@@ -28,14 +28,33 @@ function status(text) {
   $('#status').textContent = text;
 }
 
+/// Two workers: `inflate` reads the file and inflates gzip, `analysis` runs the Analyzer; decoded
+/// buffers go from one to the other over a MessageChannel (see inflate-worker.js).
 function startWorker() {
   workerReady = false;
-  worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-  worker.onmessage = (ev) => onWorkerMessage(ev.data);
-  worker.onerror = (ev) => {
-    ev.preventDefault();
-    fail(`the analysis worker failed: ${ev.message || 'unknown error'}`);
+  const ready = new Set();
+  const spawn = (name, script) => {
+    const w = new Worker(new URL(script, import.meta.url), { type: 'module' });
+    w.onmessage = (ev) => {
+      if (ev.data.type === 'ready') {
+        ready.add(name);
+        if (ready.size === 2) onWorkerMessage(ev.data);
+      } else {
+        onWorkerMessage(ev.data);
+      }
+    };
+    w.onerror = (ev) => {
+      ev.preventDefault();
+      fail(`the ${name} worker failed: ${ev.message || 'unknown error'}`);
+    };
+    return w;
   };
+  worker = { analysis: spawn('analysis', './worker.js'), inflate: spawn('inflate', './inflate-worker.js') };
+}
+
+function stopWorker() {
+  worker.analysis.terminate();
+  worker.inflate.terminate();
 }
 
 function onWorkerMessage(msg) {
@@ -54,13 +73,15 @@ function onWorkerMessage(msg) {
       break;
     case 'progress':
       showProgress(msg.bytes, msg.total);
-      body.dataset.wasmMemoryBytes = msg.memoryBytes;
       break;
     case 'done':
       finish(msg);
       break;
     case 'error':
       fail(msg.message, msg.bytes);
+      // A failed run leaves the other worker waiting: start both afresh.
+      stopWorker();
+      startWorker();
       break;
   }
 }
@@ -84,11 +105,13 @@ function analyze(file, window) {
   const options = { kind: 'auto', limits: 'bounded', source: file.name };
   if (window) Object.assign(options, window);
   if (!window) recording = null;
+  showJob(file, options);
   if (workerReady) run(file, options);
   else pending = { file, options };
 }
 
-function run(file, options) {
+/// Shows the job at once (data-state=working), even while the workers are still starting.
+function showJob(file, options) {
   current = { file, options, t0: performance.now() };
   lastName = file.name;
   setState('working');
@@ -104,7 +127,13 @@ function run(file, options) {
     $('#trace-result').hidden = true;
     $('#output').hidden = true;
   }
-  worker.postMessage({ type: 'analyze', file, options });
+}
+
+function run(file, options) {
+  current = { file, options, t0: performance.now() };
+  const channel = new MessageChannel();
+  worker.analysis.postMessage({ type: 'analyze', options, port: channel.port1 }, [channel.port1]);
+  worker.inflate.postMessage({ type: 'start', file, port: channel.port2 }, [channel.port2]);
 }
 
 function finish(msg) {
@@ -152,7 +181,7 @@ function fail(message, bytes) {
 }
 
 function cancel() {
-  worker.terminate();
+  stopWorker();
   startWorker();
   pending = null;
   $('#cancel').disabled = true;

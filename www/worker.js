@@ -1,13 +1,12 @@
-// The analysis worker: streams a File through the wasm Analyzer and reports progress.
-// Messages in:  {type: 'analyze', file, options}   (options: see AnalyzerOptions in core/src/analyzer.rs)
-// Messages out: {type: 'ready', memoryBytes}
-//               {type: 'progress', bytes, total, memoryBytes}
-//               {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes}
-//               {type: 'error', message, bytes}
-// Cancel = the page terminates this worker and starts a fresh one.
+// The analysis worker: takes the (decoded) bytes from the inflate worker over a MessagePort,
+// feeds them to the wasm Analyzer, and reports the result to the page.
+// In:  {type: 'analyze', options, port}   (options: see AnalyzerOptions in core/src/analyzer.rs)
+// Out: {type: 'ready', memoryBytes}
+//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes}
+//      {type: 'error', message, bytes}
+// Cancel = the page terminates both workers and starts fresh ones.
 import init, { Analyzer } from './pkg/flinch_wasm.js';
 
-const PIECE_BYTES = 256 * 1024;
 let wasm;
 const ready = init().then(
   (exports) => {
@@ -21,42 +20,41 @@ const ready = init().then(
 );
 const memoryBytes = () => wasm.memory.buffer.byteLength;
 
-async function analyze(file, options) {
+async function analyze(options, port) {
   await ready;
   const memoryBeforeBytes = memoryBytes();
   const t0 = performance.now();
-  let bytes = 0;
-  let analyzer;
-  try {
-    analyzer = new Analyzer(JSON.stringify(options));
-    const reader = file.stream().getReader();
-    let lastPost = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      // Pieces of at most 256 KiB: each write copies its piece into wasm memory, and bounded
-      // piece sizes let the allocator reuse the same blocks (File.stream() chunks vary up to 2 MiB).
-      for (let off = 0; off < value.length; off += PIECE_BYTES) {
-        analyzer.write(value.subarray(off, Math.min(value.length, off + PIECE_BYTES)));
-      }
-      bytes += value.length;
-      const now = performance.now();
-      if (now - lastPost > 100) {
-        lastPost = now;
-        postMessage({ type: 'progress', bytes, total: file.size, memoryBytes: memoryBytes() });
-      }
-    }
-    const json = analyzer.end();
-    const seconds = (performance.now() - t0) / 1000;
-    postMessage({ type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes() });
-  } catch (e) {
-    postMessage({ type: 'error', message: e && e.message ? e.message : String(e), bytes });
-  } finally {
+  let analyzer = null;
+  const fail = (e) => {
+    port.close();
     if (analyzer) analyzer.free();
-  }
+    analyzer = null;
+    postMessage({ type: 'error', message: e && e.message ? e.message : String(e) });
+  };
+  port.onmessage = (ev) => {
+    const m = ev.data;
+    try {
+      if (m.type === 'begin') {
+        const json = JSON.stringify(options);
+        analyzer = m.gzip ? Analyzer.decoded(json, true) : new Analyzer(json);
+      } else if (m.type === 'data') {
+        port.postMessage({ type: 'ack' });
+        if (analyzer) analyzer.write(new Uint8Array(m.buf));
+      } else if (m.type === 'end' && analyzer) {
+        if (m.cut) analyzer.noteCutGzip(m.cut);
+        const json = analyzer.end();
+        analyzer.free();
+        analyzer = null;
+        port.close();
+        const seconds = (performance.now() - t0) / 1000;
+        postMessage({ type: 'done', json, bytes: m.bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes() });
+      }
+    } catch (e) {
+      fail(e);
+    }
+  };
 }
 
 onmessage = (ev) => {
-  if (ev.data.type === 'analyze') analyze(ev.data.file, ev.data.options);
+  if (ev.data.type === 'analyze') analyze(ev.data.options, ev.data.port);
 };
-

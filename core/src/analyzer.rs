@@ -434,6 +434,60 @@ impl Analyzer {
     }
 }
 
+/// The gzip layer alone, for a caller that inflates in one thread and analyzes in another (the
+/// page's inflate worker; its analysis worker uses [`Analyzer::with_decoded_input`]). The same
+/// core [`GzDecoder`] as [`Analyzer::write`] uses, with the same errors.
+pub struct Inflater {
+    decoder: GzDecoder,
+    consumed: usize,
+}
+
+impl Default for Inflater {
+    fn default() -> Self {
+        Inflater::new()
+    }
+}
+
+impl Inflater {
+    /// An inflater expecting the first byte of a gzip stream.
+    pub fn new() -> Inflater {
+        Inflater {
+            decoder: GzDecoder::new(),
+            consumed: 0,
+        }
+    }
+
+    /// Inflates from `input` into `output` until `input` is used up or `output` is full; returns
+    /// the bytes written. [`consumed`](Inflater::consumed) then says how much of `input` was
+    /// taken: call again with the rest (possibly empty, to flush) while output comes out full.
+    ///
+    /// # Errors
+    /// Corrupt gzip data, with its offset in the compressed file.
+    pub fn inflate(&mut self, input: &[u8], output: &mut [u8]) -> Result<usize, AnalyzeError> {
+        let (_, nin, nout) = self.decoder.decode(input, output)?;
+        self.consumed = nin;
+        Ok(nout)
+    }
+
+    /// Input bytes taken by the last [`inflate`](Inflater::inflate) call.
+    pub fn consumed(&self) -> usize {
+        self.consumed
+    }
+
+    /// End of the compressed input: `Ok(None)` when it ended between members, `Ok(Some(text))`
+    /// when it was cut inside one (pass `text` to [`Analyzer::note_cut_gzip`]).
+    ///
+    /// # Errors
+    /// An earlier decoding error.
+    pub fn end(&self) -> Result<Option<String>, AnalyzeError> {
+        match self.decoder.finish() {
+            Ok(()) => Ok(None),
+            Err(e) if e.is_truncated() => Ok(Some(alloc::format!("{e}"))),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
 /// A finished analysis.
 #[derive(Clone, Debug)]
 pub enum Analysis {
@@ -813,6 +867,36 @@ mod tests {
             e.to_string().starts_with("truncated gzip member at byte"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn inflater_then_decoded_analyzer_equals_the_one_thread_analyzer() {
+        let triton = gunzip(TRITON_GZ);
+        let gz = gzip(&triton);
+        let options = AnalyzerOptions::default();
+        for input in [&gz[..], &gz[..gz.len() * 3 / 4]] {
+            let want = run(options.clone(), &[input]);
+            for_each_split(input, 3, 9, |chunks| {
+                let mut inf = Inflater::new();
+                let mut a = Analyzer::with_decoded_input(options.clone(), true);
+                let mut out = [0u8; 1000];
+                for chunk in chunks {
+                    let mut rest = *chunk;
+                    loop {
+                        let n = inf.inflate(rest, &mut out).unwrap();
+                        rest = &rest[inf.consumed()..];
+                        a.write(&out[..n]).unwrap();
+                        if n < out.len() && rest.is_empty() {
+                            break;
+                        }
+                    }
+                }
+                if let Some(cut) = inf.end().unwrap() {
+                    a.note_cut_gzip(&cut);
+                }
+                assert_eq!(a.end(), want);
+            });
+        }
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! Every exported method is a one-liner over the core; the one piece of glue is
 //! [`to_js_error`], which turns a core error into a JS `Error` carrying the core's message.
-use flinch_core::analyzer::{AnalyzeError, Analyzer as CoreAnalyzer, AnalyzerOptions};
+use flinch_core::analyzer::{
+    AnalyzeError, Analyzer as CoreAnalyzer, AnalyzerOptions, Inflater as CoreInflater,
+};
 use wasm_bindgen::prelude::*;
 
 /// The streaming analyzer, as seen from JavaScript:
@@ -24,6 +26,21 @@ impl Analyzer {
         })
     }
 
+    /// An analyzer fed bytes that an [`Inflater`] decoded (`gzip`: the file was gzip).
+    pub fn decoded(options_json: &str, gzip: bool) -> Result<Analyzer, JsError> {
+        let options = AnalyzerOptions::from_json(options_json).map_err(to_js_error)?;
+        Ok(Analyzer {
+            inner: Some(CoreAnalyzer::with_decoded_input(options, gzip)),
+        })
+    }
+
+    /// The inflater reported a cut gzip stream (the text from `Inflater.end()`).
+    #[wasm_bindgen(js_name = noteCutGzip)]
+    pub fn note_cut_gzip(&mut self, message: &str) -> Result<(), JsError> {
+        self.core()?.note_cut_gzip(message);
+        Ok(())
+    }
+
     /// Takes the next chunk of the file.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
         self.core()?.write(chunk).map_err(to_js_error)
@@ -43,6 +60,62 @@ impl Analyzer {
 
     fn core(&mut self) -> Result<&mut CoreAnalyzer, JsError> {
         self.inner.as_mut().ok_or_else(ended)
+    }
+}
+
+/// The gzip layer alone (core `GzDecoder`), for the page's inflate worker:
+/// `inflate(input)` writes up to 1 MiB into the output buffer at `outputPtr()` and returns its
+/// length; `consumed()` says how much input was taken; `end()` returns null or the cut text.
+#[wasm_bindgen]
+pub struct Inflater {
+    inner: CoreInflater,
+    out: Vec<u8>,
+}
+
+#[wasm_bindgen]
+impl Inflater {
+    /// An inflater expecting the first byte of a gzip stream.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> Inflater {
+        Inflater {
+            inner: CoreInflater::new(),
+            out: vec![0; 1 << 20],
+        }
+    }
+
+    /// Inflates from `input`; returns the bytes written to the output buffer.
+    pub fn inflate(&mut self, input: &[u8]) -> Result<usize, JsError> {
+        self.inner
+            .inflate(input, &mut self.out)
+            .map_err(to_js_error)
+    }
+
+    /// Input bytes taken by the last `inflate`.
+    pub fn consumed(&self) -> usize {
+        self.inner.consumed()
+    }
+
+    /// Where the output buffer is in the wasm memory.
+    #[wasm_bindgen(js_name = outputPtr)]
+    pub fn output_ptr(&self) -> usize {
+        self.out.as_ptr() as usize
+    }
+
+    /// Capacity of the output buffer.
+    #[wasm_bindgen(js_name = outputCapacity)]
+    pub fn output_capacity(&self) -> usize {
+        self.out.len()
+    }
+
+    /// End of input: null, or the text of a cut stream (for `Analyzer.noteCutGzip`).
+    pub fn end(&self) -> Result<Option<String>, JsError> {
+        self.inner.end().map_err(to_js_error)
+    }
+}
+
+impl Default for Inflater {
+    fn default() -> Self {
+        Inflater::new()
     }
 }
 

@@ -1,0 +1,81 @@
+// The read/inflate worker: streams the File, and for gzip inflates it with the core GzDecoder
+// (wasm Inflater), sending decoded buffers to the analysis worker over a MessagePort, so that
+// inflating and scanning run on two cores. Plain files pass through. At most IN_FLIGHT buffers
+// are unacknowledged at a time, so memory stays bounded whatever the file size.
+// In:  {type: 'start', file, port}
+// Out (page): {type: 'ready', memoryBytes}, {type: 'progress', bytes, total, memoryBytes},
+//             {type: 'error', message, bytes}
+// Out (port): {type: 'begin', gzip}, {type: 'data', buf}, {type: 'end', cut}
+import init, { Inflater } from './pkg/flinch_wasm.js';
+
+const PIECE_BYTES = 256 * 1024;
+const IN_FLIGHT = 4;
+let wasm;
+const ready = init().then((exports) => {
+  wasm = exports;
+  postMessage({ type: 'ready', memoryBytes: wasm.memory.buffer.byteLength });
+});
+
+async function run(file, port) {
+  await ready;
+  let inflight = 0;
+  let wake = null;
+  port.onmessage = (ev) => {
+    if (ev.data.type === 'ack') {
+      inflight--;
+      if (wake) { const w = wake; wake = null; w(); }
+    }
+  };
+  const send = async (bytes) => {
+    while (inflight >= IN_FLIGHT) await new Promise((r) => { wake = r; });
+    inflight++;
+    port.postMessage({ type: 'data', buf: bytes.buffer }, [bytes.buffer]);
+  };
+  let bytes = 0;
+  let inflater = null;
+  let lastPost = 0;
+  try {
+    const reader = file.stream().getReader();
+    let first = true;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (first) {
+        first = false;
+        const gzip = value.length >= 2 && value[0] === 0x1f && value[1] === 0x8b;
+        if (gzip) inflater = new Inflater();
+        port.postMessage({ type: 'begin', gzip });
+      }
+      if (!inflater) {
+        await send(value);
+      } else {
+        for (let off = 0; off < value.length; off += PIECE_BYTES) {
+          let rest = value.subarray(off, Math.min(value.length, off + PIECE_BYTES));
+          for (;;) {
+            const n = inflater.inflate(rest);
+            rest = rest.subarray(inflater.consumed());
+            if (n) await send(new Uint8Array(wasm.memory.buffer, inflater.outputPtr(), n).slice());
+            if (n < inflater.outputCapacity() && rest.length === 0) break;
+          }
+        }
+      }
+      bytes += value.length;
+      const now = performance.now();
+      if (now - lastPost > 100) {
+        lastPost = now;
+        postMessage({ type: 'progress', bytes, total: file.size, memoryBytes: wasm.memory.buffer.byteLength });
+      }
+    }
+    if (first) port.postMessage({ type: 'begin', gzip: false });
+    const cut = inflater ? inflater.end() : null;
+    port.postMessage({ type: 'end', cut: cut ?? null, bytes });
+  } catch (e) {
+    postMessage({ type: 'error', message: e && e.message ? e.message : String(e), bytes });
+  } finally {
+    if (inflater) inflater.free();
+  }
+}
+
+onmessage = (ev) => {
+  if (ev.data.type === 'start') run(ev.data.file, ev.data.port);
+};
