@@ -524,7 +524,11 @@ fn without_nvml_one_warning_and_host_rows_or_an_error_with_require_gpu() {
         );
         let rows = whole_rows(&csv);
         let samples: Vec<&Vec<String>> = rows.iter().filter(|r| r[2] == "SAMPLE").collect();
-        assert!(samples.len() >= 20);
+        // Under load ticks may be missed (skipped, not bunched), so the count is checked against the
+        // sampler's own tick count rather than against 0.35 s / 10 ms.
+        let ticks = meta(&csv)["health"]["ticks"].as_u64().unwrap();
+        assert!(ticks >= 2, "{ticks}");
+        assert_eq!(samples.len() as u64, ticks);
         assert!(samples.iter().all(|r| r[4].is_empty() && r[10].is_empty()));
         // Host memory on the host-read ticks (every 100 ms), CPU % too.
         assert!(samples[0][15].parse::<u64>().unwrap() > 0);
