@@ -39,5 +39,7 @@ if [ "${SKIP_REFERENCE:-0}" != 1 ]; then
   fw=$(awk -F': ' '/Elapsed/{print $2}' "$DIR/flinch-three-lines.time")
   rw=$(awk -F': ' '/Elapsed/{print $2}' "$DIR/reference.time")
   echo "speed-up (wall, three-line mode): $(echo "$(secs "$rw") / $(secs "$fw")" | bc -l | cut -c1-6)x"
+  cpu() { awk -F': ' '/User time|System time/{s+=$2} END{print s}' "$DIR/$1.time"; }
+  echo "speed-up (CPU user+sys, three-line mode): $(echo "$(cpu reference) / $(cpu flinch-three-lines)" | bc -l | cut -c1-6)x"
 fi
 cat "$DIR/flinch-three-lines.out"

@@ -9,6 +9,16 @@ REF=${1:-../shared/reference/analyze_trace.py}
 [ -f "$REF" ] || REF=/work/shared/reference/analyze_trace.py
 dir=tests/analyze
 python3 "$dir/gen_fixtures.py" "$dir"
+# A file recorded by the reference nvml_trace.py itself (fake pynvml, real threads and FIFO marks).
+# Timing-dependent, so it is recorded only when missing: delete it to record a new one.
+rec="$dir/nvml_trace_recorded.csv"
+if [ ! -f "$rec" ]; then
+  fifo=$(mktemp -u); mkfifo "$fifo"
+  PYTHONPATH="$dir/fake_pynvml" python3 "$(dirname "$REF")/nvml_trace.py" --out "$rec" --seconds 1.3 \
+    --interval-ms 10 --marks-fifo "$fifo" --no-rapl &
+  sleep 0.45; echo step_start >"$fifo"; sleep 0.4; echo step_end >"$fifo"
+  wait; rm -f "$fifo"
+fi
 grep -v '^#' "$dir/cases.txt" | while IFS='|' read -r name csv args; do
   [ -n "$name" ] || continue
   set +e

@@ -442,6 +442,10 @@ pub enum RowKind {
 impl<'a> Row<'a> {
     /// 1-based line where the row starts.
     pub fn line(&self) -> u64 {
+        // Rows split by the fast path are one line; csv-core rows may hold quoted newlines.
+        if self.sep == 1 {
+            return self.last_line;
+        }
         let inner = memchr::memchr_iter(b'\n', self.out).count() as u64;
         self.last_line.saturating_sub(inner).max(1)
     }

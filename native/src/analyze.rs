@@ -9,7 +9,9 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use flinch_core::analyzer::{AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+use flinch_core::analyzer::{
+    Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
+};
 use flinch_core::window::{
     AnalyzeOptions, PowerSource, RecordingAnalysis, WindowAnalyzer, WindowResult, WindowSelect,
 };
@@ -178,25 +180,22 @@ fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
     let mut analyzer = Analyzer::new(options);
     let at = |e: AnalyzeError| format!("flinch-trace analyze: {}: {e}", args.csv.display());
     read_all(&args.csv, |chunk| analyzer.write(chunk).map_err(at))?;
-    let (json, selection_error) = match analyzer.end() {
-        Ok(json) => (json, None),
-        Err(AnalyzeError::Selection {
-            message,
-            result_json,
-        }) => (result_json, Some(message)),
-        Err(e) => return Err(at(e)),
+    let analysis = analyzer.finish().map_err(at)?;
+    let Analysis::Recording(r) = analysis else {
+        // `Kind::Csv` always gives a recording; render anything else as the page would.
+        writeln!(std::io::stdout().lock(), "{}", analysis.to_json()).map_err(|e| e.to_string())?;
+        return Ok(ExitCode::SUCCESS);
     };
     // Warnings on stderr, as without --json (presentation only: the JSON holds them too).
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&json)
-        && let Some(ws) = v.get("warnings").and_then(|w| w.as_array())
-    {
-        for w in ws.iter().filter_map(|w| w.as_str()) {
-            eprintln!("warning: {w}");
-        }
-    }
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{json}").map_err(|e| e.to_string())?;
-    if let Some(message) = selection_error {
+    warn_all(&r);
+    // Streamed: the same bytes as `Analysis::to_json` / `Analyzer::end` (same serializer and
+    // formatter), without holding a recording-level text of 100+ MB in memory.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, &r).map_err(|e| e.to_string())?;
+    writeln!(out)
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())?;
+    if let Some(message) = r.selection.as_ref().and_then(|s| s.error()) {
         eprintln!("{message}");
         return Ok(ExitCode::from(1));
     }
@@ -239,14 +238,10 @@ pub fn run(args: Args) -> CmdResult {
         select,
         gpu: args.gpu,
         spans: args.spans || recording_level,
-        series_points: if args.json && recording_level {
-            2000
-        } else {
-            0
-        },
+        series_points: 0,
         max_gap_ns: (args.max_gap_ms.min(i64::MAX as u64 / 1_000_000) * 1_000_000) as i64,
         power_source,
-        reference_only: !args.json && !args.spans,
+        reference_only: !args.spans,
         ..AnalyzeOptions::default()
     };
     let mut analyzer = WindowAnalyzer::new(opts);
@@ -256,21 +251,6 @@ pub fn run(args: Args) -> CmdResult {
     })?;
     let r = analyzer.end();
 
-    if args.json {
-        warn_all(&r);
-        // Streamed: the same bytes as `RecordingAnalysis::to_json` (same serializer and
-        // formatter), without holding the whole text in memory.
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        serde_json::to_writer_pretty(&mut out, &r).map_err(|e| e.to_string())?;
-        writeln!(out)
-            .and_then(|()| out.flush())
-            .map_err(|e| e.to_string())?;
-        if let Some(err) = r.selection.as_ref().and_then(|s| s.error()) {
-            eprintln!("{err}");
-            return Ok(ExitCode::from(1));
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
     if let Some(sel) = &r.selection
         && let Some(err) = sel.error()
     {

@@ -41,8 +41,25 @@ enum Cmd {
 /// What a subcommand returns: an exit code, or a message printed as-is on stderr with exit 1.
 pub type CmdResult = Result<ExitCode, String>;
 
+/// Commands that print a report to stdout die quietly on a closed pipe (`flinch-trace trace f | head`), as
+/// Unix filters do, instead of panicking in `println!`. The recorder and `mark` keep SIGPIPE ignored so a
+/// vanished FIFO reader is an error they report.
+#[cfg(unix)]
+fn default_sigpipe() {
+    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn default_sigpipe() {}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.cmd, Cmd::Trace(_) | Cmd::Analyze(_) | Cmd::Summarize(_)) {
+        default_sigpipe();
+    }
     let result = match cli.cmd {
         Cmd::Trace(a) => trace::run(a),
         Cmd::Analyze(a) => analyze::run(a),

@@ -52,7 +52,7 @@ fn three_lines_stderr_and_exit_code_match_the_reference() {
         assert_eq!(code.to_string(), want("code").trim(), "exit code of {name}");
         n += 1;
     }
-    assert!(n >= 15);
+    assert!(n >= 17);
 }
 
 #[test]

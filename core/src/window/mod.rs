@@ -335,6 +335,92 @@ impl RecordingAnalysis {
     }
 }
 
+/// What a row is, for [`ParsedRow`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ParsedKind {
+    /// A row_type other than SAMPLE/MARK (ignored).
+    #[default]
+    Other,
+    /// A SAMPLE/MARK whose `t_mono_ns` is not an integer.
+    Bad,
+    /// SAMPLE.
+    Sample,
+    /// MARK (its label travels beside the row).
+    Mark,
+}
+
+/// One row reduced to the values the analysis uses, owned (no borrow of the reader), so that
+/// a reader thread can parse while the analysis runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ParsedRow {
+    /// 1-based line.
+    pub line: u64,
+    /// Kind.
+    pub kind: ParsedKind,
+    /// `t_mono_ns`.
+    pub t_mono_ns: i64,
+    /// `t_wall_ns` (marks only).
+    pub t_wall_ns: Option<i64>,
+    /// `gpu_index`.
+    pub gpu_index: Option<i64>,
+    /// `gpu_power_W`.
+    pub power_w: Option<f64>,
+    /// `gpu_util_pct`.
+    pub util_pct: Option<f64>,
+    /// `gpu_sm_clock_MHz` (full analysis only).
+    pub sm_clock_mhz: Option<f64>,
+    /// `gpu_energy_mJ` (full analysis only).
+    pub energy_mj: Option<f64>,
+    /// `rapl_energy_uj` (full analysis only).
+    pub rapl_uj: Option<u64>,
+    /// `rapl_max_energy_range_uj` (full analysis only).
+    pub rapl_max_uj: Option<u64>,
+}
+
+impl ParsedRow {
+    /// Parses a row; `full` = false parses only what the reference figures need.
+    pub fn from_row(row: &Row<'_>, full: bool) -> ParsedRow {
+        let kind = row.kind();
+        let line = row.line();
+        if kind == RowKind::Other {
+            return ParsedRow {
+                line,
+                ..ParsedRow::default()
+            };
+        }
+        let Some(t) = row.t_mono_ns() else {
+            return ParsedRow {
+                line,
+                kind: ParsedKind::Bad,
+                ..ParsedRow::default()
+            };
+        };
+        if kind == RowKind::Mark {
+            return ParsedRow {
+                line,
+                kind: ParsedKind::Mark,
+                t_mono_ns: t,
+                t_wall_ns: row.i64(Col::TWallNs),
+                ..ParsedRow::default()
+            };
+        }
+        let u = |c: Col| row.i64(c).and_then(|v| u64::try_from(v).ok());
+        ParsedRow {
+            line,
+            kind: ParsedKind::Sample,
+            t_mono_ns: t,
+            t_wall_ns: None,
+            gpu_index: row.i64(Col::GpuIndex),
+            power_w: row.f64(Col::GpuPowerW),
+            util_pct: row.f64(Col::GpuUtilPct),
+            sm_clock_mhz: full.then(|| row.f64(Col::GpuSmClockMhz)).flatten(),
+            energy_mj: full.then(|| row.f64(Col::GpuEnergyMj)).flatten(),
+            rapl_uj: full.then(|| u(Col::RaplEnergyUj)).flatten(),
+            rapl_max_uj: full.then(|| u(Col::RaplMaxEnergyRangeUj)).flatten(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct SampleItem {
     slot: u16,
@@ -446,9 +532,30 @@ impl WindowAnalyzer {
         }
     }
 
-    /// Adds one parsed row (for callers that read the CSV themselves).
+    /// Adds one row (for callers that read the CSV themselves).
     pub fn push_row(&mut self, row: &Row<'_>) {
         self.eng.push_row(row);
+    }
+
+    /// Adds a row parsed elsewhere (e.g. on a reader thread) with [`ParsedRow::from_row`]
+    /// (`full` = `!reference_only`), with its MARK label.
+    pub fn push_parsed(&mut self, row: &ParsedRow, label: &[u8]) {
+        self.eng.push_parsed(row, label);
+    }
+
+    /// Counts a header line read elsewhere.
+    pub fn add_header(&mut self) {
+        self.eng.counts.headers += 1;
+    }
+
+    /// Counts a bad record read elsewhere ([`CsvEvent::BadRow`]).
+    pub fn add_bad_row(&mut self, line: u64) {
+        self.eng.bad(line);
+    }
+
+    /// Whether only the reference figures are computed (see [`AnalyzeOptions::reference_only`]).
+    pub fn reference_only(&self) -> bool {
+        self.eng.opts.reference_only
     }
 
     /// Ends the input and returns the analysis.
@@ -501,69 +608,68 @@ impl Engine {
     }
 
     fn push_row(&mut self, row: &Row<'_>) {
+        let p = ParsedRow::from_row(row, !self.opts.reference_only);
+        self.push_parsed(&p, row.label());
+    }
+
+    fn push_parsed(&mut self, p: &ParsedRow, label: &[u8]) {
         self.counts.rows += 1;
-        let kind = row.kind();
-        if kind == RowKind::Other {
-            self.counts.other_rows += 1;
-            return;
-        }
-        let Some(t) = row.t_mono_ns() else {
-            self.bad(row.line());
-            return;
-        };
-        let item = match kind {
-            RowKind::Mark => {
+        let t = p.t_mono_ns;
+        let item = match p.kind {
+            ParsedKind::Other => {
+                self.counts.other_rows += 1;
+                return;
+            }
+            ParsedKind::Bad => {
+                self.bad(p.line);
+                return;
+            }
+            ParsedKind::Mark => {
                 self.counts.marks += 1;
-                match self.add_mark(row, t) {
+                match self.add_mark(label, t, p.t_wall_ns, p.line) {
                     Some(i) => Item::Mark(i),
                     None => return,
                 }
             }
-            _ => {
+            ParsedKind::Sample => {
                 self.counts.samples += 1;
-                let gpu_key = row.i64(Col::GpuIndex);
-                let full = !self.opts.reference_only;
-                let rapl_uj = full
-                    .then(|| row.i64(Col::RaplEnergyUj))
-                    .flatten()
-                    .and_then(|v| u64::try_from(v).ok());
-                let rapl_max_uj = full
-                    .then(|| row.i64(Col::RaplMaxEnergyRangeUj))
-                    .flatten()
-                    .and_then(|v| u64::try_from(v).ok());
                 let selected = match self.opts.gpu {
-                    Some(g) => gpu_key.unwrap_or(0) == g,
+                    Some(g) => p.gpu_index.unwrap_or(0) == g,
                     None => true,
                 };
-                let slot = if selected { self.slot(gpu_key) } else { None };
+                let slot = if selected {
+                    self.slot(p.gpu_index)
+                } else {
+                    None
+                };
                 match slot {
                     Some(slot) => Item::Sample(SampleItem {
                         slot,
                         s: Sample {
                             t_ns: t,
-                            power_w: row.f64(Col::GpuPowerW),
-                            util_pct: row.f64(Col::GpuUtilPct),
-                            sm_clock_mhz: full.then(|| row.f64(Col::GpuSmClockMhz)).flatten(),
-                            energy_mj: full.then(|| row.f64(Col::GpuEnergyMj)).flatten(),
+                            power_w: p.power_w,
+                            util_pct: p.util_pct,
+                            sm_clock_mhz: p.sm_clock_mhz,
+                            energy_mj: p.energy_mj,
                         },
-                        rapl_uj,
-                        rapl_max_uj,
+                        rapl_uj: p.rapl_uj,
+                        rapl_max_uj: p.rapl_max_uj,
                     }),
                     None => {
                         if selected {
                             self.counts.samples_dropped += 1;
                         }
-                        if rapl_uj.is_none() {
+                        if p.rapl_uj.is_none() {
                             return;
                         }
-                        Item::Rapl(rapl_uj, rapl_max_uj)
+                        Item::Rapl(p.rapl_uj, p.rapl_max_uj)
                     }
                 }
             }
         };
         let prio = if matches!(item, Item::Mark(_)) { 0 } else { 1 };
         if self.reorder.push(t, prio, item).is_err() {
-            self.late(row.line());
+            self.late(p.line);
             return;
         }
         while let Some((t, item)) = self.reorder.pop(false) {
@@ -592,8 +698,7 @@ impl Engine {
         Some((self.gpus.len() - 1) as u16)
     }
 
-    fn add_mark(&mut self, row: &Row<'_>, t: i64) -> Option<u32> {
-        let label = row.label();
+    fn add_mark(&mut self, label: &[u8], t: i64, t_wall_ns: Option<i64>, line: u64) -> Option<u32> {
         let id = match self.label_ids.get(label) {
             Some(&id) => id,
             None => {
@@ -626,9 +731,9 @@ impl Engine {
         self.marks.push(MarkInfo {
             label: self.labels[id as usize].clone(),
             t_mono_ns: t,
-            t_wall_ns: row.i64(Col::TWallNs),
+            t_wall_ns,
             occurrence,
-            line: row.line(),
+            line,
         });
         self.mark_label.push(id);
         Some((self.marks.len() - 1) as u32)
