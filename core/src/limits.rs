@@ -13,8 +13,9 @@ pub struct Limits {
     pub max_ops: usize,
     /// Distinct categories tracked; beyond it, categories fold into "(other)".
     pub max_categories: usize,
-    /// Disjoint intervals kept per category for the busy-time union; when full, the smallest gaps
-    /// are coalesced and the filled time is reported as the error bound. `usize::MAX` = exact.
+    /// Disjoint intervals kept live over all busy-time unions of a trace summary. Past it, the trace summary retires the older half of the largest
+    /// union behind a watermark (exact for time-ordered input; time reaching back before the
+    /// watermark is reported as the error bound). `usize::MAX` = exact.
     pub max_intervals: usize,
     /// Budget for the exact per-op durations, in 4-byte units of allocated capacity across all
     /// ops (a duration below 2^32 ns takes one unit, a longer one two); an op that cannot grow
@@ -47,18 +48,18 @@ impl Limits {
     /// input) under which the results are exact, and past which they degrade with the error
     /// bound stated under `approximations`. Worst cases: exact durations 16 MiB (4 Mi units:
     /// 4 Mi durations below 4.29 s), op sketches 16 KiB each for at most 1024 ops (16 MiB),
-    /// busy unions of 24 bytes per slot, 8192 slots per category for at most 64 categories and
-    /// 8 x 8192 for the total (14 MiB), op/category names up to 2 x 2 KiB each (4.1 MiB), open
+    /// busy unions 2^18 live intervals in all (16 bytes each, storage up to ~2.5x that while
+    /// growing: ~10 MiB), op/category names up to 2 x 2 KiB each (4.1 MiB), open
     /// `B` slices and their threads (~4 MiB). Events over 4 MiB are skipped (counted). Exact for
     /// a trace with at most 1023 distinct (category, name) ops, 63 categories, names under
-    /// 2 KiB, about 4 million durations, and per category (and in all) events in time order
-    /// (or reaching back over fewer than 2048 disjoint intervals).
+    /// 2 KiB, about 4 million durations, and at most 2^18 disjoint busy intervals over all
+    /// categories and the total (past that, input in time order stays exact).
     pub const NATIVE: Limits = Limits {
         max_string_bytes: 2048,
         max_event_bytes: 4 << 20,
         max_ops: 1024,
         max_categories: 64,
-        max_intervals: 8192,
+        max_intervals: 1 << 18,
         max_exact_values: 4 << 20,
         max_open_slices: 65_536,
         max_marks: 65_536,

@@ -1,12 +1,14 @@
-//! A busy-time union bounded by a slot count that stays exact for time-ordered input.
+//! Busy-time unions that share one interval budget and stay exact while it suffices.
 //!
-//! When `max_intervals` is finite, the live [`IntervalUnion`] is kept below half its slots by
-//! retiring the older half of its disjoint intervals into a plain sum, with a watermark (the
-//! end of the last retired interval). Later intervals that start at or after the watermark
-//! cannot overlap retired time, so for input whose events per union arrive roughly in time
-//! order (as Kineto writes them) the result is exact. The part of an interval before the
-//! watermark is counted as busy and added to the error bound: the reported union is at least
-//! the exact one and exceeds it by at most [`BusyUnion::error_bound_ns`].
+//! Each union keeps its disjoint intervals in a live [`IntervalUnion`]. With a finite budget
+//! ([`Limits::max_intervals`](crate::Limits::max_intervals) live intervals over all unions of a
+//! summary), the owner calls [`BusyUnion::retire`] on the largest union when the budget is
+//! exceeded: the older half of its disjoint intervals is retired into a plain sum behind a
+//! watermark (the end of the last retired interval) and its storage is rebuilt small. Later
+//! intervals that start at or after the watermark cannot overlap retired time, so input in
+//! time order stays exact. The part of an interval before the watermark is counted as busy and
+//! added to the error bound: the reported union is at least the exact one and exceeds it by at
+//! most [`BusyUnion::error_bound_ns`].
 use alloc::vec::Vec;
 
 use crate::intervals::{Interval, IntervalUnion};
@@ -14,33 +16,35 @@ use crate::intervals::{Interval, IntervalUnion};
 /// See the [module docs](self).
 pub(crate) struct BusyUnion {
     live: IntervalUnion,
-    /// Live intervals that trigger a retirement (`usize::MAX`: exact, never retires).
-    retire_at: usize,
-    /// Scratch for the intervals kept across a retirement (allocated at the first one).
-    keep: Vec<Interval>,
+    /// Slot limit of `live` (`usize::MAX`: exact, growing without limit).
+    cap: usize,
     retired_ns: u64,
     watermark_ns: i64,
     error_ns: u64,
 }
 
 impl BusyUnion {
-    /// Exact when `max_intervals == usize::MAX`; else at most `max_intervals` live slots
-    /// (16 bytes each) plus `max_intervals / 2` scratch slots.
-    pub(crate) fn new(max_intervals: usize) -> BusyUnion {
-        let (live, retire_at) = if max_intervals == usize::MAX {
-            (IntervalUnion::exact(), usize::MAX)
+    /// Exact when `budget == usize::MAX`; else the live storage grows with use, up to twice
+    /// the budget (the owner retires before that).
+    pub(crate) fn new(budget: usize) -> BusyUnion {
+        let cap = if budget == usize::MAX {
+            usize::MAX
         } else {
-            let cap = max_intervals.max(8);
-            (IntervalUnion::bounded_growing(cap), cap / 2)
+            budget.saturating_mul(2).max(8)
         };
         BusyUnion {
-            live,
-            retire_at,
-            keep: Vec::new(),
+            live: IntervalUnion::with_capacity_limit(cap),
+            cap,
             retired_ns: 0,
             watermark_ns: i64::MIN,
             error_ns: 0,
         }
+    }
+
+    /// Live intervals (memory in use, in 16-byte slots).
+    #[inline]
+    pub(crate) fn live_len(&self) -> usize {
+        self.live.len()
     }
 
     /// Adds `[start_ns, end_ns)`; ignored when empty.
@@ -60,30 +64,27 @@ impl BusyUnion {
             }
         }
         self.live.insert(start_ns, end_ns);
-        if self.live.len() >= self.retire_at {
-            self.retire();
-        }
     }
 
-    /// Moves the older half of the live intervals into `retired_ns`.
+    /// Moves the older half of the live intervals into the retired sum and rebuilds the live
+    /// storage to fit the rest, using `scratch` (kept by the owner) for them.
     #[cold]
-    fn retire(&mut self) {
+    pub(crate) fn retire(&mut self, scratch: &mut Vec<Interval>) {
         let ivs = self.live.intervals();
         let n = ivs.len();
         if n < 2 {
             return;
         }
         let split = n / 2;
-        if self.keep.capacity() == 0 {
-            self.keep.reserve_exact(self.retire_at);
-        }
-        self.keep.clear();
-        self.keep.extend_from_slice(&ivs[split..]);
+        scratch.clear();
+        scratch.extend_from_slice(&ivs[split..]);
         let old: u64 = ivs[..split].iter().map(|iv| iv.len_ns()).sum();
         self.retired_ns = self.retired_ns.saturating_add(old);
         self.watermark_ns = ivs[split - 1].end_ns;
-        self.live.clear();
-        for iv in &self.keep {
+        self.error_ns = self.error_ns.saturating_add(self.live.error_bound_ns());
+        // A fresh storage, so memory follows what is live.
+        self.live = IntervalUnion::with_capacity_limit(self.cap);
+        for iv in scratch.iter() {
             self.live.insert(iv.start_ns, iv.end_ns);
         }
     }
@@ -112,6 +113,7 @@ mod tests {
             let cap = 8 + rng.below(40) as usize;
             let mut exact = IntervalUnion::exact();
             let mut small = BusyUnion::new(cap);
+            let mut scratch = std::vec::Vec::new();
             let mut unbounded = BusyUnion::new(usize::MAX);
             let ordered = round % 2 == 0;
             let mut t = 0i64;
@@ -127,8 +129,11 @@ mod tests {
                 let end = start + rng.below(120) as i64;
                 exact.insert(start, end);
                 small.insert(start, end);
+                if small.live_len() > cap {
+                    small.retire(&mut scratch);
+                }
                 unbounded.insert(start, end);
-                assert!(small.live.len() < cap.max(8), "live slots stay bounded");
+                assert!(small.live_len() <= cap, "live slots stay bounded");
             }
             let want = exact.union_ns();
             assert_eq!(

@@ -218,6 +218,10 @@ pub struct TraceSummary {
     stacks: Vec<Vec<Open>>,
     open_total: usize,
     total_union: BusyUnion,
+    /// Live intervals over all busy unions (bounded by `Limits::max_intervals`).
+    live_intervals: usize,
+    /// Scratch for [`BusyUnion::retire`].
+    union_scratch: Vec<crate::intervals::Interval>,
     events: u64,
     duration_events: u64,
     dur_sum_ns: i128,
@@ -257,7 +261,9 @@ impl TraceSummary {
             }),
             stacks: Vec::new(),
             open_total: 0,
-            total_union: BusyUnion::new(limits.max_intervals.saturating_mul(8)),
+            total_union: BusyUnion::new(limits.max_intervals),
+            live_intervals: 0,
+            union_scratch: Vec::new(),
             events: 0,
             duration_events: 0,
             dur_sum_ns: 0,
@@ -365,8 +371,14 @@ impl TraceSummary {
         let c = &mut self.cat_accs[cat as usize];
         c.events += 1;
         c.dur_sum_ns += i128::from(dur_ns);
+        let before = c.union.live_len() + self.total_union.live_len();
         c.union.insert(ts_ns, end_ns);
         self.total_union.insert(ts_ns, end_ns);
+        let after = c.union.live_len() + self.total_union.live_len();
+        self.live_intervals = self.live_intervals + after - before;
+        if self.live_intervals > self.limits.max_intervals {
+            self.retire_largest_union();
+        }
         let o = &mut self.op_accs[op as usize];
         o.dur_sum_ns += i128::from(dur_ns);
         let stored = self.stored_values;
@@ -380,6 +392,26 @@ impl TraceSummary {
                 }
             };
         }
+    }
+
+    /// Over the interval budget: the union with the most live intervals retires its older half.
+    #[cold]
+    fn retire_largest_union(&mut self) {
+        let mut largest: Option<usize> = None;
+        let mut most = self.total_union.live_len();
+        for (i, c) in self.cat_accs.iter().enumerate() {
+            if c.union.live_len() > most {
+                most = c.union.live_len();
+                largest = Some(i);
+            }
+        }
+        let union = match largest {
+            Some(i) => &mut self.cat_accs[i].union,
+            None => &mut self.total_union,
+        };
+        let before = union.live_len();
+        union.retire(&mut self.union_scratch);
+        self.live_intervals = self.live_intervals + union.live_len() - before;
     }
 
     fn thread_key(pid: IdField, tid: IdField) -> [u8; 18] {
