@@ -24,8 +24,15 @@ pub struct Limits {
     pub max_exact_values: usize,
     /// Open `B` events (per pid/tid stack entries) awaiting their `E`.
     pub max_open_slices: usize,
-    /// Marks kept by the trace.csv analyzer.
+    /// Marks kept by the trace.csv analyzer; later marks are counted, not listed, and open no
+    /// spans (the selected pair's marks are always kept). Distinct labels interned are bounded
+    /// by it too.
     pub max_marks: usize,
+    /// Spans (mark pairs and stretches between consecutive marks) kept by the trace.csv
+    /// analyzer, open ones included; each costs ~0.6 KB per GPU. Spans past it are not analyzed
+    /// and are counted in a warning; the kept spans' results are unchanged, and the selected
+    /// `--start`/`--end` window is not a span (always analyzed).
+    pub max_spans: usize,
     /// GPUs tracked by the trace.csv analyzer.
     pub max_gpus: usize,
 }
@@ -41,6 +48,8 @@ impl Limits {
         max_exact_values: usize::MAX,
         max_open_slices: 1 << 20,
         max_marks: 1 << 20,
+        // Every kept mark opens at most a stretch and a pair: no span of a kept mark is lost.
+        max_spans: 1 << 21,
         max_gpus: 64,
     };
 
@@ -76,6 +85,8 @@ impl Limits {
         max_exact_values: 1 << 20,
         max_open_slices: 65_536,
         max_marks: 65_536,
+        // ~25 MiB at 16 GPUs, ~1.5 MiB at one.
+        max_spans: 2048,
         max_gpus: 16,
     };
 }

@@ -52,6 +52,7 @@ fuzz_target!(|data: &[u8]| {
     let opts = AnalyzeOptions {
         limits: Limits {
             max_marks: 64,
+            max_spans: 48,
             max_gpus: 4,
             ..Limits::BOUNDED
         },

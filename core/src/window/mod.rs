@@ -117,7 +117,7 @@ pub struct RowCounts {
     pub samples_dropped: u64,
     /// Marks beyond `max_marks` (not listed, not used for spans).
     pub marks_dropped: u64,
-    /// Spans beyond the span limit (not reported).
+    /// Spans not reported: past `max_spans`, or pair starts past the open-pair limit.
     pub spans_dropped: u64,
 }
 
@@ -461,6 +461,9 @@ struct ActiveWindow {
     reference: RefAcc,
     gpus: Vec<GpuAcc>,
     rapl: RaplAcc,
+    /// False for a span past `max_spans`: a placeholder that holds nothing and is never
+    /// reported, kept open only so that pair ends still close the pairs they belong to.
+    kept: bool,
 }
 
 impl ActiveWindow {
@@ -495,7 +498,8 @@ struct Engine {
     sel_end: Option<u32>,
     sel_window: Option<ActiveWindow>,
     warnings: Vec<String>,
-    max_spans: usize,
+    /// Kept spans (open or done), at most `limits.max_spans`.
+    kept_spans: usize,
 }
 
 const MAX_OPEN_PAIRS: usize = 64;
@@ -573,8 +577,7 @@ impl WindowAnalyzer {
 
 impl Engine {
     fn new(opts: AnalyzeOptions) -> Engine {
-        let max_spans = opts.limits.max_marks.saturating_mul(2);
-        Engine {
+        let mut eng = Engine {
             reorder: Reorder::new(opts.reorder_capacity, opts.reorder_horizon_ns),
             opts,
             counts: RowCounts::default(),
@@ -593,8 +596,27 @@ impl Engine {
             sel_end: None,
             sel_window: None,
             warnings: Vec::new(),
-            max_spans,
+            kept_spans: 0,
+        };
+        // The selected labels are always known, so their occurrences count past `max_marks`.
+        if let Some(sel) = eng.opts.select.clone() {
+            eng.intern(sel.start.as_bytes());
+            eng.intern(sel.end.as_bytes());
         }
+        eng
+    }
+
+    /// The id of a label, interning it.
+    fn intern(&mut self, label: &[u8]) -> u32 {
+        if let Some(&id) = self.label_ids.get(label) {
+            return id;
+        }
+        let id = self.labels.len() as u32;
+        self.label_ids.insert(label.to_vec(), id);
+        self.labels
+            .push(String::from_utf8_lossy(label).into_owned());
+        self.label_counts.push(0);
+        id
     }
 
     fn bad(&mut self, line: u64) {
@@ -699,16 +721,15 @@ impl Engine {
     }
 
     fn add_mark(&mut self, label: &[u8], t: i64, t_wall_ns: Option<i64>, line: u64) -> Option<u32> {
+        let full = self.marks.len() >= self.opts.limits.max_marks;
         let id = match self.label_ids.get(label) {
             Some(&id) => id,
-            None => {
-                let id = self.labels.len() as u32;
-                self.label_ids.insert(label.to_vec(), id);
-                self.labels
-                    .push(String::from_utf8_lossy(label).into_owned());
-                self.label_counts.push(0);
-                id
+            // Past `max_marks` a new label is not interned (it is not the selection's).
+            None if full => {
+                self.counts.marks_dropped += 1;
+                return None;
             }
+            None => self.intern(label),
         };
         self.label_counts[id as usize] += 1;
         let occurrence = self.label_counts[id as usize];
@@ -724,7 +745,7 @@ impl Engine {
         }
         let is_sel = self.sel_start == Some(self.marks.len() as u32)
             || self.sel_end == Some(self.marks.len() as u32);
-        if self.marks.len() >= self.opts.limits.max_marks && !is_sel {
+        if full && !is_sel {
             self.counts.marks_dropped += 1;
             return None;
         }
@@ -745,10 +766,14 @@ impl Engine {
         start_label: u32,
         occurrence: u32,
         t0: i64,
+        kept: bool,
     ) -> ActiveWindow {
         self.next_id += 1;
-        let mut gpus = Vec::with_capacity(self.gpus.len().max(1));
-        gpus.resize_with(self.gpus.len(), GpuAcc::default);
+        let mut gpus = Vec::new();
+        if kept {
+            gpus.reserve_exact(self.gpus.len().max(1));
+            gpus.resize_with(self.gpus.len(), GpuAcc::default);
+        }
         ActiveWindow {
             id: self.next_id,
             kind,
@@ -760,7 +785,23 @@ impl Engine {
             reference: RefAcc::default(),
             gpus,
             rapl: RaplAcc::default(),
+            kept,
         }
+    }
+
+    /// A new span, kept while fewer than `max_spans` are; past it a placeholder, counted.
+    fn new_span(
+        &mut self,
+        kind: &'static str,
+        label: u32,
+        occurrence: u32,
+        t: i64,
+    ) -> ActiveWindow {
+        let kept = self.kept_spans < self.opts.limits.max_spans;
+        if kept {
+            self.kept_spans += 1;
+        }
+        self.new_window(kind, label, occurrence, t, kept)
     }
 
     fn emit(&mut self, t: i64, item: Item) {
@@ -781,7 +822,7 @@ impl Engine {
         let label = self.mark_label[i as usize];
         let occurrence = self.marks[i as usize].occurrence;
         if self.sel_start == Some(i) {
-            let w = self.new_window("window", label, occurrence, t);
+            let w = self.new_window("window", label, occurrence, t, true);
             self.sel_window = Some(w);
         }
         if self.sel_end == Some(i)
@@ -804,11 +845,16 @@ impl Engine {
         // A pair end closes the latest open pair with the same stem.
         let name = self.labels[label as usize].clone();
         if let Some(stem) = pair_end_stem(&name) {
-            let found = self.active.iter_mut().rev().find(|w| {
-                w.kind == "pair"
-                    && w.t1.is_none()
-                    && pair_start_stem(&self.labels[w.start_label as usize]) == Some(stem)
-            });
+            // The latest by creation (`active` is reordered by `swap_remove`).
+            let found = self
+                .active
+                .iter_mut()
+                .filter(|w| {
+                    w.kind == "pair"
+                        && w.t1.is_none()
+                        && pair_start_stem(&self.labels[w.start_label as usize]) == Some(stem)
+                })
+                .max_by_key(|w| w.id);
             if let Some(w) = found {
                 w.t1 = Some(t);
                 w.end_label = Some(label);
@@ -821,14 +867,18 @@ impl Engine {
                 .filter(|w| w.kind == "pair" && w.t1.is_none())
                 .count();
             if open < MAX_OPEN_PAIRS {
-                let w = self.new_window("pair", label, occurrence, t);
+                let w = self.new_span("pair", label, occurrence, t);
                 self.active.push(w);
             } else {
                 self.counts.spans_dropped += 1;
             }
         }
-        let w = self.new_window("between", label, occurrence, t);
+        let w = self.new_span("between", label, occurrence, t);
         self.active.push(w);
+        // Placeholders that closed here would have been reported: count them, hold nothing.
+        let before = self.active.len();
+        self.active.retain(|w| w.kept || w.t1.is_none());
+        self.counts.spans_dropped += (before - self.active.len()) as u64;
     }
 
     fn emit_rapl(&mut self, t: i64, uj: Option<u64>, max: Option<u64>) {
@@ -839,6 +889,9 @@ impl Engine {
         if let Some(prev) = self.rapl_prev {
             let max = self.rapl_max;
             for w in self.active.iter_mut().chain(self.sel_window.iter_mut()) {
+                if !w.kept {
+                    continue;
+                }
                 let t1 = w.t1();
                 w.rapl.add(prev, t, uj, max, w.t0, t1);
             }
@@ -854,7 +907,7 @@ impl Engine {
             self.gpus[slot].samples += 1;
             if let Some(p) = s.power_w {
                 for w in self.active.iter_mut().chain(self.sel_window.iter_mut()) {
-                    if w.t0 <= s.t_ns && s.t_ns <= w.t1() {
+                    if w.kept && w.t0 <= s.t_ns && s.t_ns <= w.t1() {
                         w.reference.add(s.t_ns, p, s.util_pct);
                     }
                 }
@@ -878,6 +931,9 @@ impl Engine {
         let prev = self.gpus[slot].prev;
         let n_gpus = self.gpus.len();
         for w in self.active.iter_mut().chain(self.sel_window.iter_mut()) {
+            if !w.kept {
+                continue;
+            }
             let (t0, t1) = (w.t0, w.t1());
             if w.gpus.len() < n_gpus {
                 w.gpus.resize_with(n_gpus, GpuAcc::default);
@@ -924,11 +980,8 @@ impl Engine {
         while i < self.active.len() {
             if finished(&self.active[i]) {
                 let w = self.active.swap_remove(i);
-                if self.done.len() < self.max_spans {
-                    self.done.push(w);
-                } else {
-                    self.counts.spans_dropped += 1;
-                }
+                // Placeholders never get here (removed when closed); kept spans ≤ max_spans.
+                self.done.push(w);
             } else {
                 i += 1;
             }
@@ -999,7 +1052,8 @@ impl Engine {
         }
         if c.spans_dropped > 0 {
             warnings.push(alloc::format!(
-                "spans beyond the span limit skipped: {}",
+                "spans beyond max_spans (or open pairs beyond {}) not analyzed: {}",
+                MAX_OPEN_PAIRS,
                 c.spans_dropped
             ));
         }

@@ -278,3 +278,149 @@ fn counters_and_rapl_over_a_window() {
     assert_eq!(w.gpus[1].verdict.verdict, Some("waiting"));
     assert_eq!(w.verdict.verdict, Some("mixed"));
 }
+
+/// A recording with many marks: nested same-stem pairs (`p_start` inside `p_start`), `begin`/`end`,
+/// plain marks and some labels seen once, on two GPUs.
+fn many_marks(rng: &mut Rng, marks: u32) -> String {
+    let mut s = String::from(HDR);
+    let mut t = 1_000_000_000i64;
+    for k in 0..marks {
+        for _ in 0..1 + rng.below(3) {
+            t += 1_000_000 + rng.below(5_000_000) as i64;
+            for g in 0..2 {
+                s.push_str(&format!(
+                    "{},0,SAMPLE,,{},{},,,,,{g},\n",
+                    t + g,
+                    60 + rng.below(300),
+                    rng.below(101)
+                ));
+            }
+        }
+        t += 1000;
+        let label = match rng.below(8) {
+            0 | 1 => "p_start".to_string(),
+            2 | 3 => "p_end".to_string(),
+            4 => "begin".to_string(),
+            5 => "end".to_string(),
+            6 => "m".to_string(),
+            _ => format!("once{k}"),
+        };
+        s.push_str(&format!("{t},0,MARK,{label},,,,,,,,\n"));
+    }
+    s
+}
+
+fn with_limits(max_marks: usize, max_spans: usize) -> AnalyzeOptions {
+    AnalyzeOptions {
+        limits: Limits {
+            max_marks,
+            max_spans,
+            ..Limits::EXACT
+        },
+        select: Some(WindowSelect {
+            start: "m".into(),
+            end: "late".into(),
+            occurrence: 1,
+        }),
+        spans: true,
+        ..AnalyzeOptions::default()
+    }
+}
+
+#[test]
+fn spans_past_max_spans_are_counted_and_the_kept_ones_unchanged() {
+    let mut rng = Rng::from_env(33);
+    for case in 0..6 {
+        let mut data = many_marks(&mut rng, 150);
+        // The selected end comes after every span.
+        data.push_str("999999999999,0,MARK,late,,,,,,,,\n");
+        let full = analyze(&[data.as_bytes()], &with_limits(1 << 20, usize::MAX));
+        assert_eq!(full.rows.spans_dropped, 0);
+        assert!(full.spans.len() > 100, "{}", full.spans.len());
+        let json = |w: &WindowResult| serde_json::to_string(w).unwrap();
+        let all: Vec<String> = full.spans.iter().map(json).collect();
+        // Spans still open at the end count against the bound too (at most the open pairs
+        // and the last stretch), so this bound keeps everything.
+        let ample = full.spans.len() + MAX_OPEN_PAIRS + 1;
+        for max_spans in [0, 1, 7, 40, full.spans.len() - 1, ample] {
+            let split = [
+                &data.as_bytes()[..data.len() / 3],
+                &data.as_bytes()[data.len() / 3..],
+            ];
+            let r = analyze(&split, &with_limits(1 << 20, max_spans));
+            assert!(r.spans.len() <= max_spans, "case {case}: {}", r.spans.len());
+            // Every span that closes is reported or counted.
+            assert_eq!(
+                r.spans.len() as u64 + r.rows.spans_dropped,
+                full.spans.len() as u64,
+                "case {case} max {max_spans}"
+            );
+            // The kept spans are exactly the unbounded analysis' spans (none closed wrongly).
+            let mut rest = all.clone();
+            for s in &r.spans {
+                let j = json(s);
+                let at = rest.iter().position(|x| *x == j);
+                assert!(at.is_some(), "case {case} max {max_spans}");
+                rest.remove(at.unwrap());
+            }
+            let warned = r.warnings.iter().any(|w| w.contains("max_spans"));
+            assert_eq!(warned, r.rows.spans_dropped > 0, "{:?}", r.warnings);
+            assert_eq!(max_spans >= ample, r.rows.spans_dropped == 0);
+            // The selected window does not depend on the span bound.
+            assert_eq!(
+                json(r.window.as_ref().unwrap()),
+                json(full.window.as_ref().unwrap())
+            );
+        }
+    }
+}
+
+#[test]
+fn marks_past_max_marks_are_counted_and_hold_no_memory() {
+    let mut rng = Rng::from_env(34);
+    let mut data = many_marks(&mut rng, 400);
+    data.push_str("999999999999,0,MARK,late,,,,,,,,\n");
+    let full = analyze(&[data.as_bytes()], &with_limits(1 << 20, usize::MAX));
+    for max_marks in [0, 5, 50] {
+        let opts = with_limits(max_marks, 1 << 20);
+        let mut a = WindowAnalyzer::new(opts.clone());
+        for c in data.as_bytes().chunks(777) {
+            a.write(c);
+            // Distinct labels interned: the kept marks' and the selection's two.
+            assert!(
+                a.eng.labels.len() <= max_marks + 2,
+                "{}",
+                a.eng.labels.len()
+            );
+            assert!(a.eng.marks.len() <= max_marks + 2);
+        }
+        let r = a.end();
+        // The selected marks are kept whatever the bound: `m` and `late`.
+        assert!(r.marks.len() <= max_marks + 2, "{}", r.marks.len());
+        assert!(r.marks.iter().any(|m| m.label == "late"));
+        assert_eq!(
+            r.marks.len() as u64 + r.rows.marks_dropped,
+            full.marks.len() as u64
+        );
+        assert!(r.rows.marks_dropped > 0);
+        assert!(
+            r.warnings.iter().any(|w| w.contains("max_marks")),
+            "{:?}",
+            r.warnings
+        );
+        let w = r.window.as_ref().expect("the selected window");
+        let fw = full.window.as_ref().unwrap();
+        assert_eq!((w.t0_mono_ns, w.t1_mono_ns), (fw.t0_mono_ns, fw.t1_mono_ns));
+        assert_eq!(w.reference, fw.reference);
+        // The kept marks are the first ones, with their occurrences.
+        for (k, m) in r.marks.iter().filter(|m| m.label != "late").enumerate() {
+            let f = &full.marks[k];
+            if k < max_marks {
+                assert_eq!(
+                    (&m.label, m.t_mono_ns, m.occurrence),
+                    (&f.label, f.t_mono_ns, f.occurrence)
+                );
+            }
+        }
+    }
+}
