@@ -72,6 +72,8 @@ impl Limits {
         max_exact_values: 4 << 20,
         max_open_slices: 65_536,
         max_marks: 65_536,
+        // Not used by traces; as EXACT, every kept mark's spans (2 per mark).
+        max_spans: 1 << 17,
         max_gpus: 64,
     };
 
