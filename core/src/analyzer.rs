@@ -55,7 +55,7 @@ impl Kind {
     }
 }
 
-/// Which memory bounds to use: see [`Limits::EXACT`] and [`Limits::BOUNDED`].
+/// Which memory bounds to use: see [`Limits::EXACT`], [`Limits::NATIVE`] and [`Limits::BOUNDED`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LimitsPreset {
@@ -64,6 +64,8 @@ pub enum LimitsPreset {
     Exact,
     /// [`Limits::BOUNDED`]: memory bounded whatever the input; approximations are stated.
     Bounded,
+    /// [`Limits::NATIVE`]: the native CLI's budget; exact for inputs that fit in it.
+    Native,
 }
 
 /// How to analyze: built by the native commands from their flags, and by the page from a JSON
@@ -155,6 +157,7 @@ impl AnalyzerOptions {
         match self.limits {
             LimitsPreset::Exact => Limits::EXACT,
             LimitsPreset::Bounded => Limits::BOUNDED,
+            LimitsPreset::Native => Limits::NATIVE,
         }
     }
 }

@@ -13,11 +13,14 @@ pub struct Limits {
     pub max_ops: usize,
     /// Distinct categories tracked; beyond it, categories fold into "(other)".
     pub max_categories: usize,
-    /// Disjoint intervals kept per category for the busy-time union; when full, the smallest gaps
-    /// are coalesced and the filled time is reported as the error bound. `usize::MAX` = exact.
+    /// Disjoint intervals kept live over all busy-time unions of a trace summary. Past it, the trace summary retires the older half of the largest
+    /// union behind a watermark (exact for time-ordered input; time reaching back before the
+    /// watermark is reported as the error bound). `usize::MAX` = exact.
     pub max_intervals: usize,
-    /// Exact duration values kept for per-op statistics across all ops; past it, ops switch to a
-    /// quantile sketch with a stated relative error. `usize::MAX` = exact.
+    /// Budget for the exact per-op durations, in 4-byte units of allocated capacity across all
+    /// ops (a duration below 2^32 ns takes one unit, a longer one two); an op that cannot grow
+    /// within it switches to a quantile sketch with a stated relative error. `usize::MAX` =
+    /// exact.
     pub max_exact_values: usize,
     /// Open `B` events (per pid/tid stack entries) awaiting their `E`.
     pub max_open_slices: usize,
@@ -35,7 +38,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// Exact results with unbounded growth: what the native CLI uses by default.
+    /// Exact results with unbounded growth (native `trace --exact`; see [`Limits::NATIVE`]).
     pub const EXACT: Limits = Limits {
         max_string_bytes: 4096,
         max_event_bytes: usize::MAX,
@@ -47,6 +50,30 @@ impl Limits {
         max_marks: 1 << 20,
         // Every kept mark opens at most a stretch and a pair: no span of a kept mark is lost.
         max_spans: 1 << 21,
+        max_gpus: 64,
+    };
+
+    /// The native CLI's default: a memory budget (at most about 55 MiB of tables, whatever the
+    /// input) under which the results are exact, and past which they degrade with the error
+    /// bound stated under `approximations`. Worst cases: exact durations 16 MiB (4 Mi units:
+    /// 4 Mi durations below 4.29 s), op sketches 16 KiB each for at most 1024 ops (16 MiB),
+    /// busy unions 2^18 live intervals in all (16 bytes each, storage up to ~2.5x that while
+    /// growing: ~10 MiB), op/category names up to 2 x 2 KiB each (4.1 MiB), open
+    /// `B` slices and their threads (~4 MiB). Events over 4 MiB are skipped (counted). Exact for
+    /// a trace with at most 1023 distinct (category, name) ops, 63 categories, names under
+    /// 2 KiB, about 4 million durations, and at most 2^18 disjoint busy intervals over all
+    /// categories and the total (past that, input in time order stays exact).
+    pub const NATIVE: Limits = Limits {
+        max_string_bytes: 2048,
+        max_event_bytes: 4 << 20,
+        max_ops: 1024,
+        max_categories: 64,
+        max_intervals: 1 << 18,
+        max_exact_values: 4 << 20,
+        max_open_slices: 65_536,
+        max_marks: 65_536,
+        // Not used by traces; as EXACT, every kept mark's spans (2 per mark).
+        max_spans: 1 << 17,
         max_gpus: 64,
     };
 

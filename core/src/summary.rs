@@ -22,18 +22,26 @@
 //!
 //! # Modes
 //! - Exact ([`Limits::EXACT`], `alloc`): every duration is kept for exact percentiles.
+//! - Budget ([`Limits::NATIVE`], the native CLI's default): the bounded mode below with limits
+//!   large enough that ordinary traces stay exact; past them it degrades as below.
 //! - Bounded: ops beyond `max_ops` fold into an `"(other)"` row, categories beyond
-//!   `max_categories` into an `"(other)"` category, and each category's union keeps
-//!   `max_intervals` intervals (coalescing the smallest gaps, with the filled time reported as
-//!   the error bound under `approximations`). Durations are kept exactly up to
+//!   `max_categories` into an `"(other)"` category, and the busy unions (per category and the
+//!   total) keep at most `max_intervals` live intervals in all: past it, the largest retires
+//!   its older half into a sum behind a watermark. Time-ordered input stays exact; time before
+//!   a watermark is counted as busy and reported as the error bound under `approximations` (the
+//!   union is at least the exact one and at most that much above it). Durations are kept exactly up to
 //!   `max_exact_values` in all; an op that needs more moves to a
 //!   [`QuantileSketch`](crate::sketch::QuantileSketch) (16 KiB, once per op) whose percentiles
 //!   are within [`RELATIVE_ERROR`](crate::sketch::RELATIVE_ERROR) (1/129) and whose `n`, `mean`,
 //!   `min`, `max` stay exact; `approximations` says how many ops and the bound. Memory:
-//!   `8 × max_exact_values` bytes plus 16 KiB per sketched op (at most `max_ops`).
+//!   `4 × max_exact_values` bytes of durations (counted by allocated capacity; a duration
+//!   below 2^32 ns takes 4 bytes, a longer one 8) plus 16 KiB per sketched op (at most
+//!   `max_ops`), plus about `40 × max_intervals` bytes for the unions.
 //!
 //! Without `alloc` this module is empty: the summary keeps growable tables.
 
+#[cfg(feature = "alloc")]
+mod busy;
 #[cfg(feature = "alloc")]
 mod imp;
 #[cfg(feature = "alloc")]

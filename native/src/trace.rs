@@ -1,4 +1,4 @@
-//! `flinch-trace trace FILE... [--json] [--top N] [--bounded]`: summarize Chrome / PyTorch
+//! `flinch-trace trace FILE... [--json] [--top N] [--bounded | --exact]`: summarize Chrome / PyTorch
 //! (Kineto) traces (SPEC §5).
 //!
 //! Each file is streamed through `flinch_core::analyzer` (scanner and summary; the web page's
@@ -30,19 +30,26 @@ pub struct Args {
     /// How many (category, name) ops to list, largest duration sum first.
     #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS)]
     top: usize,
-    /// Bounded memory (Limits::BOUNDED): ops/categories beyond the limits fold into "(other)"
-    /// and the busy unions may be approximate (the output states the error bound). Default:
-    /// exact.
-    #[arg(long)]
+    /// Small bounded memory (Limits::BOUNDED, a few MiB, as the web page): ops/categories beyond
+    /// the limits fold into "(other)" and the busy unions may be approximate (the output states
+    /// the error bound). Default: Limits::NATIVE, a budget of about 52 MiB of tables, exact for
+    /// inputs that fit in it and approximate past it (stated under `approximations`).
+    #[arg(long, conflicts_with = "exact")]
     bounded: bool,
+    /// Exact whatever the input (Limits::EXACT): memory grows with the distinct ops, durations
+    /// and disjoint busy intervals.
+    #[arg(long)]
+    exact: bool,
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
     let limits = if args.bounded {
         Limits::BOUNDED
-    } else {
+    } else if args.exact {
         Limits::EXACT
+    } else {
+        Limits::NATIVE
     };
     let mut failed = false;
     let mut json_items = Vec::new();
@@ -102,6 +109,8 @@ pub fn summarize_file(
         kind: Kind::Trace,
         limits: if limits == Limits::EXACT {
             LimitsPreset::Exact
+        } else if limits == Limits::NATIVE {
+            LimitsPreset::Native
         } else {
             LimitsPreset::Bounded
         },

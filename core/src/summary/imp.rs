@@ -6,12 +6,12 @@ use alloc::vec::Vec;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
+use super::busy::BusyUnion;
 use super::interner::Interner;
 use crate::Limits;
-use crate::intervals::IntervalUnion;
 use crate::json::{Event, IdField, NumField, ScanEnd, ScanWarnings};
 use crate::sketch::{QuantileSketch, RELATIVE_ERROR};
-use crate::stats::{Stats, stats_f64_in_place};
+use crate::stats::{Moments, Num, QUANTILES, Stats, percentile_linear_by};
 
 /// The `scope` line of every trace summary, as the reference writes it.
 pub const SCOPE: &str = "one process trace; event duration sums overlap and are not E2E time";
@@ -25,7 +25,7 @@ const NONE: u32 = u32::MAX;
 struct CatAcc {
     events: u64,
     dur_sum_ns: i128,
-    union: IntervalUnion,
+    union: BusyUnion,
 }
 
 struct OpAcc {
@@ -33,20 +33,66 @@ struct OpAcc {
     values: OpValues,
 }
 
-/// An op's durations: exact until the shared `max_exact_values` budget runs out, then (for the
-/// op that hits it) a quantile sketch holding all of them.
+/// An op's durations as integer nanoseconds: 4 bytes each while every duration is below
+/// 2^32 ns (4.29 s), 8 bytes each after that; exact until the shared `max_exact_values` budget
+/// (4-byte units of allocated capacity) runs out, then (for the op that cannot grow) a quantile
+/// sketch holding all of them. `f64` µs are made from the integers only at the end
+/// (`ns as f64 / 1000.0`, the same value as before), so the stats are unchanged.
 enum OpValues {
-    Exact(Vec<f64>),
+    Exact32(Vec<u32>),
+    Exact64(Vec<u64>),
     Sketch(alloc::boxed::Box<QuantileSketch>),
+}
+
+impl OpValues {
+    /// Budget units (4 bytes) of allocated capacity.
+    fn units(&self) -> usize {
+        match self {
+            OpValues::Exact32(v) => v.capacity(),
+            OpValues::Exact64(v) => v.capacity() * 2,
+            OpValues::Sketch(_) => 0,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            OpValues::Exact32(v) => v.is_empty(),
+            OpValues::Exact64(v) => v.is_empty(),
+            OpValues::Sketch(_) => false,
+        }
+    }
 }
 
 impl OpAcc {
     fn new() -> OpAcc {
         OpAcc {
             dur_sum_ns: 0,
-            values: OpValues::Exact(Vec::new()),
+            values: OpValues::Exact32(Vec::new()),
         }
     }
+}
+
+/// Capacity to grow a full vector of `len` elements of `unit` budget units each to, within
+/// `room` free units: double (at least 8), or whatever fits; `None` when not one more fits.
+fn grown_capacity(len: usize, unit: usize, room: usize) -> Option<usize> {
+    let want = len.saturating_mul(2).max(8);
+    let fits = len.saturating_add(room / unit);
+    let cap = want.min(fits);
+    (cap > len).then_some(cap)
+}
+
+/// Exact [`Stats`] of durations in integer ns, as `f64` µs: the same result as
+/// [`stats_f64_in_place`](crate::stats::stats_f64_in_place) on `ns as f64 / 1000.0` of each (the conversion is monotonic, so
+/// sorting the integers sorts the µs values).
+fn stats_ns_in_place<T: Copy + Ord + Into<u64>>(values: &mut [T]) -> Stats {
+    let us = |v: T| v.into() as f64 / 1000.0;
+    let mut moments = Moments::default();
+    for &v in values.iter() {
+        moments.push(Num::Float(us(v)));
+    }
+    values.sort_unstable();
+    let pct = QUANTILES.map(|q| percentile_linear_by(values.len(), q, |i| us(values[i])));
+    moments.stats_with(pct)
 }
 
 /// Buckets per sign of an op's sketch: 16 powers of two at 1/129 relative error, 16 KiB.
@@ -57,6 +103,81 @@ struct Open {
     ts_ns: i64,
     cat: u32,
     op: u32,
+}
+
+/// What [`push_value`] did to the budget.
+enum Pushed {
+    /// The vector grew by this many units.
+    Grew(usize),
+    /// The op moved to a sketch, releasing this many units.
+    Sketched(usize),
+}
+
+/// Adds one duration to an op's values: in place when capacity allows (`None`: the budget is
+/// unchanged), else growing within `budget - stored` units, else moving the op to a sketch.
+#[inline]
+fn push_value(values: &mut OpValues, dur_ns: u64, stored: usize, budget: usize) -> Option<Pushed> {
+    let room = budget.saturating_sub(stored);
+    match values {
+        OpValues::Exact32(v) => {
+            if let Ok(small) = u32::try_from(dur_ns) {
+                if v.len() < v.capacity() {
+                    v.push(small);
+                    return None;
+                }
+                if let Some(cap) = grown_capacity(v.len(), 1, room) {
+                    let before = v.capacity();
+                    v.reserve_exact(cap - v.len());
+                    v.push(small);
+                    return Some(Pushed::Grew(v.capacity() - before));
+                }
+            } else {
+                // A duration of 4.29 s or more: widen this op once, if the budget allows.
+                let before = v.capacity();
+                let need = v.len() + 1;
+                let cap = need.max(8);
+                if cap * 2 <= room + before {
+                    let mut wide = Vec::with_capacity(cap);
+                    wide.extend(v.iter().map(|&x| u64::from(x)));
+                    wide.push(dur_ns);
+                    *values = OpValues::Exact64(wide);
+                    return Some(Pushed::Grew(values.units() - before));
+                }
+            }
+        }
+        OpValues::Exact64(v) => {
+            if v.len() < v.capacity() {
+                v.push(dur_ns);
+                return None;
+            }
+            if let Some(cap) = grown_capacity(v.len(), 2, room) {
+                let before = v.capacity() * 2;
+                v.reserve_exact(cap - v.len());
+                v.push(dur_ns);
+                return Some(Pushed::Grew(v.capacity() * 2 - before));
+            }
+        }
+        OpValues::Sketch(sketch) => {
+            sketch.push(dur_ns as f64 / 1000.0);
+            return None;
+        }
+    }
+    // The budget is spent: this op moves to a sketch (once per op), and its exact values go
+    // back to the budget.
+    let released = values.units();
+    let mut sketch = QuantileSketch::new(SKETCH_BUCKETS_PER_SIGN);
+    match values {
+        OpValues::Exact32(v) => v.iter().for_each(|&x| {
+            sketch.push(f64::from(x) / 1000.0);
+        }),
+        OpValues::Exact64(v) => v.iter().for_each(|&x| {
+            sketch.push(x as f64 / 1000.0);
+        }),
+        OpValues::Sketch(_) => {}
+    }
+    sketch.push(dur_ns as f64 / 1000.0);
+    *values = OpValues::Sketch(alloc::boxed::Box::new(sketch));
+    Some(Pushed::Sketched(released))
 }
 
 /// Counted departures and oddities of the events (the scanner's own are in [`ScanWarnings`]).
@@ -96,7 +217,11 @@ pub struct TraceSummary {
     threads: Interner,
     stacks: Vec<Vec<Open>>,
     open_total: usize,
-    total_union: IntervalUnion,
+    total_union: BusyUnion,
+    /// Live intervals over all busy unions (bounded by `Limits::max_intervals`).
+    live_intervals: usize,
+    /// Scratch for [`BusyUnion::retire`].
+    union_scratch: Vec<crate::intervals::Interval>,
     events: u64,
     duration_events: u64,
     dur_sum_ns: i128,
@@ -136,7 +261,9 @@ impl TraceSummary {
             }),
             stacks: Vec::new(),
             open_total: 0,
-            total_union: IntervalUnion::with_capacity_limit(limits.max_intervals),
+            total_union: BusyUnion::new(limits.max_intervals),
+            live_intervals: 0,
+            union_scratch: Vec::new(),
             events: 0,
             duration_events: 0,
             dur_sum_ns: 0,
@@ -209,7 +336,7 @@ impl TraceSummary {
         CatAcc {
             events: 0,
             dur_sum_ns: 0,
-            union: IntervalUnion::with_capacity_limit(self.limits.max_intervals),
+            union: BusyUnion::new(self.limits.max_intervals),
         }
     }
 
@@ -244,32 +371,47 @@ impl TraceSummary {
         let c = &mut self.cat_accs[cat as usize];
         c.events += 1;
         c.dur_sum_ns += i128::from(dur_ns);
+        let before = c.union.live_len() + self.total_union.live_len();
         c.union.insert(ts_ns, end_ns);
         self.total_union.insert(ts_ns, end_ns);
+        let after = c.union.live_len() + self.total_union.live_len();
+        self.live_intervals = self.live_intervals + after - before;
+        if self.live_intervals > self.limits.max_intervals {
+            self.retire_largest_union();
+        }
         let o = &mut self.op_accs[op as usize];
         o.dur_sum_ns += i128::from(dur_ns);
-        let v_us = dur_ns as f64 / 1000.0;
-        match &mut o.values {
-            OpValues::Exact(values) if self.stored_values < self.limits.max_exact_values => {
-                values.push(v_us);
-                self.stored_values += 1;
-            }
-            OpValues::Exact(values) => {
-                // The exact budget is spent: this op moves to a sketch (once per op), and its
-                // exact values go back to the budget.
-                let mut sketch = QuantileSketch::new(SKETCH_BUCKETS_PER_SIGN);
-                for &x in values.iter() {
-                    sketch.push(x);
+        let stored = self.stored_values;
+        let budget = self.limits.max_exact_values;
+        if let Some(freed) = push_value(&mut o.values, dur_ns as u64, stored, budget) {
+            self.stored_values = match freed {
+                Pushed::Grew(added) => stored + added,
+                Pushed::Sketched(released) => {
+                    self.sketched_ops += 1;
+                    stored - released
                 }
-                sketch.push(v_us);
-                self.stored_values -= values.len();
-                o.values = OpValues::Sketch(alloc::boxed::Box::new(sketch));
-                self.sketched_ops += 1;
-            }
-            OpValues::Sketch(sketch) => {
-                sketch.push(v_us);
+            };
+        }
+    }
+
+    /// Over the interval budget: the union with the most live intervals retires its older half.
+    #[cold]
+    fn retire_largest_union(&mut self) {
+        let mut largest: Option<usize> = None;
+        let mut most = self.total_union.live_len();
+        for (i, c) in self.cat_accs.iter().enumerate() {
+            if c.union.live_len() > most {
+                most = c.union.live_len();
+                largest = Some(i);
             }
         }
+        let union = match largest {
+            Some(i) => &mut self.cat_accs[i].union,
+            None => &mut self.total_union,
+        };
+        let before = union.live_len();
+        union.retire(&mut self.union_scratch);
+        self.live_intervals = self.live_intervals + union.live_len() - before;
     }
 
     fn thread_key(pid: IdField, tid: IdField) -> [u8; 18] {
@@ -377,10 +519,7 @@ impl TraceSummary {
                 .cmp(&self.op_accs[a].dur_sum_ns)
                 .then(a.cmp(&b))
         });
-        order.retain(|&i| match &self.op_accs[i].values {
-            OpValues::Exact(v) => !v.is_empty(),
-            OpValues::Sketch(_) => true,
-        });
+        order.retain(|&i| !self.op_accs[i].values.is_empty());
         order.truncate(top);
         let mut ops = Vec::with_capacity(order.len());
         for i in order {
@@ -392,7 +531,8 @@ impl TraceSummary {
             };
             let acc = &mut self.op_accs[i];
             let stats = match &mut acc.values {
-                OpValues::Exact(values) => stats_f64_in_place(values),
+                OpValues::Exact32(values) => stats_ns_in_place(values),
+                OpValues::Exact64(values) => stats_ns_in_place(values),
                 OpValues::Sketch(sketch) => sketch.stats().stats,
             };
             ops.push(OpRow {
@@ -996,8 +1136,10 @@ mod tests {
             if k > 0 {
                 doc.push(',');
             }
-            // Disjoint intervals with growing gaps, in 20 categories and 100 ops.
-            let ts = k * 10 + (k * k) % 7;
+            // Disjoint intervals out of time order (the bounded union is exact for
+            // time-ordered input), in 20 categories and 100 ops.
+            let j = (k * 7919) % 500;
+            let ts = j * 10 + (j * j) % 7;
             doc.push_str(&std::format!(
                 "{{\"ph\":\"X\",\"cat\":\"c{}\",\"name\":\"n{}\",\"ts\":{ts},\"dur\":3}}",
                 k % 20,
@@ -1038,5 +1180,121 @@ mod tests {
                 .any(|o| o.name == OTHER)
         );
         assert_eq!(exact.approximations, None);
+    }
+
+    /// A time-ordered document of `n` X events over `ops` ops and 3 categories, with overlaps.
+    /// With `long`, some durations are over 2^32 ns (stored in 8 bytes).
+    fn ordered_doc(n: usize, ops: usize, long: bool, rng: &mut Rng) -> String {
+        let mut doc = String::from("{\"traceEvents\":[");
+        let mut ts_ns = 1_712_195_495_000_000_000i64;
+        for k in 0..n {
+            if k > 0 {
+                doc.push(',');
+            }
+            ts_ns += rng.below(3000) as i64;
+            let dur_ns = if long && rng.below(50) == 0 {
+                5_000_000_000 + rng.below(1_000_000) as i64
+            } else if long {
+                rng.below(9000) as i64
+            } else {
+                // Within the sketch's range (16 powers of two) for the error bound to hold.
+                1000 + rng.below(9000) as i64
+            };
+            doc.push_str(&std::format!(
+                "{{\"ph\":\"X\",\"cat\":\"c{}\",\"name\":\"op{}\",\"ts\":{}.{:03},\"dur\":{}.{:03}}}",
+                k % 3,
+                rng.below(ops as u64),
+                ts_ns / 1000,
+                ts_ns % 1000,
+                dur_ns / 1000,
+                dur_ns % 1000
+            ));
+        }
+        doc.push_str("]}");
+        doc
+    }
+
+    #[test]
+    fn native_budget_is_exact_for_inputs_that_fit() {
+        let mut rng = Rng::from_env(31);
+        for round in 0..6 {
+            let doc = ordered_doc(200 + 400 * round, 5 + 20 * round, true, &mut rng);
+            let exact = summarize(&[doc.as_bytes()], Limits::EXACT);
+            assert_eq!(exact.approximations, None);
+            // The native preset, and a budget far smaller but still large enough: identical.
+            let small = Limits {
+                max_exact_values: 2 * 8 * 2 * 200 * (round + 1) + 4 * 8 * 200,
+                max_intervals: 16,
+                ..Limits::NATIVE
+            };
+            for limits in [Limits::NATIVE, small] {
+                assert_eq!(summarize(&[doc.as_bytes()], limits), exact, "round {round}");
+            }
+        }
+    }
+
+    #[test]
+    fn past_the_budget_the_bounds_are_stated() {
+        let mut rng = Rng::from_env(32);
+        let doc = ordered_doc(3000, 4, false, &mut rng);
+        let exact = summarize(&[doc.as_bytes()], Limits::EXACT);
+        // Shuffle the events so the unions see them out of time order.
+        let body = &doc["{\"traceEvents\":[".len()..doc.len() - 2];
+        let mut events: Vec<&str> = body.split("},{").collect();
+        for i in (1..events.len()).rev() {
+            events.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let shuffled = std::format!(
+            "{{\"traceEvents\":[{{{}}}]}}",
+            events
+                .iter()
+                .map(|e| e.trim_start_matches('{').trim_end_matches('}'))
+                .collect::<Vec<_>>()
+                .join("},{")
+        );
+        let limits = Limits {
+            max_exact_values: 600,
+            max_intervals: 16,
+            ..Limits::NATIVE
+        };
+        let r = summarize(&[shuffled.as_bytes()], limits);
+        let a = r.approximations.expect("approximate past the budget");
+        assert!(a.ops_with_sketched_stats >= 1);
+        assert_eq!(a.quantile_relative_error, crate::sketch::RELATIVE_ERROR);
+        let bound_ns = (a.busy_union_error_bound_us * 1000.0).round() as u64;
+        assert!(bound_ns > 0);
+        assert!(r.totals.busy_union_ns >= exact.totals.busy_union_ns);
+        assert!(r.totals.busy_union_ns - exact.totals.busy_union_ns <= bound_ns);
+        assert_eq!(r.categories.0.len(), exact.categories.0.len());
+        for c in &r.categories.0 {
+            let e = exact
+                .categories
+                .0
+                .iter()
+                .find(|e| e.name == c.name)
+                .unwrap();
+            assert_eq!((c.events, c.duration_sum_ns), (e.events, e.duration_sum_ns));
+            assert!(c.busy_union_ns >= e.busy_union_ns);
+            assert!(c.busy_union_ns - e.busy_union_ns <= bound_ns);
+        }
+        // Sums, counts, min, max and mean stay exact; percentiles within the stated error.
+        for e in &exact.largest_ops_by_duration_sum {
+            let g = r
+                .largest_ops_by_duration_sum
+                .iter()
+                .find(|g| (&g.category, &g.name) == (&e.category, &e.name))
+                .unwrap();
+            let (gs, es) = (g.duration_us, e.duration_us);
+            assert_eq!(g.duration_sum_us, e.duration_sum_us);
+            assert_eq!(
+                (gs.n, gs.min, gs.max, gs.mean),
+                (es.n, es.min, es.max, es.mean)
+            );
+            let (x, y) = (gs.p50.unwrap(), es.p50.unwrap());
+            assert!(
+                (x - y).abs() <= y.abs() * a.quantile_relative_error * 1.0001,
+                "{x} {y} {gs:?} {es:?}"
+            );
+        }
     }
 }
