@@ -21,6 +21,17 @@ pub const RECORD_BYTES: usize = 4096;
 /// Fields of one record kept at once. Records with more fields are bad rows.
 pub const MAX_FIELDS: usize = 64;
 
+/// The high bit of each byte of `x` (little-endian) that is ≤ b','. Exact per byte: adding 0x53
+/// to the low seven bits sets the high bit when they exceed 0x2C and never carries into the next
+/// byte; bytes ≥ 0x80 are excluded by their own high bit.
+#[inline(always)]
+fn low_bytes(x: u64) -> u64 {
+    const LO7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let t = (x & LO7).wrapping_add(0x5353_5353_5353_5353);
+    !(t | x) & HI
+}
+
 /// A column the reader knows by name. See the README ("trace.csv columns") for units.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -207,13 +218,70 @@ impl TraceCsvReader {
         self.rdr.line() + self.fast_lines
     }
 
+    /// One byte ≤ ',' of a fast-path line, at `at` of `inp`: `Some(true)` at the line end
+    /// ('\n'); a comma ends a field; a quote, a CR not before '\n', or too many fields gives
+    /// `None` (the line goes to csv-core); anything else is field text.
+    #[inline(always)]
+    fn fast_byte(&mut self, inp: &[u8], at: usize, nends: &mut usize) -> Option<bool> {
+        match inp[at] {
+            b'\n' => Some(true),
+            b',' => {
+                if *nends + 1 >= MAX_FIELDS {
+                    return None;
+                }
+                self.ends[*nends] = at;
+                *nends += 1;
+                Some(false)
+            }
+            b'"' => None,
+            b'\r' => (inp.get(at + 1) == Some(&b'\n')).then_some(false),
+            _ => Some(false),
+        }
+    }
+
     /// Fast path for whole lines at a record boundary with no quote and no lone CR: they split
     /// on commas exactly as csv-core would split them, without its per-byte state machine.
     /// Returns `None` to hand the input to csv-core (quotes, a partial line, over-long rows).
     fn fast_line(&mut self, input: &[u8], consumed: &mut usize) -> Option<CsvEvent> {
         loop {
             let inp = &input[*consumed..];
-            let nl = memchr::memchr(b'\n', inp)?;
+            // One pass finds the commas and the line end: eight bytes at a time, `low_bytes`
+            // flags exactly the bytes ≤ ',' of a word ('\n', ',', '"', '\r' among them); digits,
+            // letters, '.' and '-' (nearly all of a row) are skipped without a branch each.
+            let mut nends = 0;
+            let mut at_nl = None;
+            let mut pos = 0;
+            'scan: while pos + 8 <= inp.len() {
+                let w = &inp[pos..pos + 8];
+                let mut m = low_bytes(u64::from_le_bytes([
+                    w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7],
+                ]));
+                while m != 0 {
+                    let at = pos + (m.trailing_zeros() / 8) as usize;
+                    m &= m - 1;
+                    if self.fast_byte(inp, at, &mut nends)? {
+                        at_nl = Some(at);
+                        break 'scan;
+                    }
+                }
+                pos += 8;
+                if pos > RECORD_BYTES + 2 {
+                    return None;
+                }
+            }
+            let nl = match at_nl {
+                Some(nl) => nl,
+                None => loop {
+                    // The tail, byte by byte; no line end in the input: a partial line.
+                    if pos >= inp.len() {
+                        return None;
+                    }
+                    if inp[pos] <= b',' && self.fast_byte(inp, pos, &mut nends)? {
+                        break pos;
+                    }
+                    pos += 1;
+                },
+            };
             let line = &inp[..nl];
             let body = line.strip_suffix(b"\r").unwrap_or(line);
             if body.is_empty() {
@@ -227,24 +295,7 @@ impl TraceCsvReader {
                 return None;
             }
             // The line is copied whole, commas included: field i ends at ends[i] and the next
-            // starts one byte later (`sep`). Bytes above ',' (digits, letters, '.', '-') are
-            // nearly all of a row, so one compare per byte skips them.
-            let mut nends = 0;
-            for (at, &c) in body.iter().enumerate() {
-                if c <= b',' {
-                    if c != b',' {
-                        if c == b'"' || c == b'\r' {
-                            return None;
-                        }
-                        continue;
-                    }
-                    if nends + 1 >= MAX_FIELDS {
-                        return None;
-                    }
-                    self.ends[nends] = at;
-                    nends += 1;
-                }
-            }
+            // starts one byte later (`sep`).
             self.ends[nends] = body.len();
             nends += 1;
             let nout = body.len();
@@ -821,11 +872,22 @@ mod tests {
     #[test]
     fn fast_path_splits_exactly_as_csv_core() {
         let mut rng = Rng::from_env(17);
-        let alphabet = b"ab1,,,\"\r\n\n ";
-        for _ in 0..300 {
+        // Bytes just around ',' and above 0x80 too (the fast path flags bytes ≤ ',' by words).
+        let alphabet = b"ab1,,,\"\r\n\n +-.\t\x00\xc3\xa9";
+        let no_nl = b"ab1,,,+-.\xc3\xa9";
+        for round in 0..600 {
             let mut data = std::vec::Vec::from(&b"t_mono_ns,row_type,label\n"[..]);
-            for _ in 0..rng.below(200) {
-                data.push(alphabet[rng.below(alphabet.len() as u64) as usize]);
+            // Every other round: long lines (over MAX_FIELDS fields, over RECORD_BYTES).
+            let (set, n) = match round % 4 {
+                0 => (&no_nl[..], 300),
+                1 => (&no_nl[..], RECORD_BYTES as u64 + 40),
+                _ => (&alphabet[..], 200),
+            };
+            for _ in 0..rng.below(n) {
+                data.push(set[rng.below(set.len() as u64) as usize]);
+                if rng.below(97) == 0 {
+                    data.push(b'\n');
+                }
             }
             if rng.below(3) == 0 {
                 data.extend_from_slice(b"\n5,MARK,\"q\nuoted\"\n6,row_type,t_mono_ns\n");
@@ -928,6 +990,27 @@ mod tests {
         assert_eq!(parse_py_int(b"1.0"), None);
         assert_eq!(parse_py_int(b"-"), None);
         assert_eq!(parse_py_int(b"9223372036854775807"), Some(i64::MAX));
+    }
+
+    #[test]
+    fn low_bytes_flags_exactly_the_bytes_up_to_comma() {
+        let mut rng = crate::testutil::Rng::from_env(5);
+        for round in 0..20_000u32 {
+            let mut b = [0u8; 8];
+            for x in b.iter_mut() {
+                // Around the edge often, any byte sometimes.
+                *x = if round % 2 == 0 {
+                    0x28 + rng.below(8) as u8
+                } else {
+                    rng.below(256) as u8
+                };
+            }
+            let m = low_bytes(u64::from_le_bytes(b));
+            for (i, &c) in b.iter().enumerate() {
+                assert_eq!(m >> (8 * i + 7) & 1 == 1, c <= b',', "{b:?}");
+            }
+            assert_eq!(m & !0x8080_8080_8080_8080, 0);
+        }
         assert_eq!(parse_py_int(b"-9223372036854775808"), Some(i64::MIN));
         assert_eq!(parse_py_int(b"9223372036854775808"), None);
     }
