@@ -548,6 +548,7 @@ impl TraceSummary {
         order.retain(|&i| !self.op_accs[i].values.is_empty());
         order.truncate(top);
         let mut ops = Vec::with_capacity(order.len());
+        let mut collapsed_ops = 0u64;
         for i in order {
             let (category, name) = if i as u32 == self.other_op {
                 (String::from(OTHER), String::from(OTHER))
@@ -559,7 +560,13 @@ impl TraceSummary {
             let stats = match &mut acc.values {
                 OpValues::Exact32(values) => stats_ns_in_place(values),
                 OpValues::Exact64(values) => stats_ns_in_place(values),
-                OpValues::Sketch(sketch) => sketch.stats().stats,
+                OpValues::Sketch(sketch) => {
+                    let sketched = sketch.stats();
+                    if sketched.collapsed > 0 {
+                        collapsed_ops += 1;
+                    }
+                    sketched.stats
+                }
             };
             ops.push(OpRow {
                 category,
@@ -671,6 +678,7 @@ impl TraceSummary {
                 } else {
                     0.0
                 },
+                listed_ops_with_collapsed_sketch: collapsed_ops,
             })
         } else {
             None
@@ -825,7 +833,12 @@ pub struct Approximations {
     /// from a quantile sketch (`n`, `mean`, `min`, `max` still exact).
     pub ops_with_sketched_stats: u64,
     /// Relative error bound of those ops' percentiles ([`RELATIVE_ERROR`], 1/129), 0 when none.
+    /// It does not cover the ops counted in `listed_ops_with_collapsed_sketch`.
     pub quantile_relative_error: f64,
+    /// Listed ops whose durations spanned more than the sketch's range, so its lowest buckets
+    /// were collapsed: a percentile whose rank falls among those values reads the range's floor
+    /// (an upper bound of the true value), outside `quantile_relative_error`. Use `--exact`.
+    pub listed_ops_with_collapsed_sketch: u64,
 }
 
 /// The summary of one trace: the reference `trace_summary` keys (`source`, `scope`,
@@ -1153,6 +1166,53 @@ mod tests {
         }
         // Exact mode never sketches.
         assert_eq!(exact.approximations, None);
+    }
+
+    /// Regression: an op whose durations span more than the sketch's range (1 ns .. 100 s here)
+    /// had its low percentiles read at the range's floor while `approximations` still promised the
+    /// 1/129 relative error.
+    #[test]
+    fn a_sketch_that_collapsed_values_is_reported() {
+        let mut doc = String::from("[");
+        for k in 0..2000 {
+            if k > 0 {
+                doc.push(',');
+            }
+            // op0: 1 ns for most events, a few of 100 s; op1: 1..2 ms (fits the sketch's range).
+            let dur_ns: i64 = if k % 2 == 1 {
+                1_000_000 + k
+            } else if k % 50 == 0 {
+                100_000_000_000
+            } else {
+                1
+            };
+            doc.push_str(&std::format!(
+                "{{\"ph\":\"X\",\"cat\":\"k\",\"name\":\"op{}\",\"ts\":{k},\"dur\":{}.{:03}}}",
+                k % 2,
+                dur_ns / 1000,
+                dur_ns % 1000
+            ));
+        }
+        doc.push(']');
+        let limits = Limits {
+            max_exact_values: 200,
+            ..Limits::BOUNDED
+        };
+        let r = summarize(&[doc.as_bytes()], limits);
+        let a = r.approximations.expect("sketch used");
+        assert_eq!(a.ops_with_sketched_stats, 2);
+        assert_eq!(a.listed_ops_with_collapsed_sketch, 1);
+        let exact = summarize(&[doc.as_bytes()], Limits::EXACT);
+        let op0 = |r: &TraceSummaryResult| {
+            r.largest_ops_by_duration_sum
+                .iter()
+                .find(|o| o.name == "op0")
+                .unwrap()
+                .duration_us
+        };
+        // The true p50 (0.001 µs) lies below the collapsed floor: the sketch reads higher.
+        assert_eq!(op0(&exact).p50, Some(0.001));
+        assert!(op0(&r).p50.unwrap() > 0.001 * (1.0 + a.quantile_relative_error));
     }
 
     #[test]
