@@ -209,6 +209,8 @@ pub struct TraceSummary {
     other_cat: u32,
     ops: Interner,
     op_accs: Vec<OpAcc>,
+    /// Per op with a non-empty category: its category index (`NONE`: not yet known).
+    op_cat: Vec<u32>,
     other_op: u32,
     stored_values: usize,
     sketched_ops: u64,
@@ -249,6 +251,7 @@ impl TraceSummary {
                 op_cap
             }),
             op_accs: Vec::new(),
+            op_cat: Vec::new(),
             other_op: NONE,
             stored_values: 0,
             sketched_ops: 0,
@@ -282,8 +285,7 @@ impl TraceSummary {
         match e.ph {
             b"X" => match (e.ts_ns, e.dur_ns) {
                 (NumField::Ns(ts), NumField::Ns(dur)) if dur >= 0 => {
-                    let cat = self.category_of(e.cat);
-                    let op = self.op_of(e.cat, e.name);
+                    let (cat, op) = self.cat_and_op(e.cat, e.name);
                     self.add_slice(cat, op, ts, dur);
                 }
                 (_, NumField::Ns(dur)) if dur < 0 => self.warnings.negative_durations += 1,
@@ -338,6 +340,31 @@ impl TraceSummary {
             dur_sum_ns: 0,
             union: BusyUnion::new(self.limits.max_intervals),
         }
+    }
+
+    /// The category and op of an event. A non-empty `cat` is both the op key's category part
+    /// and the category key, so the category is remembered per op: one table probe per event
+    /// instead of two.
+    #[inline]
+    fn cat_and_op(&mut self, cat: Option<&[u8]>, name: Option<&[u8]>) -> (u32, u32) {
+        let op = self.op_of(cat, name);
+        if let Some(c) = cat
+            && !c.is_empty()
+            && op != self.other_op
+        {
+            if let Some(&known) = self.op_cat.get(op as usize)
+                && known != NONE
+            {
+                return (known, op);
+            }
+            let k = self.category_of(cat);
+            if self.op_cat.len() <= op as usize {
+                self.op_cat.resize(op as usize + 1, NONE);
+            }
+            self.op_cat[op as usize] = k;
+            return (k, op);
+        }
+        (self.category_of(cat), op)
     }
 
     fn op_of(&mut self, cat: Option<&[u8]>, name: Option<&[u8]>) -> u32 {
@@ -451,8 +478,7 @@ impl TraceSummary {
             self.warnings.open_slices_dropped += 1;
             return;
         };
-        let cat = self.category_of(e.cat);
-        let op = self.op_of(e.cat, e.name);
+        let (cat, op) = self.cat_and_op(e.cat, e.name);
         self.stacks[t as usize].push(Open { ts_ns, cat, op });
         self.open_total += 1;
     }
