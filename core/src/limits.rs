@@ -26,7 +26,8 @@ pub struct Limits {
     pub max_open_slices: usize,
     /// Marks kept by the trace.csv analyzer; later marks are counted, not listed, and open no
     /// spans (the selected pair's marks are always kept). Distinct labels interned are bounded
-    /// by it too.
+    /// by it too, and kept labels are cut to `max_string_bytes` (the selection still matches
+    /// whole labels).
     pub max_marks: usize,
     /// Spans (mark pairs and stretches between consecutive marks) kept by the trace.csv
     /// analyzer, open ones included; each costs ~0.6 KB per GPU. Spans past it are not analyzed

@@ -500,6 +500,10 @@ struct Engine {
     warnings: Vec<String>,
     /// Kept spans (open or done), at most `limits.max_spans`.
     kept_spans: usize,
+    /// Marks seen with the selected start and end labels (whole labels).
+    sel_seen: [u32; 2],
+    /// Kept mark labels cut to `max_string_bytes`.
+    labels_cut: u64,
 }
 
 const MAX_OPEN_PAIRS: usize = 64;
@@ -577,7 +581,7 @@ impl WindowAnalyzer {
 
 impl Engine {
     fn new(opts: AnalyzeOptions) -> Engine {
-        let mut eng = Engine {
+        Engine {
             reorder: Reorder::new(opts.reorder_capacity, opts.reorder_horizon_ns),
             opts,
             counts: RowCounts::default(),
@@ -597,13 +601,9 @@ impl Engine {
             sel_window: None,
             warnings: Vec::new(),
             kept_spans: 0,
-        };
-        // The selected labels are always known, so their occurrences count past `max_marks`.
-        if let Some(sel) = eng.opts.select.clone() {
-            eng.intern(sel.start.as_bytes());
-            eng.intern(sel.end.as_bytes());
+            sel_seen: [0; 2],
+            labels_cut: 0,
         }
-        eng
     }
 
     /// The id of a label, interning it.
@@ -720,12 +720,33 @@ impl Engine {
         Some((self.gpus.len() - 1) as u16)
     }
 
-    fn add_mark(&mut self, label: &[u8], t: i64, t_wall_ns: Option<i64>, line: u64) -> Option<u32> {
+    fn add_mark(&mut self, raw: &[u8], t: i64, t_wall_ns: Option<i64>, line: u64) -> Option<u32> {
+        // The selection is matched on the whole label, counted apart from the kept marks.
+        let idx = self.marks.len() as u32;
+        let mut is_sel = false;
+        if let Some(sel) = &self.opts.select {
+            if raw == sel.start.as_bytes() {
+                self.sel_seen[0] += 1;
+                if self.sel_seen[0] == sel.occurrence {
+                    self.sel_start = Some(idx);
+                    is_sel = true;
+                }
+            }
+            if raw == sel.end.as_bytes() {
+                self.sel_seen[1] += 1;
+                if self.sel_seen[1] == sel.occurrence {
+                    self.sel_end = Some(idx);
+                    is_sel = true;
+                }
+            }
+        }
+        // Kept labels are cut to `max_string_bytes` (on a UTF-8 boundary).
+        let label = &raw[..char_floor(raw, self.opts.limits.max_string_bytes)];
         let full = self.marks.len() >= self.opts.limits.max_marks;
         let id = match self.label_ids.get(label) {
             Some(&id) => id,
-            // Past `max_marks` a new label is not interned (it is not the selection's).
-            None if full => {
+            // Past `max_marks` a new label is not interned.
+            None if full && !is_sel => {
                 self.counts.marks_dropped += 1;
                 return None;
             }
@@ -733,21 +754,12 @@ impl Engine {
         };
         self.label_counts[id as usize] += 1;
         let occurrence = self.label_counts[id as usize];
-        if let Some(sel) = &self.opts.select
-            && occurrence == sel.occurrence
-        {
-            if label == sel.start.as_bytes() {
-                self.sel_start = Some(self.marks.len() as u32);
-            }
-            if label == sel.end.as_bytes() {
-                self.sel_end = Some(self.marks.len() as u32);
-            }
-        }
-        let is_sel = self.sel_start == Some(self.marks.len() as u32)
-            || self.sel_end == Some(self.marks.len() as u32);
         if full && !is_sel {
             self.counts.marks_dropped += 1;
             return None;
+        }
+        if label.len() < raw.len() {
+            self.labels_cut += 1;
         }
         self.marks.push(MarkInfo {
             label: self.labels[id as usize].clone(),
@@ -1050,6 +1062,13 @@ impl Engine {
                 c.marks_dropped
             ));
         }
+        if self.labels_cut > 0 {
+            warnings.push(alloc::format!(
+                "mark labels longer than max_string_bytes ({}) cut: {}",
+                self.opts.limits.max_string_bytes,
+                self.labels_cut
+            ));
+        }
         if c.spans_dropped > 0 {
             warnings.push(alloc::format!(
                 "spans beyond max_spans (or open pairs beyond {}) not analyzed: {}",
@@ -1185,6 +1204,18 @@ fn summarize_gpu(g: &GpuState) -> GpuSummary {
 }
 
 /// `X` for `X_start`, `X_begin` and `begin`.
+/// The longest prefix of `s` of at most `max` bytes that does not cut a UTF-8 sequence.
+fn char_floor(s: &[u8], max: usize) -> usize {
+    if s.len() <= max {
+        return s.len();
+    }
+    let mut k = max;
+    while k > 0 && s[k] & 0xC0 == 0x80 {
+        k -= 1;
+    }
+    k
+}
+
 fn pair_start_stem(label: &str) -> Option<&str> {
     if label == "begin" || label == "start" {
         return Some("");

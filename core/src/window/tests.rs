@@ -424,3 +424,52 @@ fn marks_past_max_marks_are_counted_and_hold_no_memory() {
         }
     }
 }
+
+#[test]
+fn long_mark_labels_are_cut_but_selected_by_the_whole_label() {
+    let data = format!(
+        "{HDR}10,0,SAMPLE,,100,50,,,,,0,\n20,0,MARK,abcdefgé_one,,,,,,,,\n30,0,SAMPLE,,100,50,,,,,0,\n40,0,MARK,abcdefgé_two,,,,,,,,\n50,0,SAMPLE,,300,90,,,,,0,\n60,0,MARK,abcdefgé_one,,,,,,,,\n70,0,SAMPLE,,100,10,,,,,0,\n80,0,MARK,short,,,,,,,,\n90,0,SAMPLE,,100,10,,,,,0,\n"
+    );
+    let opts = AnalyzeOptions {
+        limits: Limits {
+            max_string_bytes: 8,
+            ..Limits::EXACT
+        },
+        select: Some(WindowSelect {
+            start: "abcdefgé_one".into(),
+            end: "short".into(),
+            occurrence: 1,
+        }),
+        spans: true,
+        ..AnalyzeOptions::default()
+    };
+    // Selection compares whole labels: `…_one` and `…_two` cut to the same text, yet the 2nd
+    // `…_one` is the mark at 60, not the one at 40.
+    let mut second = opts.clone();
+    second.select = Some(WindowSelect {
+        start: "abcdefgé_one".into(),
+        end: "abcdefgé_one".into(),
+        occurrence: 2,
+    });
+    for_each_split(data.as_bytes(), 3, 2, |chunks| {
+        let r = analyze(chunks, &opts);
+        let labels: Vec<&str> = r.marks.iter().map(|m| m.label.as_str()).collect();
+        // "é" is two bytes: the cut falls before it, not inside it.
+        assert_eq!(labels, ["abcdefg", "abcdefg", "abcdefg", "short"]);
+        assert!(
+            r.warnings.iter().any(|w| w.contains("cut: 3")),
+            "{:?}",
+            r.warnings
+        );
+        let w = r.window.as_ref().unwrap();
+        assert_eq!((w.t0_mono_ns, w.t1_mono_ns), (20, 80));
+        let r2 = analyze(chunks, &second);
+        // Start and end are the same whole label: its 2nd occurrence is the mark at 60 (the
+        // reference's rule: both at 60, so "End MARK must be after start MARK").
+        let sel = r2.selection.as_ref().unwrap();
+        assert_eq!(
+            (sel.start_t_mono_ns, sel.end_t_mono_ns),
+            (Some(60), Some(60))
+        );
+    });
+}
