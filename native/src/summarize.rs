@@ -44,6 +44,11 @@ pub struct Args {
     /// is still running.
     #[arg(long)]
     skip_traces: bool,
+    /// Summarize traces with unbounded memory. Default: each trace within `Limits::NATIVE` (about
+    /// 55 MiB of tables), exact whenever the trace fits; past it the entry carries
+    /// `approximations` with the error bounds, and a warning.
+    #[arg(long)]
+    exact: bool,
 }
 
 /// A JSON object whose keys keep the order they were inserted in.
@@ -115,7 +120,14 @@ pub fn run(args: Args) -> CmdResult {
     let traces = if args.skip_traces {
         Vec::new()
     } else {
-        traces::summarize_all(&runs)
+        traces::summarize_all(
+            &runs,
+            if args.exact {
+                flinch_core::Limits::EXACT
+            } else {
+                flinch_core::Limits::NATIVE
+            },
+        )
     };
     let output = Output {
         telemetry,

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use flinch_core::Limits;
-use flinch_core::summary::{Categories, OpRow};
+use flinch_core::summary::{Approximations, Categories, OpRow};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -86,7 +86,7 @@ fn completed(runs: &PyPath, path: &PyPath, w: &mut Warnings) -> bool {
 
 /// Every trace entry, in order. Completed ones are summarized on up to
 /// [`MAX_TRACE_THREADS`] threads.
-pub fn summarize_all(runs: &PyPath) -> Vec<TraceEntry> {
+pub fn summarize_all(runs: &PyPath, limits: Limits) -> Vec<TraceEntry> {
     let paths = discover(runs);
     let mut out: Vec<Option<TraceEntry>> = vec![None; paths.len()];
     let mut todo = Vec::new();
@@ -117,7 +117,7 @@ pub fn summarize_all(runs: &PyPath) -> Vec<TraceEntry> {
                     let Some(&i) = todo.get(k) else { break };
                     // A bug in the engine must not take the other traces down: it becomes
                     // this trace's error entry.
-                    let entry = std::panic::catch_unwind(|| summarize_one(&paths[i]))
+                    let entry = std::panic::catch_unwind(|| summarize_one(&paths[i], limits))
                         .unwrap_or_else(|_| TraceEntry::Error {
                             source: paths[i].to_py_string(),
                             error: "internal error while summarizing this trace (a bug: please report it)"
@@ -138,17 +138,28 @@ pub fn summarize_all(runs: &PyPath) -> Vec<TraceEntry> {
 }
 
 /// One trace's summary entry: streamed through the core scanner and summary by the same code
-/// as `flinch-trace trace` (exact mode), projected onto the reference's keys.
-fn summarize_one(path: &PyPath) -> TraceEntry {
+/// as `flinch-trace trace`, within `limits`, projected onto the reference's keys (plus
+/// `warnings`, and `approximations` when the limits forced one).
+fn summarize_one(path: &PyPath, limits: Limits) -> TraceEntry {
     let source = path.to_py_string();
-    match crate::trace::summarize_file(&path.to_fs(), &source, Limits::EXACT, TOP_OPS) {
-        Ok(r) => TraceEntry::Summary(TraceSummaryEntry {
-            source: r.source,
-            scope: r.scope,
-            categories: r.categories,
-            largest_ops_by_duration_sum: r.largest_ops_by_duration_sum,
-            warnings: r.warnings,
-        }),
+    match crate::trace::summarize_file(&path.to_fs(), &source, limits, TOP_OPS) {
+        Ok(r) => {
+            let mut warnings = r.warnings;
+            if r.approximations.is_some() {
+                warnings.push(
+                    "memory limits forced approximations (see `approximations`; --exact lifts them)"
+                        .to_owned(),
+                );
+            }
+            TraceEntry::Summary(TraceSummaryEntry {
+                source: r.source,
+                scope: r.scope,
+                categories: r.categories,
+                largest_ops_by_duration_sum: r.largest_ops_by_duration_sum,
+                warnings,
+                approximations: r.approximations,
+            })
+        }
         Err(error) => TraceEntry::Error { source, error },
     }
 }
@@ -167,6 +178,8 @@ pub struct TraceSummaryEntry {
     largest_ops_by_duration_sum: Vec<OpRow>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approximations: Option<Approximations>,
 }
 
 /// One entry of `traces`, keys in the reference's order.

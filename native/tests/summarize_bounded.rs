@@ -1,0 +1,81 @@
+//! `summarize` summarizes each trace within `Limits::NATIVE` by default (bounded memory per trace,
+//! several traces at once), and says so when a trace does not fit; `--exact` lifts the bound.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn runs_with_many_ops(dir: &Path, ops: usize) {
+    let run = dir.join("big-trace");
+    std::fs::create_dir_all(run.join("traces")).unwrap();
+    std::fs::write(run.join("report.json"), r#"{"status": "completed"}"#).unwrap();
+    let mut doc = String::from(r#"{"traceEvents":["#);
+    for k in 0..ops {
+        if k > 0 {
+            doc.push(',');
+        }
+        doc.push_str(&format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"op{k}","ts":{},"dur":{}}}"#,
+            k * 10,
+            1 + k % 7
+        ));
+    }
+    doc.push_str("]}");
+    std::fs::write(run.join("traces").join("t.json"), doc).unwrap();
+}
+
+fn summarize(runs: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = runs.join("summary.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
+        .arg("summarize")
+        .arg("--runs")
+        .arg(runs)
+        .arg("--out")
+        .arg(&out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    v["traces"][0].clone()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("flinch-sumb-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_trace_past_the_default_limits_is_kept_with_its_approximations_stated() {
+    let d = tmp("many-ops");
+    // More distinct ops than Limits::NATIVE keeps: the rest fold into "(other)".
+    let ops = flinch_core::Limits::NATIVE.max_ops + 100;
+    runs_with_many_ops(&d, ops);
+
+    let bounded = summarize(&d, &[]);
+    assert_eq!(bounded["approximations"]["ops_folded_into_other"], true);
+    let warnings = bounded["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("approximations")),
+        "{warnings:?}"
+    );
+    // Category figures stay exact: every event is counted.
+    assert_eq!(bounded["categories"]["cpu_op"]["events"], ops as u64);
+
+    let exact = summarize(&d, &["--exact"]);
+    assert!(exact.get("approximations").is_none(), "{exact}");
+    assert!(exact.get("warnings").is_none(), "{exact}");
+    assert_eq!(exact["categories"], bounded["categories"]);
+    let names: Vec<&str> = exact["largest_ops_by_duration_sum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 40);
+    assert!(!names.contains(&"(other)"));
+    let _ = std::fs::remove_dir_all(&d);
+}
