@@ -2,31 +2,13 @@
 //! `.json.gz` trace or of a trace.csv through the analyzer (gzip framing, kind detection, and the
 //! engines behind it) allocates nothing per chunk, event or row: only the amortized doubling of
 //! the exact per-op duration lists remains for traces, O(log n) in all.
-use std::alloc::{GlobalAlloc, Layout, System};
+mod common;
+
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use common::counting_alloc::count_allocs;
 
 use flinch_core::analyzer::{Analyzer, AnalyzerOptions, LimitsPreset};
-
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 fn trace_doc(n: usize) -> Vec<u8> {
     let mut s = String::from("{\"traceEvents\": [\n");
@@ -81,11 +63,12 @@ fn allocs_after_warm_up(a: &mut Analyzer, warm: &[u8], rest: &[u8]) -> u64 {
     for c in warm.chunks(4096) {
         a.write(c).unwrap();
     }
-    let before = ALLOCS.load(Ordering::Relaxed);
-    for c in rest.chunks(4096) {
-        a.write(c).unwrap();
-    }
-    ALLOCS.load(Ordering::Relaxed) - before
+    let ((), n) = count_allocs(|| {
+        for c in rest.chunks(4096) {
+            a.write(c).unwrap();
+        }
+    });
+    n
 }
 
 #[test]

@@ -1,30 +1,10 @@
 //! No allocation per row in steady state: the trace.csv reader and the window analyzer, counted
-//! by a global allocator that tallies every allocation.
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+//! by the shared counting global allocator (`tests/common/counting_alloc.rs`).
+mod common;
+
+use common::counting_alloc::count_allocs;
 
 use flinch_core::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
-
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
 
 fn rows(from: u64, n: u64) -> String {
     let mut s = String::new();
@@ -63,11 +43,11 @@ fn no_allocation_per_row_in_steady_state() {
     // Warm-up: GPUs appear, the window opens, the reorder buffer fills to its horizon.
     an.write(rows(0, 2_000).as_bytes());
     let steady = rows(2_000, 50_000);
-    let before = ALLOCS.load(Ordering::Relaxed);
-    for chunk in steady.as_bytes().chunks(65_536) {
-        an.write(chunk);
-    }
-    let during = ALLOCS.load(Ordering::Relaxed) - before;
+    let ((), during) = count_allocs(|| {
+        for chunk in steady.as_bytes().chunks(65_536) {
+            an.write(chunk);
+        }
+    });
     assert_eq!(an.rows(), 1 + 2 * 52_000);
     assert_eq!(during, 0, "allocations while reading 100000 sample rows");
     let r = an.end();

@@ -1,56 +1,18 @@
 //! Counting-allocator proof that the bounded numerics allocate nothing per interval or value in
 //! steady state: after construction, feeding many inputs performs zero allocations.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod common;
 
+use common::counting_alloc::count_allocs;
 use flinch_core::energy::{CounterDelta, ReferenceTrapezoid, Trapezoid, WindowEnergy};
 use flinch_core::intervals::{Interval, IntervalUnion, IntervalUnionArray, IntervalUnionSlice};
 use flinch_core::sketch::{QuantileSketch, QuantileSketchIn};
 use flinch_core::stats::{Fsum, Num, stats_in_place};
 use flinch_core::windowed::{Window, WindowedStats};
 
-struct Counting;
-
-thread_local! {
-    /// Counting is per thread: tests run in parallel, and only the measured thread counts.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    // `try_with`: the allocator may run while thread-locals are being torn down.
-    let _ = COUNTING.try_with(|c| {
-        if c.get() {
-            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
-        }
-    });
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Runs `f` and returns how many allocations it made.
-fn allocations_in(f: impl FnOnce()) -> usize {
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    f();
-    COUNTING.with(|c| c.set(false));
-    ALLOCS.with(|a| a.get())
+/// Runs `f` and returns how many allocations it made on this thread.
+fn allocations_in(f: impl FnOnce()) -> u64 {
+    count_allocs(f).1
 }
 
 /// A deterministic, mostly sorted interval stream with stragglers and overlaps.

@@ -1,32 +1,13 @@
 //! Counting-allocator proof: the scanner allocates nothing after construction, and the trace
 //! summary allocates nothing per event once its tables have seen their keys (only amortized
 //! doubling of the exact per-op duration lists, O(log n) in all).
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+mod common;
+
+use common::counting_alloc::count_allocs;
 
 use flinch_core::Limits;
 use flinch_core::json::{EventScanner, Scan};
 use flinch_core::summary::TraceSummary;
-
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 fn doc(n: usize) -> Vec<u8> {
     let mut s = String::from("{\"meta\": {\"x\": [1, 2]}, \"traceEvents\": [\n");
@@ -77,10 +58,9 @@ fn scanner_allocates_nothing_after_construction_and_summary_nothing_per_event() 
     let data = doc(40_000);
     // Scanner alone: zero allocations while scanning 40k events split into 4 KiB chunks.
     let mut sc = EventScanner::new(Limits::EXACT);
-    let before = ALLOCS.load(Ordering::Relaxed);
-    let events = feed(&mut sc, None, &data);
+    let (events, allocs) = count_allocs(|| feed(&mut sc, None, &data));
     assert_eq!(events, 40_000);
-    assert_eq!(ALLOCS.load(Ordering::Relaxed) - before, 0);
+    assert_eq!(allocs, 0);
 
     // Bounded summary: warm up on the first half (tables see their keys), then the second half
     // of the events may only trigger amortized growth of the per-op duration lists.
@@ -89,9 +69,7 @@ fn scanner_allocates_nothing_after_construction_and_summary_nothing_per_event() 
         let mut sum = TraceSummary::new(limits);
         let half = data.len() / 2;
         feed(&mut sc, Some(&mut sum), &data[..half]);
-        let before = ALLOCS.load(Ordering::Relaxed);
-        let n = feed(&mut sc, Some(&mut sum), &data[half..]);
-        let allocs = ALLOCS.load(Ordering::Relaxed) - before;
+        let (n, allocs) = count_allocs(|| feed(&mut sc, Some(&mut sum), &data[half..]));
         assert!(n > 19_000);
         // 350 (cat, name) ops whose duration lists at most double twice each over the second
         // half (~57 -> ~114 values each); nothing per event.

@@ -2,53 +2,13 @@
 //! exact value vectors grow geometrically, so feeding 10x more rows adds only a handful of
 //! allocations (O(log rows)), and a repeated AC state string is stored once.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod common;
 
+use common::counting_alloc::count_allocs;
 use flinch_core::telemetry::{AcStateRef, Num, TelemetryAccumulator, TelemetryRow, Window};
 
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    let _ = COUNTING.try_with(|c| {
-        if c.get() {
-            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
-        }
-    });
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_in(f: impl FnOnce()) -> usize {
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    f();
-    COUNTING.with(|c| c.set(false));
-    ALLOCS.with(|a| a.get())
-}
-
 /// Allocations made while pushing `rows` rows into a five-window accumulator.
-fn allocations_for(rows: usize) -> usize {
+fn allocations_for(rows: usize) -> u64 {
     let windows = [
         Window::ALL,
         Window {
@@ -78,7 +38,7 @@ fn allocations_for(rows: usize) -> usize {
             )
         })
         .collect();
-    allocations_in(|| {
+    let ((), n) = count_allocs(|| {
         for i in 0..rows {
             acc.push(&TelemetryRow {
                 unix: Num::Float(i as f64 * 0.5),
@@ -89,7 +49,8 @@ fn allocations_for(rows: usize) -> usize {
                 ac_state: Some(AcStateRef::Str("Online")),
             });
         }
-    })
+    });
+    n
 }
 
 #[test]
