@@ -5,7 +5,7 @@
 //! Exit status: 0 on success (including `gpu_energy_J≈(n/a)`, as the reference); 1 for a missing
 //! or out-of-order mark (the reference's texts) and for an unreadable file; 2 for usage errors.
 use std::fs::File;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -17,6 +17,7 @@ use flinch_core::window::{
 };
 
 use crate::CmdResult;
+use crate::progress::ProgressLine;
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
@@ -96,10 +97,9 @@ fn read_all(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<(), String>) -> R
     let mut f = File::open(path)
         .map_err(|e| format!("flinch-trace analyze: cannot open {}: {e}", path.display()))?;
     let total = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let show = std::io::stderr().is_terminal() && total > (64 << 20);
+    let mut progress = ProgressLine::new("analyze", total);
     let mut buf = vec![0u8; 1 << 20];
     let mut done: u64 = 0;
-    let mut shown = u64::MAX;
     loop {
         let n = match f.read(&mut buf) {
             Ok(0) => break,
@@ -114,16 +114,7 @@ fn read_all(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<(), String>) -> R
         };
         sink(&buf[..n])?;
         done += n as u64;
-        if show {
-            let pct = done * 100 / total.max(1);
-            if pct != shown {
-                shown = pct;
-                eprint!("\ranalyze: {pct:3}% of {} MiB", total >> 20);
-            }
-        }
-    }
-    if show {
-        eprint!("\r\x1b[K");
+        progress.update(done);
     }
     Ok(())
 }

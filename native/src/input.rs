@@ -58,15 +58,12 @@ impl std::fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 /// Compressed (file) bytes read so far, shared with the reader thread; for a progress bar.
-// No subcommand draws a progress bar yet; the tests exercise it.
-#[allow(dead_code)]
 #[derive(Clone, Debug)]
 pub struct Progress {
     read: Arc<AtomicU64>,
     total: u64,
 }
 
-#[allow(dead_code)]
 impl Progress {
     /// File bytes read so far (compressed bytes for gzip).
     pub fn bytes_read(&self) -> u64 {
@@ -94,7 +91,6 @@ pub struct Input {
     pos: usize,
     done: bool,
     gzip: bool,
-    #[allow(dead_code)]
     progress: Progress,
 }
 
@@ -169,7 +165,6 @@ impl Input {
     }
 
     /// A handle on the compressed bytes read so far, for a progress bar.
-    #[allow(dead_code)]
     pub fn progress(&self) -> Progress {
         self.progress.clone()
     }

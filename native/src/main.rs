@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod analyze;
 mod input;
 mod mark;
+mod progress;
 mod record;
 mod summarize;
 mod trace;

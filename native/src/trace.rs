@@ -17,6 +17,7 @@ use flinch_core::summary::TraceSummaryResult;
 
 use crate::CmdResult;
 use crate::input::open_input;
+use crate::progress::ProgressLine;
 
 /// Arguments of `flinch-trace trace`.
 #[derive(clap::Args)]
@@ -55,7 +56,7 @@ pub fn run(args: Args) -> CmdResult {
     let mut json_items = Vec::new();
     for path in &args.files {
         let source = path.display().to_string();
-        match summarize_file(path, &source, limits, args.top) {
+        match summarize_file(path, &source, limits, args.top, true) {
             Ok(result) => {
                 if args.json {
                     json_items.push(result.to_json());
@@ -100,6 +101,7 @@ pub fn summarize_file(
     source: &str,
     limits: Limits,
     top: usize,
+    show_progress: bool,
 ) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input), so inflate and
     // scan overlap on two cores. The decoded bytes go through flinch_core::analyzer, the entry
@@ -119,9 +121,16 @@ pub fn summarize_file(
         ..AnalyzerOptions::default()
     };
     let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
+    let read = input.progress();
+    let mut progress = show_progress.then(|| ProgressLine::new("trace", read.total_bytes()));
     loop {
         match input.next_chunk() {
-            Ok(Some(chunk)) => analyzer.write(chunk).map_err(|e| e.to_string())?,
+            Ok(Some(chunk)) => {
+                analyzer.write(chunk).map_err(|e| e.to_string())?;
+                if let Some(p) = progress.as_mut() {
+                    p.update(read.bytes_read());
+                }
+            }
             Ok(None) => break,
             // A cut .gz: summarize what was decoded before the cut.
             Err(e) if e.truncated => {

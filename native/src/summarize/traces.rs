@@ -142,7 +142,8 @@ pub fn summarize_all(runs: &PyPath, limits: Limits) -> Vec<TraceEntry> {
 /// `warnings`, and `approximations` when the limits forced one).
 fn summarize_one(path: &PyPath, limits: Limits) -> TraceEntry {
     let source = path.to_py_string();
-    match crate::trace::summarize_file(&path.to_fs(), &source, limits, TOP_OPS) {
+    // No progress line: up to 4 traces run at once.
+    match crate::trace::summarize_file(&path.to_fs(), &source, limits, TOP_OPS, false) {
         Ok(r) => {
             let mut warnings = r.warnings;
             if r.approximations.is_some() {
