@@ -713,10 +713,13 @@ mod tests {
     use std::string::String;
     use std::vec::Vec;
 
-    /// What the reader gives for a file, as text (the oracle compares to this).
-    fn read_all(chunks: &[&[u8]]) -> Vec<String> {
-        let mut rdr = TraceCsvReader::new();
-        let mut out = Vec::new();
+    /// Feeds `chunks` (then the empty end-of-input chunk) to `rdr`, calling `on_event` for every
+    /// event up to and including `End`. `NeedsInput` must mean the chunk was used up.
+    fn drive(
+        rdr: &mut TraceCsvReader,
+        chunks: &[&[u8]],
+        mut on_event: impl FnMut(&TraceCsvReader, CsvEvent),
+    ) {
         let mut chunks = chunks.iter().copied().chain(core::iter::once(&b""[..]));
         let mut cur: &[u8] = chunks.next().unwrap();
         loop {
@@ -725,25 +728,37 @@ mod tests {
             }
             let (ev, n) = rdr.read(cur);
             cur = &cur[n..];
-            match ev {
-                CsvEvent::NeedsInput => assert!(cur.is_empty()),
-                CsvEvent::Header => out.push(std::format!("H{}", rdr.columns().fields)),
-                CsvEvent::BadRow { line } => out.push(std::format!("B{line}")),
-                CsvEvent::Row => {
-                    let r = rdr.row();
-                    out.push(std::format!(
-                        "L{} {:?} t={:?} lab={} p={:?} g={:?}",
-                        r.line(),
-                        r.kind(),
-                        r.t_mono_ns(),
-                        String::from_utf8_lossy(r.label()),
-                        r.f64(Col::GpuPowerW),
-                        r.i64(Col::GpuIndex)
-                    ))
-                }
-                CsvEvent::End => break,
+            if ev == CsvEvent::NeedsInput {
+                assert!(cur.is_empty());
+            }
+            on_event(rdr, ev);
+            if ev == CsvEvent::End {
+                break;
             }
         }
+    }
+
+    /// What the reader gives for a file, as text (the oracle compares to this).
+    fn read_all(chunks: &[&[u8]]) -> Vec<String> {
+        let mut rdr = TraceCsvReader::new();
+        let mut out = Vec::new();
+        drive(&mut rdr, chunks, |rdr, ev| match ev {
+            CsvEvent::NeedsInput | CsvEvent::End => {}
+            CsvEvent::Header => out.push(std::format!("H{}", rdr.columns().fields)),
+            CsvEvent::BadRow { line } => out.push(std::format!("B{line}")),
+            CsvEvent::Row => {
+                let r = rdr.row();
+                out.push(std::format!(
+                    "L{} {:?} t={:?} lab={} p={:?} g={:?}",
+                    r.line(),
+                    r.kind(),
+                    r.t_mono_ns(),
+                    String::from_utf8_lossy(r.label()),
+                    r.f64(Col::GpuPowerW),
+                    r.i64(Col::GpuIndex)
+                ))
+            }
+        });
         out
     }
 
@@ -845,27 +860,17 @@ mod tests {
     /// Every event with its row's fields and line, from a reader (fast path on or off).
     fn events(mut rdr: TraceCsvReader, chunks: &[&[u8]]) -> Vec<String> {
         let mut out = Vec::new();
-        let mut chunks = chunks.iter().copied().chain(core::iter::once(&b""[..]));
-        let mut cur: &[u8] = chunks.next().unwrap();
-        loop {
-            if cur.is_empty() {
-                cur = chunks.next().unwrap_or(b"");
+        drive(&mut rdr, chunks, |rdr, ev| match ev {
+            CsvEvent::NeedsInput | CsvEvent::End => {}
+            CsvEvent::Row | CsvEvent::Header => {
+                let r = rdr.row();
+                let fields: Vec<String> = (0..r.fields())
+                    .map(|i| String::from_utf8_lossy(r.field(i)).into_owned())
+                    .collect();
+                out.push(std::format!("{ev:?} L{} {fields:?}", r.line()));
             }
-            let (ev, n) = rdr.read(cur);
-            cur = &cur[n..];
-            match ev {
-                CsvEvent::NeedsInput => {}
-                CsvEvent::Row | CsvEvent::Header => {
-                    let r = rdr.row();
-                    let fields: Vec<String> = (0..r.fields())
-                        .map(|i| String::from_utf8_lossy(r.field(i)).into_owned())
-                        .collect();
-                    out.push(std::format!("{ev:?} L{} {fields:?}", r.line()));
-                }
-                CsvEvent::BadRow { .. } => out.push(std::format!("{ev:?}")),
-                CsvEvent::End => break,
-            }
-        }
+            CsvEvent::BadRow { .. } => out.push(std::format!("{ev:?}")),
+        });
         out
     }
 
