@@ -11,8 +11,9 @@
 //! block devices pad files with zeros); once padding has started, only zeros may follow. Any other
 //! byte where a member should start is reported as bad magic.
 //!
-//! Memory: the inflate state and its 32 KiB window live inside the decoder (boxed once at
-//! construction under the `alloc` feature, inline without it). Decoding never allocates.
+//! Memory: the inflate state, its 32 KiB history and its output area live inside the decoder
+//! (allocated once at construction under the `alloc` feature, inline without it; see
+//! [`MinizInflate`]). Decoding never allocates.
 //!
 //! ```
 //! use flinch_core::gzip::{GzDecoder, GzStatus};
@@ -43,10 +44,6 @@ use core::fmt;
 
 use miniz_oxide::inflate::TINFLStatus;
 use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
-
-/// Size of the deflate history window kept inside the decoder.
-const WINDOW_BYTES: usize = 32 * 1024;
-const WINDOW_MASK: usize = WINDOW_BYTES - 1;
 
 const MAGIC_0: u8 = 0x1f;
 const MAGIC_1: u8 = 0x8b;
@@ -231,27 +228,48 @@ pub struct InflateError {
     pub nin: usize,
 }
 
-/// The miniz_oxide inflate state and its history window (about 43 KiB together).
-struct MinizState {
-    decomp: DecompressorOxide,
-    window: [u8; WINDOW_BYTES],
-}
+/// Deflate's history: a match reaches at most 32 KiB back.
+const HISTORY_BYTES: usize = 32 * 1024;
+
+/// Bytes of the inflater's output area (after the history) when built by [`MinizInflate::new`]:
+/// 256 KiB under `alloc`, where the buffer is on the heap; 32 KiB without it, where the whole
+/// state is inline.
+#[cfg(feature = "alloc")]
+pub const DEFAULT_OUTPUT_AREA_BYTES: usize = 256 * 1024;
+/// Bytes of the inflater's output area (after the history) when built by [`MinizInflate::new`]:
+/// 256 KiB under `alloc`, where the buffer is on the heap; 32 KiB without it, where the whole
+/// state is inline.
+#[cfg(not(feature = "alloc"))]
+pub const DEFAULT_OUTPUT_AREA_BYTES: usize = 32 * 1024;
+
+/// Free space below which the inflater slides its history to the front of its buffer before
+/// decoding on: miniz_oxide's fast loop needs 259 bytes of room, so a nearly full buffer would
+/// otherwise go through its byte-at-a-time path.
+const SLIDE_BELOW_BYTES: usize = 4096;
 
 #[cfg(feature = "alloc")]
-type MinizStore = alloc::boxed::Box<MinizState>;
+type DecompStore = alloc::boxed::Box<DecompressorOxide>;
 #[cfg(not(feature = "alloc"))]
-type MinizStore = MinizState;
+type DecompStore = DecompressorOxide;
 
-/// The core's [`RawInflate`]: miniz_oxide's `inflate::core` over a 32 KiB wrapping window kept
-/// inside the struct (boxed once under `alloc`, inline without it). Never allocates after
-/// construction.
+#[cfg(feature = "alloc")]
+type BufStore = alloc::boxed::Box<[u8]>;
+#[cfg(not(feature = "alloc"))]
+type BufStore = [u8; HISTORY_BYTES + DEFAULT_OUTPUT_AREA_BYTES];
+
+/// The core's [`RawInflate`]: miniz_oxide's `inflate::core` decoding into one flat
+/// (non-wrapping) buffer of 32 KiB history plus an output area. miniz_oxide then takes its
+/// straight match-copy path and decodes up to a whole output area per call; when the area is
+/// (nearly) full, the last 32 KiB slide to the front. The buffer and the inflate state are
+/// allocated once at construction under `alloc` (inline without it: about 75 KiB); inflating
+/// never allocates.
 pub struct MinizInflate {
-    state: MinizStore,
-    /// Next write position in the window.
-    window_pos: usize,
-    /// Decoded bytes in the window not yet copied out, starting at `pending_start`.
+    decomp: DecompStore,
+    buf: BufStore,
+    /// End of the decoded bytes in `buf` (the next write position).
+    pos: usize,
+    /// Decoded bytes `buf[pending_start..pos]` not yet copied out.
     pending_start: usize,
-    pending_len: usize,
     /// The stream's final block has been decoded (pending bytes may remain).
     ended: bool,
 }
@@ -263,32 +281,56 @@ impl Default for MinizInflate {
 }
 
 impl MinizInflate {
-    /// A fresh inflater.
+    /// A fresh inflater with a [`DEFAULT_OUTPUT_AREA_BYTES`] output area.
     pub fn new() -> MinizInflate {
-        let state = MinizState {
-            decomp: DecompressorOxide::new(),
-            window: [0; WINDOW_BYTES],
-        };
+        #[cfg(feature = "alloc")]
+        {
+            MinizInflate::with_output_area(DEFAULT_OUTPUT_AREA_BYTES)
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            MinizInflate::from_parts(
+                DecompressorOxide::new(),
+                [0; HISTORY_BYTES + DEFAULT_OUTPUT_AREA_BYTES],
+            )
+        }
+    }
+
+    /// A fresh inflater whose output area holds `area_bytes` (at least 1) after the 32 KiB
+    /// history: larger areas mean fewer calls into miniz_oxide and fewer history slides.
+    #[cfg(feature = "alloc")]
+    pub fn with_output_area(area_bytes: usize) -> MinizInflate {
+        let buf = alloc::vec![0u8; HISTORY_BYTES + area_bytes.max(1)].into_boxed_slice();
+        MinizInflate::from_parts(alloc::boxed::Box::default(), buf)
+    }
+
+    fn from_parts(decomp: DecompStore, buf: BufStore) -> MinizInflate {
         MinizInflate {
-            #[cfg(feature = "alloc")]
-            state: alloc::boxed::Box::new(state),
-            #[cfg(not(feature = "alloc"))]
-            state,
-            window_pos: 0,
+            decomp,
+            buf,
+            pos: 0,
             pending_start: 0,
-            pending_len: 0,
             ended: false,
         }
     }
 
-    /// Copies pending window bytes to `output[*nout..]`.
+    /// Copies pending decoded bytes to `output[*nout..]`.
     fn flush_pending(&mut self, output: &mut [u8], nout: &mut usize) {
-        let n = self.pending_len.min(output.len() - *nout);
+        let n = (self.pos - self.pending_start).min(output.len() - *nout);
         output[*nout..*nout + n]
-            .copy_from_slice(&self.state.window[self.pending_start..self.pending_start + n]);
+            .copy_from_slice(&self.buf[self.pending_start..self.pending_start + n]);
         *nout += n;
         self.pending_start += n;
-        self.pending_len -= n;
+    }
+
+    /// With nothing pending: when the free space is short, moves the last 32 KiB of history to
+    /// the front so that decoding continues right after it.
+    fn make_room(&mut self) {
+        if self.pos > HISTORY_BYTES && self.buf.len() - self.pos < SLIDE_BELOW_BYTES {
+            self.buf.copy_within(self.pos - HISTORY_BYTES..self.pos, 0);
+            self.pos = HISTORY_BYTES;
+            self.pending_start = HISTORY_BYTES;
+        }
     }
 }
 
@@ -302,7 +344,7 @@ impl RawInflate for MinizInflate {
         let mut nout = 0;
         loop {
             self.flush_pending(output, &mut nout);
-            if self.pending_len > 0 {
+            if self.pending_start < self.pos {
                 return Ok((false, nin, nout));
             }
             if self.ended {
@@ -311,18 +353,18 @@ impl RawInflate for MinizInflate {
             if nout == output.len() {
                 return Ok((false, nin, nout));
             }
-            let st: &mut MinizState = &mut self.state;
+            self.make_room();
             let (status, in_n, out_n) = decompress(
-                &mut st.decomp,
+                &mut self.decomp,
                 &input[nin..],
-                &mut st.window,
-                self.window_pos,
-                inflate_flags::TINFL_FLAG_HAS_MORE_INPUT | inflate_flags::TINFL_FLAG_IGNORE_ADLER32,
+                &mut self.buf,
+                self.pos,
+                inflate_flags::TINFL_FLAG_HAS_MORE_INPUT
+                    | inflate_flags::TINFL_FLAG_IGNORE_ADLER32
+                    | inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
             );
             nin += in_n;
-            self.pending_start = self.window_pos;
-            self.pending_len = out_n;
-            self.window_pos = (self.window_pos + out_n) & WINDOW_MASK;
+            self.pos += out_n;
             match status {
                 TINFLStatus::Done => self.ended = true,
                 TINFLStatus::HasMoreOutput => {}
@@ -343,10 +385,9 @@ impl RawInflate for MinizInflate {
     }
 
     fn reset(&mut self) {
-        self.state.decomp.init();
-        self.window_pos = 0;
+        self.decomp.init();
+        self.pos = 0;
         self.pending_start = 0;
-        self.pending_len = 0;
         self.ended = false;
     }
 }
@@ -392,8 +433,8 @@ impl<I: RawInflate> fmt::Debug for GzDecoder<I> {
 
 impl GzDecoder {
     /// A decoder over the core's [`MinizInflate`], expecting the first byte of a gzip stream.
-    /// Allocates its ~43 KiB state once under the `alloc` feature; without it the state is
-    /// inline (keep the decoder off small stacks).
+    /// Allocates its ~300 KiB state once under the `alloc` feature; without it the state is
+    /// inline, about 75 KiB (keep the decoder off small stacks).
     pub fn new() -> GzDecoder {
         GzDecoder::with_inflater(MinizInflate::new())
     }
