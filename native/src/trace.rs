@@ -1,8 +1,8 @@
 //! `flinch-trace trace FILE... [--json] [--top N] [--bounded | --exact]`: summarize Chrome / PyTorch
 //! (Kineto) traces (SPEC §5).
 //!
-//! Each file is streamed through `flinch_core::analyzer` (scanner and summary; the web page's
-//! entry point too); `.json.gz` is detected by its magic bytes and inflated on a reader thread
+//! Each file is streamed through the core scanner and summary, on two threads (`pipeline`; the
+//! same result as `flinch_core::analyzer`, the web page's entry point); `.json.gz` is detected by its magic bytes and inflated on a reader thread
 //! (`crate::input`). A cut file (or a cut `.gz`) is summarized
 //! from what was read, with a warning. Output: a readable table per file, or with `--json` the
 //! core's JSON rendering (the reference `trace_summary` keys plus ours): one object for one file,
@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use flinch_core::Limits;
-use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
 use flinch_core::summary::TraceSummaryResult;
 
 use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
+
+mod pipeline;
 
 /// Arguments of `flinch-trace trace`.
 #[derive(clap::Args)]
@@ -103,47 +104,18 @@ pub fn summarize_file(
     top: usize,
     show_progress: bool,
 ) -> Result<TraceSummaryResult, String> {
-    // Gzip is detected by magic and inflated on a reader thread (crate::input), so inflate and
-    // scan overlap on two cores. The decoded bytes go through flinch_core::analyzer, the entry
-    // point the web page uses too, so --json and the page print the same bytes.
-    let mut input = open_input(path)?;
-    let options = AnalyzerOptions {
-        kind: Kind::Trace,
-        limits: if limits == Limits::EXACT {
-            LimitsPreset::Exact
-        } else if limits == Limits::NATIVE {
-            LimitsPreset::Native
-        } else {
-            LimitsPreset::Bounded
-        },
-        source: source.to_string(),
-        top: Some(top),
-        ..AnalyzerOptions::default()
-    };
-    let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
+    // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
+    // bytes are scanned on a second thread and summarized on this one (pipeline), so reading,
+    // scanning and summarizing overlap. The result is what flinch_core::analyzer (the web page's
+    // entry point) gives for the same bytes: the same core scanner and summary, in order.
+    let input = open_input(path)?;
     let read = input.progress();
     let mut progress = show_progress.then(|| ProgressLine::new("trace", read.total_bytes()));
-    loop {
-        match input.next_chunk() {
-            Ok(Some(chunk)) => {
-                analyzer.write(chunk).map_err(|e| e.to_string())?;
-                if let Some(p) = progress.as_mut() {
-                    p.update(read.bytes_read());
-                }
-            }
-            Ok(None) => break,
-            // A cut .gz: summarize what was decoded before the cut.
-            Err(e) if e.truncated => {
-                analyzer.note_cut_gzip(&e.message);
-                break;
-            }
-            Err(e) => return Err(e.message),
+    pipeline::summarize(input, source, limits, Some(top), || {
+        if let Some(p) = progress.as_mut() {
+            p.update(read.bytes_read());
         }
-    }
-    match analyzer.finish().map_err(|e| e.to_string())? {
-        Analysis::Trace(result) => Ok(*result),
-        Analysis::Recording(_) => Err("not a trace".to_string()),
-    }
+    })
 }
 
 /// The readable table for one result.
