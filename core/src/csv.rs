@@ -245,9 +245,10 @@ impl TraceCsvReader {
     fn fast_line(&mut self, input: &[u8], consumed: &mut usize) -> Option<CsvEvent> {
         loop {
             let inp = &input[*consumed..];
-            // One pass finds the commas and the line end: eight bytes at a time, `low_bytes`
-            // flags exactly the bytes ≤ ',' of a word ('\n', ',', '"', '\r' among them); digits,
-            // letters, '.' and '-' (nearly all of a row) are skipped without a branch each.
+            // One pass finds the commas and the line end, eight bytes at a time: `low_bytes`
+            // flags the bytes ≤ ',' of a word ('\n', ',', '"', '\r' among them), `eq_bytes`
+            // the commas among them; digits, letters, '.' and '-' (nearly all of a row) cost
+            // nothing, and a comma costs only the store of its position.
             let mut nends = 0;
             let mut at_nl = None;
             let mut pos = 0;
@@ -428,6 +429,7 @@ impl TraceCsvReader {
         &self.out[start..self.ends[i]]
     }
 
+    #[inline]
     fn is_header(&self) -> bool {
         // A repeated header has `row_type` under the row_type column and `t_mono_ns` under t_mono.
         match (
@@ -503,9 +505,19 @@ impl<'a> Row<'a> {
 
     /// The raw bytes of column `c`; `None` when the header lacks it or the row is short (as
     /// DictReader's `None` for missing trailing fields).
+    #[inline]
     pub fn raw(&self, c: Col) -> Option<&'a [u8]> {
-        let i = self.cols.position(c)?;
-        (i < self.ends.len()).then(|| self.field(i))
+        // An absent column's index (u16::MAX) is past every row's last field (≤ MAX_FIELDS).
+        let i = self.cols.idx[c as usize] as usize;
+        if i >= self.ends.len() {
+            return None;
+        }
+        let start = if i == 0 {
+            0
+        } else {
+            self.ends[i - 1] + self.sep
+        };
+        self.out.get(start..self.ends[i])
     }
 
     /// Field `i` of the row (empty past the last field).
@@ -527,6 +539,7 @@ impl<'a> Row<'a> {
     }
 
     /// The row kind (exact, case-sensitive match as in the reference).
+    #[inline]
     pub fn kind(&self) -> RowKind {
         match self.raw(Col::RowType) {
             Some(b"SAMPLE") => RowKind::Sample,
@@ -536,21 +549,25 @@ impl<'a> Row<'a> {
     }
 
     /// `t_mono_ns` parsed as Python's `int()`; `None` if absent or unparseable.
+    #[inline]
     pub fn t_mono_ns(&self) -> Option<i64> {
         self.raw(Col::TMonoNs).and_then(parse_py_int)
     }
 
     /// A column parsed as Python's `float()`; `None` when blank, absent or unparseable.
+    #[inline]
     pub fn f64(&self, c: Col) -> Option<f64> {
         self.raw(c).and_then(parse_py_float)
     }
 
     /// A column parsed as Python's `int()`; `None` when blank, absent or unparseable.
+    #[inline]
     pub fn i64(&self, c: Col) -> Option<i64> {
         self.raw(c).and_then(parse_py_int)
     }
 
     /// The label (empty when absent).
+    #[inline]
     pub fn label(&self) -> &'a [u8] {
         self.raw(Col::Label).unwrap_or(b"")
     }
@@ -603,40 +620,79 @@ const POW10: [f64; 23] = [
 /// Clinger's fast path for `[-+]ddd[.ddd]` with at most 15 significant digits: the mantissa and
 /// the power of ten are exact, so one correctly rounded division gives the correctly rounded
 /// value, as a full parse would. `None` for anything else (the caller parses fully).
+#[inline]
 fn fast_decimal(s: &[u8]) -> Option<f64> {
     let (neg, body) = match s.first()? {
         b'-' => (true, &s[1..]),
         b'+' => (false, &s[1..]),
         _ => (false, s),
     };
-    let mut m: u64 = 0;
-    let mut digits = 0u32;
-    let mut frac: Option<usize> = None;
-    for &c in body {
-        match c {
-            b'0'..=b'9' => {
-                m = m * 10 + (c - b'0') as u64;
-                digits += 1;
-                if digits > 15 {
-                    return None;
-                }
-                if let Some(f) = frac.as_mut() {
-                    *f += 1;
-                }
-            }
-            b'.' if frac.is_none() => frac = Some(0),
-            _ => return None,
-        }
-    }
-    if digits == 0 {
+    // At most 15 digits and a dot (longer texts have more than 15 digits).
+    if body.len() > 16 {
         return None;
     }
-    let v = m as f64 / POW10[frac.unwrap_or(0)];
+    let mut m: u64 = 0;
+    let mut dot = usize::MAX;
+    for (i, &c) in body.iter().enumerate() {
+        let d = c.wrapping_sub(b'0');
+        if d < 10 {
+            m = m * 10 + d as u64;
+        } else if c == b'.' && dot == usize::MAX {
+            dot = i;
+        } else {
+            return None;
+        }
+    }
+    let (digits, frac) = if dot == usize::MAX {
+        (body.len(), 0)
+    } else {
+        (body.len() - 1, body.len() - 1 - dot)
+    };
+    if digits == 0 || digits > 15 {
+        return None;
+    }
+    let v = m as f64 / POW10[frac];
     Some(if neg { -v } else { v })
+}
+
+/// The value of eight ASCII digits loaded little-endian (the first digit in the lowest byte),
+/// three multiplications instead of eight (the digits are checked by [`eight_digits_ok`]).
+#[inline(always)]
+fn eight_digits(x: u64) -> u64 {
+    let v = x.wrapping_sub(0x3030_3030_3030_3030);
+    // Pairs, then quads, then all eight: each step joins neighbours with their weights.
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    (v & 0x0000_00FF_0000_00FF)
+        .wrapping_mul(100 + (1_000_000 << 32))
+        .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32)))
+        >> 32
+}
+
+/// Whether all eight bytes of `x` are ASCII digits: each byte's high nibble is 3 and adding 6
+/// to the byte keeps it (0x30..=0x39 only).
+#[inline(always)]
+fn eight_digits_ok(x: u64) -> bool {
+    const HI4: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    (x & HI4) | ((x.wrapping_add(0x0606_0606_0606_0606) & HI4) >> 4) == 0x3333_3333_3333_3333
+}
+
+/// 9 to 16 plain ASCII digits, eight at a time; `None` if any byte is not a digit.
+#[inline(always)]
+fn digits_9_to_16(s: &[u8]) -> Option<u64> {
+    let n = s.len();
+    debug_assert!((9..=16).contains(&n));
+    let load = |w: &[u8]| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+    let lo = load(&s[n - 8..]);
+    // The first n - 8 digits moved to the top bytes, '0' below them.
+    let k = (n - 8) as u32 * 8;
+    let hi = (load(&s[..8]) << (64 - k)) | 0x3030_3030_3030_3030u64.checked_shr(k).unwrap_or(0);
+    (eight_digits_ok(lo) && eight_digits_ok(hi))
+        .then(|| eight_digits(hi) * 100_000_000 + eight_digits(lo))
 }
 
 /// Parses text as Python's `float()` does for ASCII input: surrounding whitespace, a sign,
 /// decimal or exponent forms, `_` between digits, `nan`, `inf`, `infinity` in any case.
+#[inline]
 pub fn parse_py_float(s: &[u8]) -> Option<f64> {
     if s.is_empty() {
         return None;
@@ -644,6 +700,12 @@ pub fn parse_py_float(s: &[u8]) -> Option<f64> {
     if let Some(v) = fast_decimal(s) {
         return Some(v);
     }
+    parse_py_float_full(s)
+}
+
+/// [`parse_py_float`] past its fast path (kept out of line: rare in a trace).
+#[inline(never)]
+fn parse_py_float_full(s: &[u8]) -> Option<f64> {
     let s = trim_py(s);
     if s.is_empty() {
         return None;
@@ -661,8 +723,15 @@ pub fn parse_py_float(s: &[u8]) -> Option<f64> {
 
 /// Parses text as Python's `int()` does for ASCII decimal input (whitespace, sign, `_` between
 /// digits, leading zeros). `None` if it does not fit an `i64`.
+#[inline]
 pub fn parse_py_int(s: &[u8]) -> Option<i64> {
-    // Fast path: up to 18 plain digits cannot overflow.
+    // Fast paths: 9 to 16 plain digits (timestamps in ns) eight at a time; up to 18 plain
+    // digits one at a time (neither can overflow).
+    if (9..=16).contains(&s.len())
+        && let Some(v) = digits_9_to_16(s)
+    {
+        return Some(v as i64);
+    }
     if !s.is_empty() && s.len() <= 18 {
         let mut v = 0i64;
         let mut plain = true;
@@ -675,6 +744,12 @@ pub fn parse_py_int(s: &[u8]) -> Option<i64> {
             return Some(v);
         }
     }
+    parse_py_int_full(s)
+}
+
+/// [`parse_py_int`] past its fast paths (kept out of line: rare in a trace).
+#[inline(never)]
+fn parse_py_int_full(s: &[u8]) -> Option<i64> {
     let s = trim_py(s);
     let mut buf = [0u8; 64];
     let s = if s.contains(&b'_') {
@@ -966,6 +1041,99 @@ mod tests {
                 ),
             }
         }
+    }
+
+    /// Random short texts over digits, '.', signs and a stray letter: whatever the fast float
+    /// path accepts must be exactly what `str::parse` gives.
+    #[test]
+    fn fast_decimal_accepts_only_what_str_parse_gives_identically() {
+        let mut rng = Rng::from_env(29);
+        let alphabet = b"0123456789012345678901234567890123456789..-+e";
+        let mut accepted = 0;
+        for _ in 0..300_000 {
+            let n = rng.below(20) as usize;
+            let text: String = (0..n)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize] as char)
+                .collect();
+            if let Some(v) = fast_decimal(text.as_bytes()) {
+                accepted += 1;
+                let want: f64 = text.parse().unwrap_or_else(|_| panic!("{text:?}"));
+                assert_eq!(v.to_bits(), want.to_bits(), "{text:?}");
+            }
+        }
+        assert!(accepted > 10_000, "{accepted}");
+        for edge in [
+            "0",
+            "-0",
+            "+0",
+            "1.",
+            ".5",
+            "-.5",
+            "999999999999999",
+            "99999999999999.9",
+            "0.000000000000001",
+            "123456789012345",
+            "9007199254740993",
+            "1234567.125",
+        ] {
+            if let Some(v) = fast_decimal(edge.as_bytes()) {
+                assert_eq!(
+                    v.to_bits(),
+                    edge.parse::<f64>().unwrap().to_bits(),
+                    "{edge}"
+                );
+            }
+        }
+        for bad in ["", ".", "-", "+", "1.2.3", "1e3", "--1", "1-"] {
+            assert_eq!(fast_decimal(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    /// The integer fast paths (eight digits at a time for 9 to 16) against `str::parse`, on
+    /// every length around them and with a non-digit at every position.
+    #[test]
+    fn int_fast_paths_agree_with_str_parse() {
+        let mut rng = Rng::from_env(31);
+        for round in 0..200_000u32 {
+            let n = 1 + rng.below(20) as usize;
+            let mut b: Vec<u8> = (0..n).map(|_| b'0' + rng.below(10) as u8).collect();
+            if round % 3 == 0 {
+                // One byte just outside the digits (or any byte) somewhere.
+                let odd = [b'/', b':', b' ', b'.', b'_', b'a', 0x80 | b'0', b'0' ^ 0x40];
+                let at = rng.below(n as u64) as usize;
+                b[at] = odd[rng.below(odd.len() as u64) as usize];
+            }
+            let text = String::from_utf8_lossy(&b).into_owned();
+            let got = parse_py_int(&b);
+            if b.iter().all(u8::is_ascii_digit) {
+                assert_eq!(got, text.parse::<i64>().ok(), "{text:?}");
+            } else if !b.contains(&b'_') && !b.contains(&b' ') {
+                assert_eq!(got, None, "{text:?}");
+            }
+        }
+        for n in 9..=16usize {
+            let all9 = "9".repeat(n);
+            assert_eq!(digits_9_to_16(all9.as_bytes()), all9.parse().ok());
+            let one = std::format!("1{}", "0".repeat(n - 1));
+            assert_eq!(digits_9_to_16(one.as_bytes()), one.parse().ok());
+        }
+    }
+
+    #[test]
+    fn eight_digits_ok_is_exact_per_byte() {
+        for byte in 0..=255u8 {
+            for at in 0..8 {
+                let mut b = *b"01234567";
+                b[at] = byte;
+                assert_eq!(
+                    eight_digits_ok(u64::from_le_bytes(b)),
+                    byte.is_ascii_digit(),
+                    "{byte} at {at}"
+                );
+            }
+        }
+        assert_eq!(eight_digits(u64::from_le_bytes(*b"12345678")), 12_345_678);
+        assert_eq!(eight_digits(u64::from_le_bytes(*b"99999999")), 99_999_999);
     }
 
     #[test]

@@ -699,7 +699,12 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn slot(&mut self, key: Option<i64>) -> Option<u16> {
+        // Nearly always the first GPU (one GPU, or the first of a few).
+        if self.gpus.first().is_some_and(|g| g.key == key) {
+            return Some(0);
+        }
         if let Some(i) = self.gpus.iter().position(|g| g.key == key) {
             return Some(i as u16);
         }
