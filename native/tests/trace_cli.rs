@@ -261,7 +261,7 @@ fn a_large_plain_file_equals_its_gzip() {
         if i > 0 {
             doc.push_str(",\n");
         }
-        let ph = if i % 11 == 0 {
+        let ph = if i.is_multiple_of(11) {
             "B"
         } else if i % 11 == 1 {
             "E"
