@@ -4,7 +4,7 @@
 //! One scan thread cannot keep up with the disk cache on a plain trace (the scanner runs at
 //! ~1 GB/s per core; see BENCHMARKS.md, "Trace engine"), and a JSON document cannot be split
 //! blindly: a byte's meaning depends on everything before it. So the file is cut into segments
-//! of about [`SEGMENT_BYTES`], each starting at a *guessed* event boundary (a `{` after `}` `,`
+//! of about [`SEGMENT_BYTES`] (1 MiB), each starting at a *guessed* event boundary (a `{` after `}` `,`
 //! and whitespace). Segment 0 is scanned from the start of the file as usual; every other
 //! segment by a scanner [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on
 //! one of two scan threads (even and odd segments), reading the file with positioned reads.
@@ -18,8 +18,8 @@
 //! continuing the previous segment's scanner, so the result is always the sequential one: the
 //! same events in the same order, the same warnings, errors and offsets, byte for byte.
 //!
-//! Memory: per scan thread one 1 MiB read buffer and a ring of [`RING_BATCHES`] event batches
-//! (~0.5 MiB each), plus one read buffer on the summary side for a wrong guess: ~5 MiB.
+//! Memory: per scan thread one 1 MiB read buffer and a ring of 12 event batches (~0.4 MiB
+//! each), plus one read buffer on the summary side for a wrong guess: ~13 MiB.
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -31,16 +31,21 @@ use flinch_core::gzip::is_gzip;
 use flinch_core::json::{ElementBoundary, EventScanner, Scan, ScanWarnings};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
 
-use super::pipeline::{Batch, RING_BATCHES, scan_error};
+use super::pipeline::{Batch, scan_error};
 
 /// Files smaller than this take the one-scan-thread pipeline.
-pub const MIN_FILE_BYTES: u64 = 2 * SEGMENT_BYTES;
-/// About how many bytes each segment has.
-pub const SEGMENT_BYTES: u64 = 8 << 20;
+pub const MIN_FILE_BYTES: u64 = 16 << 20;
+/// About how many bytes each segment has: one read. Small, so that the scan thread that is a
+/// segment ahead of the summary can finish it (and the next) within its ring of batches
+/// instead of waiting for the summary to reach it.
+pub const SEGMENT_BYTES: u64 = READ_BYTES as u64;
+/// Event batches per scan thread: ~24k events, a segment of events of 40 bytes or more.
+const RING: usize = 12;
 /// Bytes per positioned read (and per scanner call).
 const READ_BYTES: usize = 1 << 20;
-/// How far past a nominal segment start to look for a guess.
-const PROBE_BYTES: usize = 64 << 10;
+/// How far past a nominal segment start to look for a guess (none found: no segment starts
+/// there).
+const PROBE_BYTES: usize = 16 << 10;
 
 /// A plain file cut into segments.
 pub struct Plan {
@@ -294,9 +299,9 @@ fn summarize_counting(
     let mut frees = Vec::new();
     let mut ends = Vec::new();
     for _ in 0..2 {
-        let (tx, rx) = sync_channel::<Msg>(RING_BATCHES);
-        let (free_tx, free_rx) = sync_channel::<Batch>(RING_BATCHES);
-        for _ in 0..RING_BATCHES {
+        let (tx, rx) = sync_channel::<Msg>(RING + 1);
+        let (free_tx, free_rx) = sync_channel::<Batch>(RING);
+        for _ in 0..RING {
             free_tx
                 .send(Batch::new(limits.max_string_bytes))
                 .expect("the receiver is alive");
