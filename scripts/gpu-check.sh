@@ -8,6 +8,8 @@
 #      A100/H100 (SC24, arXiv 2312.02741), so a few percent is expected; 10% flags a real fault;
 #   3. `flinch-trace analyze` prints what the reference analyze_trace.py prints (when it is found).
 # Usage: scripts/gpu-check.sh [OUT_DIR]      (default gpu-check-out/; TOL=0.10; GPU=0)
+#        FLINCH_BIN=path/to/flinch-trace  uses a binary built elsewhere (for a GPU host without Rust);
+#        REF=path/to/analyze_trace.py      the reference to compare against (else looked up in ../shared)
 #        scripts/gpu-check.sh --dry-run      (no GPU: scripted source + CPU spin; checks the plumbing only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +20,10 @@ TOL="${TOL:-0.10}"
 GPU="${GPU:-0}"
 mkdir -p "$OUT"
 rm -f "$OUT/trace.csv" "$OUT/trace.csv.meta.json" "$OUT/telemetry.jsonl"
-cargo build --release -q -p flinch-trace
-BIN=target/release/flinch-trace
+if [ -n "${FLINCH_BIN:-}" ]; then BIN="$FLINCH_BIN"; else
+  cargo build --release -q -p flinch-trace
+  BIN=target/release/flinch-trace
+fi
 
 if [ "$DRY" = 1 ]; then
   # A scripted GPU that knows nothing of the load (no marks of its own): the checks run, the verdicts
@@ -40,8 +44,8 @@ for w in "compute_start compute_end" "pause_start pause_end" "compute2_start com
   "$BIN" analyze --csv "$OUT/trace.csv" --start "$1" --end "$2" >"$OUT/$1.txt"
 done
 
-REF=""
-for c in ../shared/reference/analyze_trace.py ../../shared/reference/analyze_trace.py; do [ -f "$c" ] && REF="$c" && break; done
+REF="${REF:-}"
+[ -n "$REF" ] || for c in ../shared/reference/analyze_trace.py ../../shared/reference/analyze_trace.py; do [ -f "$c" ] && REF="$c" && break; done
 
 python3 - "$OUT" "$TOL" "$DRY" "$REF" <<'PY'
 import json, subprocess, sys

@@ -5,7 +5,8 @@
 // In:  {type: 'start', file, port}
 // Out (page): {type: 'ready', memoryBytes}, {type: 'progress', bytes, total, memoryBytes},
 //             {type: 'error', message, bytes}
-// Out (port): {type: 'begin', gzip}, {type: 'data', buf}, {type: 'end', cut}
+// Out (port): {type: 'begin', gzip}, {type: 'data', buf, offset, len}, {type: 'end', cut}
+// In (port):  {type: 'ack', buf} (the data buffer handed back, for reuse)
 import init, { Inflater } from './pkg/flinch_wasm.js';
 
 const PIECE_BYTES = 256 * 1024;
@@ -20,17 +21,33 @@ async function run(file, port) {
   await ready;
   let inflight = 0;
   let wake = null;
+  // Buffers for decoded bytes come back with their ack and are reused: allocating (and zeroing)
+  // a fresh 1 MiB ArrayBuffer per piece cost more CPU than the copy into it.
+  const pool = [];
   port.onmessage = (ev) => {
     if (ev.data.type === 'ack') {
       inflight--;
+      if (poolBytes && ev.data.buf && ev.data.buf.byteLength === poolBytes) pool.push(ev.data.buf);
       if (wake) { const w = wake; wake = null; w(); }
     }
   };
-  const send = async (bytes) => {
+  const waitRoom = async () => {
     while (inflight >= IN_FLIGHT) await new Promise((r) => { wake = r; });
     inflight++;
-    port.postMessage({ type: 'data', buf: bytes.buffer }, [bytes.buffer]);
   };
+  // A chunk of a plain file: its own buffer moves to the analysis worker.
+  const send = async (bytes) => {
+    await waitRoom();
+    port.postMessage({ type: 'data', buf: bytes.buffer, offset: bytes.byteOffset, len: bytes.length }, [bytes.buffer]);
+  };
+  // `len` decoded bytes at the inflater's output: copied into a pooled buffer.
+  const sendDecoded = async (len) => {
+    await waitRoom();
+    const buf = pool.pop() || new ArrayBuffer(poolBytes);
+    new Uint8Array(buf, 0, len).set(new Uint8Array(wasm.memory.buffer, inflater.outputPtr(), len));
+    port.postMessage({ type: 'data', buf, offset: 0, len }, [buf]);
+  };
+  let poolBytes = 0;
   let bytes = 0;
   let inflater = null;
   let lastPost = 0;
@@ -43,7 +60,10 @@ async function run(file, port) {
       if (first) {
         first = false;
         const gzip = value.length >= 2 && value[0] === 0x1f && value[1] === 0x8b;
-        if (gzip) inflater = new Inflater();
+        if (gzip) {
+          inflater = new Inflater();
+          poolBytes = inflater.outputCapacity();
+        }
         port.postMessage({ type: 'begin', gzip });
       }
       if (!inflater) {
@@ -54,7 +74,7 @@ async function run(file, port) {
           for (;;) {
             const n = inflater.inflate(rest);
             rest = rest.subarray(inflater.consumed());
-            if (n) await send(new Uint8Array(wasm.memory.buffer, inflater.outputPtr(), n).slice());
+            if (n) await sendDecoded(n);
             if (n < inflater.outputCapacity() && rest.length === 0) break;
           }
         }

@@ -38,8 +38,12 @@ async function analyze(options, port) {
         const json = JSON.stringify(options);
         analyzer = m.gzip ? Analyzer.decoded(json, true) : new Analyzer(json);
       } else if (m.type === 'data') {
-        port.postMessage({ type: 'ack' });
-        if (analyzer) analyzer.write(new Uint8Array(m.buf));
+        try {
+          if (analyzer) analyzer.write(new Uint8Array(m.buf, m.offset, m.len));
+        } finally {
+          // The buffer goes back to the inflate worker for reuse (write copied it into wasm).
+          port.postMessage({ type: 'ack', buf: m.buf }, [m.buf]);
+        }
       } else if (m.type === 'end' && analyzer) {
         if (m.cut) analyzer.noteCutGzip(m.cut);
         const json = analyzer.end();

@@ -42,6 +42,9 @@
 
 use core::fmt;
 
+pub mod crc32;
+use crc32::Crc32;
+
 use miniz_oxide::inflate::TINFLStatus;
 use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
 
@@ -402,9 +405,9 @@ pub struct GzDecoder<I: RawInflate = MinizInflate> {
     /// Fixed-header and trailer bytes collected so far.
     buf: [u8; 10],
     /// CRC32 of the current member's header bytes (for FHCRC).
-    header_crc: crc32fast::Hasher,
+    header_crc: Crc32,
     /// CRC32 of the current member's decoded bytes.
-    data_crc: crc32fast::Hasher,
+    data_crc: Crc32,
     /// Decoded length of the current member, mod 2^32.
     member_len: u32,
     total_in: u64,
@@ -448,8 +451,8 @@ impl<I: RawInflate> GzDecoder<I> {
             state: State::Fixed { got: 0 },
             flags: 0,
             buf: [0; 10],
-            header_crc: crc32fast::Hasher::new(),
-            data_crc: crc32fast::Hasher::new(),
+            header_crc: Crc32::new(),
+            data_crc: Crc32::new(),
             member_len: 0,
             total_in: 0,
             total_out: 0,
@@ -571,7 +574,7 @@ impl<I: RawInflate> GzDecoder<I> {
 
     fn start_deflate(&mut self) {
         self.inflater.reset();
-        self.data_crc = crc32fast::Hasher::new();
+        self.data_crc = Crc32::new();
         self.member_len = 0;
         self.state = State::Deflate;
     }
@@ -593,7 +596,7 @@ impl<I: RawInflate> GzDecoder<I> {
                     if input[*nin] == 0 {
                         self.state = State::Padding;
                     } else {
-                        self.header_crc = crc32fast::Hasher::new();
+                        self.header_crc = Crc32::new();
                         self.state = State::Fixed { got: 0 };
                     }
                 }
@@ -691,7 +694,7 @@ impl<I: RawInflate> GzDecoder<I> {
                     self.buf[got as usize] = b;
                     if got == 1 {
                         let want = u16::from_le_bytes([self.buf[0], self.buf[1]]);
-                        let have = self.header_crc.clone().finalize() as u16;
+                        let have = self.header_crc.value() as u16;
                         if want != have {
                             return Err(GzError::HeaderCrcMismatch {
                                 offset: self.total_in,
@@ -749,7 +752,7 @@ impl<I: RawInflate> GzDecoder<I> {
                     let want_len =
                         u32::from_le_bytes([self.buf[4], self.buf[5], self.buf[6], self.buf[7]]);
                     let offset = self.total_in;
-                    if self.data_crc.clone().finalize() != want_crc {
+                    if self.data_crc.value() != want_crc {
                         return Err(GzError::CrcMismatch { offset });
                     }
                     if self.member_len != want_len {

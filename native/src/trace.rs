@@ -18,6 +18,8 @@ use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
 
+#[cfg(unix)]
+mod parallel;
 mod pipeline;
 
 /// Arguments of `flinch-trace trace`.
@@ -108,6 +110,16 @@ pub fn summarize_file(
     // bytes are scanned on a second thread and summarized on this one (pipeline), so reading,
     // scanning and summarizing overlap. The result is what flinch_core::analyzer (the web page's
     // entry point) gives for the same bytes: the same core scanner and summary, in order.
+    // A large plain file: two scan threads on alternate segments (parallel).
+    #[cfg(unix)]
+    if let Some(plan) = parallel::plan(path) {
+        let mut progress = show_progress.then(|| ProgressLine::new("trace", plan.size()));
+        return parallel::summarize(plan, source, limits, Some(top), |done, _| {
+            if let Some(p) = progress.as_mut() {
+                p.update(done);
+            }
+        });
+    }
     let input = open_input(path)?;
     let read = input.progress();
     let mut progress = show_progress.then(|| ProgressLine::new("trace", read.total_bytes()));

@@ -248,3 +248,47 @@ fn several_files_give_an_array_and_the_table_is_readable() {
         4
     );
 }
+
+/// A plain file large enough for the two-scan-thread path (16 MiB or more) gives the same
+/// summary as its `.gz`, which takes the one-scan-thread pipeline.
+#[test]
+fn a_large_plain_file_equals_its_gzip() {
+    use std::io::Write;
+    let mut doc = String::with_capacity(18 << 20);
+    doc.push_str("{\"traceEvents\": [\n");
+    let mut i: u64 = 0;
+    while doc.len() < 17 << 20 {
+        if i > 0 {
+            doc.push_str(",\n");
+        }
+        let ph = if i.is_multiple_of(11) {
+            "B"
+        } else if i % 11 == 1 {
+            "E"
+        } else {
+            "X"
+        };
+        doc.push_str(&format!(
+            "  {{\"ph\": \"{ph}\", \"cat\": \"c{}\", \"name\": \"op{}\", \"pid\": 7, \"tid\": {}, \"ts\": {}.{:03}, \"dur\": {}.5, \"args\": {{\"i\": {i}, \"s\": \"}},{{\"}}}}",
+            i % 5,
+            i % 97,
+            i % 3,
+            1_700_000_000_000 + i * 13,
+            i % 1000,
+            i % 400
+        ));
+        i += 1;
+    }
+    doc.push_str("\n], \"displayTimeUnit\": \"ms\"}\n");
+    let plain = temp("large.json", doc.as_bytes());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(doc.as_bytes()).unwrap();
+    let gz = temp("large.json.gz", &gz.finish().unwrap());
+    let (mut a, out_a) = run_json(&[&plain]);
+    let (mut b, out_b) = run_json(&[&gz]);
+    assert!(out_a.status.success() && out_b.status.success());
+    assert_eq!(a["totals"]["events"].as_u64(), Some(i));
+    a["source"] = Value::Null;
+    b["source"] = Value::Null;
+    assert_eq!(a, b);
+}

@@ -144,6 +144,45 @@ pub struct ScanWarnings {
     pub non_array_trace_events: u64,
 }
 
+impl core::ops::AddAssign<&ScanWarnings> for ScanWarnings {
+    /// Adds the counts of `other` (for a document scanned in pieces).
+    fn add_assign(&mut self, other: &ScanWarnings) {
+        // Destructured, so that a new counter cannot be forgotten here.
+        let ScanWarnings {
+            control_chars,
+            malformed_events,
+            non_object_events,
+            oversized_events,
+            truncated_strings,
+            bad_escapes,
+            bad_numbers,
+            trailing_commas,
+            trailing_bytes,
+            non_array_trace_events,
+        } = *other;
+        self.control_chars += control_chars;
+        self.malformed_events += malformed_events;
+        self.non_object_events += non_object_events;
+        self.oversized_events += oversized_events;
+        self.truncated_strings += truncated_strings;
+        self.bad_escapes += bad_escapes;
+        self.bad_numbers += bad_numbers;
+        self.trailing_commas += trailing_commas;
+        self.trailing_bytes += trailing_bytes;
+        self.non_array_trace_events += non_array_trace_events;
+    }
+}
+
+/// A place between two events of the events array, from
+/// [`EventScanner::element_boundary`]; [`EventScanner::resume_at`] starts a scanner there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElementBoundary {
+    /// Absolute byte offset in the document (after the `,` and the whitespace after it).
+    pub offset: u64,
+    /// The document is the bare-array form.
+    pub bare: bool,
+}
+
 /// How the input ended, from [`EventScanner::finish`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ScanEnd {

@@ -6,7 +6,10 @@
 //! across chunks resumes exactly where it stopped. Each input byte is examined once.
 
 use super::decimal::parse_us_to_ns;
-use super::{Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind, ScanWarnings};
+use super::{
+    ElementBoundary, Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind,
+    ScanWarnings,
+};
 use crate::Limits;
 
 /// Storage for the `cat`/`name` buffers when none is given: a `Vec` under `alloc`, else a
@@ -258,6 +261,21 @@ impl EventScanner<alloc::vec::Vec<u8>> {
     }
 }
 
+#[cfg(feature = "alloc")]
+impl EventScanner<alloc::vec::Vec<u8>> {
+    /// A scanner that starts at `at`: between two events of the events array, at absolute byte
+    /// `at.offset` of the document (see [`element_boundary`](Self::element_boundary)). Its
+    /// event and warning counts start at zero; its offsets (errors, event sizes) are absolute.
+    pub fn resume_at(limits: Limits, at: ElementBoundary) -> Self {
+        let mut s = EventScanner::new(limits);
+        s.st = St::ArrElem;
+        s.offset = at.offset;
+        s.bare = at.bare;
+        s.found_array = true;
+        s
+    }
+}
+
 #[cfg(not(feature = "alloc"))]
 impl EventScanner<[u8; 512]> {
     /// A scanner with 256-byte string buffers held inline (no allocator needed).
@@ -365,6 +383,20 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             id: self.id,
             scope: self.scope,
         }
+    }
+
+    /// Where this scanner stands if it is between two events of the events array: it has
+    /// consumed a `,` after an event and the whitespace after it, and nothing else is pending
+    /// (no error). `None` anywhere else. A scanner made by
+    /// [`resume_at`](Self::resume_at) from this value goes on exactly as this one would, its
+    /// counters starting at zero: a caller can scan the pieces of one document on several
+    /// threads, starting each piece at a guessed element boundary, and keep a piece's result
+    /// only when the scanner of the piece before it ends at that very boundary.
+    pub fn element_boundary(&self) -> Option<ElementBoundary> {
+        (self.st == St::ArrElem && self.error.is_none()).then_some(ElementBoundary {
+            offset: self.offset,
+            bare: self.bare,
+        })
     }
 
     /// Call at end of input: says whether the document was complete or truncated, and how

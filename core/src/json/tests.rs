@@ -730,3 +730,110 @@ fn fuzz_regressions_fast_and_resumable_paths_agree() {
         check_splits(doc, 16, 9);
     }
 }
+
+/// Scans `doc[..q]`, and when that scanner ends at an element boundary, `doc[q..]` with a
+/// scanner resumed there: `Some` with the combined outcome, `None` when `q` is no boundary.
+fn run_in_two_pieces(doc: &[u8], q: usize) -> Option<Outcome> {
+    let first = run_chunks(&[&doc[..q]], Limits::EXACT);
+    if first.error.is_some() {
+        return None;
+    }
+    let mut a = EventScanner::new(Limits::EXACT);
+    let mut pos = 0;
+    while pos < q {
+        pos += a.scan(&doc[pos..q]).unwrap().1;
+    }
+    let at = a.element_boundary()?;
+    assert_eq!(at.offset, q as u64);
+    let mut b = EventScanner::resume_at(Limits::EXACT, at);
+    let mut events = first.events;
+    let mut error = None;
+    let mut pos = q;
+    while pos < doc.len() {
+        match b.scan(&doc[pos..]) {
+            Ok((what, nin)) => {
+                pos += nin;
+                if what == Scan::Event {
+                    events.push(Owned::of(&b.event()));
+                }
+            }
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let end_b = b.finish();
+    let mut warnings = first.warnings;
+    warnings += b.warnings();
+    Some(Outcome {
+        events,
+        end: ScanEnd {
+            events: first.end.events + end_b.events,
+            ..end_b
+        },
+        warnings,
+        error,
+    })
+}
+
+#[test]
+fn a_scanner_resumed_at_an_element_boundary_continues_as_the_whole_scan() {
+    let mut rng = Rng::from_env(7);
+    let mut boundaries = 0;
+    for round in 0..120 {
+        let mut g = Gen {
+            rng: Rng(rng.next_u64()),
+            out: Vec::new(),
+        };
+        let n = 1 + rng.below(10) as usize;
+        g.doc(n);
+        let mut doc = g.out;
+        // Some documents get a damaged byte, so that warnings, skipped events and errors
+        // (with their offsets) are compared too.
+        if round % 3 == 0 {
+            let k = rng.below(doc.len() as u64) as usize;
+            let bytes = b"{}[],:\"\\x0 \x01";
+            doc[k] = bytes[rng.below(bytes.len() as u64) as usize];
+        }
+        let whole = run_whole(&doc);
+        // Right after every comma (the guesses a parallel caller makes), and random places.
+        let mut qs: Vec<usize> = (0..doc.len())
+            .filter(|&i| doc[i] == b',')
+            .map(|i| i + 1)
+            .collect();
+        qs.extend((0..20).map(|_| rng.below(doc.len() as u64 + 1) as usize));
+        for q in qs {
+            let Some(got) = run_in_two_pieces(&doc, q) else {
+                continue;
+            };
+            boundaries += 1;
+            let text = String::from_utf8_lossy(&doc);
+            assert_eq!(got.events, whole.events, "q={q} {text}");
+            assert_eq!(got.warnings, whole.warnings, "q={q} {text}");
+            assert_eq!(got.error, whole.error, "q={q} {text}");
+            assert_eq!(got.end, whole.end, "q={q} {text}");
+        }
+    }
+    assert!(boundaries > 300, "{boundaries}");
+    // Inside an event, a string, or before the events array: no boundary.
+    let doc = br#"{"a": [1, 2], "traceEvents": [{"ph":"X", "name":"a,b"}, {"ph":"i"}]}"#;
+    let at = |q: usize| {
+        let mut s = EventScanner::new(Limits::EXACT);
+        let mut pos = 0;
+        while pos < q {
+            pos += s.scan(&doc[pos..q]).unwrap().1;
+        }
+        s.element_boundary()
+    };
+    assert_eq!(at(9), None);
+    assert_eq!(at(40), None);
+    assert_eq!(at(50), None);
+    assert_eq!(
+        at(56),
+        Some(ElementBoundary {
+            offset: 56,
+            bare: false
+        })
+    );
+}

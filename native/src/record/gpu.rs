@@ -4,6 +4,8 @@
 //! files drive the very same sampler through [`ScriptedGpu`].
 use serde::Serialize;
 
+use super::slow::{SlowReader, SlowReading};
+
 /// One reading of one GPU. `None` means "not available" (an empty CSV field).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GpuReading {
@@ -60,6 +62,12 @@ pub trait GpuSource: Send {
     fn take_scripted_mark(&mut self) -> Option<String> {
         None
     }
+    /// Hands the slow queries (energy counter, memory in use) to a reader for the poller's
+    /// thread (see [`super::slow`]); afterwards [`Self::read`] leaves `energy_mj` and
+    /// `mem_used_mib` empty. `None` (the default): [`Self::read`] reads them inline.
+    fn split_slow(&mut self) -> Option<Box<dyn SlowReader>> {
+        None
+    }
 }
 
 /// A GPU source replaying a text script, one line per tick:
@@ -74,11 +82,40 @@ pub trait GpuSource: Send {
 /// A tick line holds one group per GPU, separated by `;`, of 8 comma-separated fields in the
 /// order `power_W,util_pct,mem_util_pct,sm_clock_MHz,temp_C,energy_mJ,mem_used_MiB,throttle`;
 /// an empty field is "not available". After the last line the last tick repeats forever.
+///
+/// A line `slow-thread MS` makes the energy and memory fields come from the slow-query poller's
+/// thread (as NVML's do): each slot's fields, in order, one per read, each read taking MS ms.
 pub struct ScriptedGpu {
     info: Vec<GpuInfo>,
     ticks: Vec<Tick>,
     pos: usize,
     slot_reads: usize,
+    /// `slow-thread MS`: the delay of one slow read, once the slow queries are split off.
+    slow_thread_ms: Option<u64>,
+    slow_split: bool,
+}
+
+/// The scripted slow queries for the poller's thread: each slot's fields in order.
+struct ScriptedSlow {
+    per_slot: Vec<Vec<SlowReading>>,
+    next: Vec<usize>,
+    delay: std::time::Duration,
+}
+
+impl SlowReader for ScriptedSlow {
+    fn slots(&self) -> usize {
+        self.per_slot.len()
+    }
+
+    fn read(&mut self, slot: usize) -> SlowReading {
+        std::thread::sleep(self.delay);
+        let Some(values) = self.per_slot.get(slot) else {
+            return SlowReading::default();
+        };
+        let i = self.next[slot].min(values.len().saturating_sub(1));
+        self.next[slot] += 1;
+        values.get(i).copied().unwrap_or_default()
+    }
 }
 
 enum Tick {
@@ -105,6 +142,7 @@ impl ScriptedGpu {
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut gpus = 1usize;
         let mut ticks = Vec::new();
+        let mut slow_thread_ms = None;
         for (i, raw) in text.lines().enumerate() {
             let line_no = i + 1;
             let line = raw.trim();
@@ -118,6 +156,12 @@ impl ScriptedGpu {
                     .ok()
                     .filter(|&n: &usize| (1..=64).contains(&n))
                     .ok_or_else(|| format!("scripted GPU source: line {line_no}: bad gpu count"))?;
+                continue;
+            }
+            if let Some(ms) = line.strip_prefix("slow-thread ") {
+                slow_thread_ms = Some(ms.trim().parse().map_err(|_| {
+                    format!("scripted GPU source: line {line_no}: bad slow-thread delay")
+                })?);
                 continue;
             }
             if let Some(label) = line.strip_prefix("mark ") {
@@ -177,6 +221,8 @@ impl ScriptedGpu {
             ticks,
             pos: 0,
             slot_reads: 0,
+            slow_thread_ms,
+            slow_split: false,
         })
     }
 
@@ -217,6 +263,10 @@ impl GpuSource for ScriptedGpu {
     fn read(&mut self, slot: usize, full: bool) -> GpuReading {
         let n = self.info.len();
         let mut r = self.current().get(slot).copied().unwrap_or_default();
+        if self.slow_split {
+            r.energy_mj = None;
+            r.mem_used_mib = None;
+        }
         if full {
             r.mem_clock_mhz = Some(2619);
         }
@@ -228,6 +278,34 @@ impl GpuSource for ScriptedGpu {
             }
         }
         r
+    }
+
+    fn split_slow(&mut self) -> Option<Box<dyn SlowReader>> {
+        let ms = self.slow_thread_ms?;
+        self.slow_split = true;
+        let n = self.info.len();
+        let per_slot = (0..n)
+            .map(|slot| {
+                self.ticks
+                    .iter()
+                    .filter_map(|t| match t {
+                        Tick::Readings(r) => Some(r.get(slot).map_or_else(
+                            SlowReading::default,
+                            |r| SlowReading {
+                                energy_mj: r.energy_mj,
+                                mem_used_mib: r.mem_used_mib,
+                            },
+                        )),
+                        Tick::Mark(_) => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        Some(Box::new(ScriptedSlow {
+            per_slot,
+            next: vec![0; n],
+            delay: std::time::Duration::from_millis(ms),
+        }))
     }
 
     fn take_scripted_mark(&mut self) -> Option<String> {

@@ -88,6 +88,9 @@ pub struct Health {
     pub jitter: Histogram,
     /// Time to read one GPU (all its NVML calls), ns.
     pub gpu_read: Histogram,
+    /// Time to read one GPU's slow queries (energy counter, memory use) on the poller's thread,
+    /// ns (empty when they are read inline).
+    pub energy_read: Histogram,
     /// Wall time from wake-up to the end of the tick's work (reads, formatting, hand-off), ns.
     pub tick_work: Histogram,
     /// GPU samples whose power equals that GPU's previous sample.
@@ -123,6 +126,12 @@ pub struct HealthSummary {
     pub gpu_read_p50_us: Option<f64>,
     /// 99th percentile time to read one GPU, µs.
     pub gpu_read_p99_us: Option<f64>,
+    /// Median time of one GPU's slow queries (energy counter, memory use) on their thread, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_read_p50_us: Option<f64>,
+    /// 99th percentile time of one GPU's slow queries on their thread, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_read_p99_us: Option<f64>,
     /// Median wall time of one tick's work (wake-up to hand-off), µs.
     pub tick_work_p50_us: Option<f64>,
     /// 99th percentile wall time of one tick's work, µs.
@@ -148,6 +157,8 @@ impl Health {
             jitter_max_us: us(self.jitter.max()),
             gpu_read_p50_us: us(self.gpu_read.quantile(0.5)),
             gpu_read_p99_us: us(self.gpu_read.quantile(0.99)),
+            energy_read_p50_us: us(self.energy_read.quantile(0.5)),
+            energy_read_p99_us: us(self.energy_read.quantile(0.99)),
             tick_work_p50_us: us(self.tick_work.quantile(0.5)),
             tick_work_p99_us: us(self.tick_work.quantile(0.99)),
             repeated_power_fraction: (self.compared_power > 0)
@@ -175,8 +186,16 @@ impl HealthSummary {
             Some(f) => format!("{:.1}%", 100.0 * f),
             None => "n/a".to_string(),
         };
+        let energy = match self.energy_read_p50_us {
+            Some(_) => format!(
+                "; energy/memory read p50 {} p99 {} (own thread)",
+                fmt_us(self.energy_read_p50_us),
+                fmt_us(self.energy_read_p99_us)
+            ),
+            None => String::new(),
+        };
         format!(
-            "sampler: {} ticks, {} missed; jitter p50 {} p99 {} max {}; GPU read p50 {} p99 {}; \
+            "sampler: {} ticks, {} missed; jitter p50 {} p99 {} max {}; GPU read p50 {} p99 {}{energy}; \
              tick work p50 {} p99 {}; repeated power readings {rep}; sampler thread CPU {} per tick \
              (sleep/wake included)",
             self.ticks,

@@ -20,6 +20,7 @@ pub mod rapl;
 pub mod sampler;
 pub mod sidecar;
 pub mod signals;
+pub mod slow;
 pub mod writer;
 
 use clock::{Clock, FakeClock, SystemClock};

@@ -6,6 +6,7 @@ use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::structs::device::FieldId;
 
 use super::gpu::{GpuInfo, GpuReading, GpuSource};
+use super::slow::{SlowReader, SlowReading};
 
 /// `NVML_FI_DEV_POWER_INSTANT` from nvml.h: instantaneous board power, mW.
 pub const FI_DEV_POWER_INSTANT: u32 = 186;
@@ -26,7 +27,10 @@ struct Gpu {
 
 /// The selected NVIDIA GPUs.
 pub struct NvmlSource {
+    nvml: &'static Nvml,
     gpus: Vec<Gpu>,
+    /// The slow queries are read by the poller (see [`super::slow`]), not by `read`.
+    slow_split: bool,
     info: Vec<GpuInfo>,
     /// Driver and library versions.
     pub driver: DriverInfo,
@@ -107,7 +111,13 @@ impl NvmlSource {
             driver_version: nvml.sys_driver_version().ok(),
             nvml_version: nvml.sys_nvml_version().ok(),
         };
-        Ok(NvmlSource { gpus, info, driver })
+        Ok(NvmlSource {
+            nvml,
+            gpus,
+            slow_split: false,
+            info,
+            driver,
+        })
     }
 }
 
@@ -124,6 +134,16 @@ impl GpuSource for NvmlSource {
         }
     }
 
+    fn split_slow(&mut self) -> Option<Box<dyn SlowReader>> {
+        let devices = self
+            .info
+            .iter()
+            .map(|i| self.nvml.device_by_index(i.index).ok())
+            .collect();
+        self.slow_split = true;
+        Some(Box::new(NvmlSlow { devices }))
+    }
+
     fn read(&mut self, slot: usize, full: bool) -> GpuReading {
         let Some(g) = self.gpus.get(slot) else {
             return GpuReading::default();
@@ -137,18 +157,48 @@ impl GpuSource for NvmlSource {
         let util = d.utilization_rates().ok();
         GpuReading {
             power_w: power_mw.map(|mw| mw / 1000.0),
-            energy_mj: d.total_energy_consumption().ok(),
+            energy_mj: if self.slow_split {
+                None
+            } else {
+                d.total_energy_consumption().ok()
+            },
             util_pct: util.as_ref().map(|u| u.gpu),
             mem_util_pct: util.as_ref().map(|u| u.memory),
             sm_clock_mhz: d.clock_info(Clock::SM).ok(),
             temp_c: d.temperature(TemperatureSensor::Gpu).ok(),
-            mem_used_mib: d.memory_info().ok().map(|m| m.used / 1_048_576),
+            mem_used_mib: if self.slow_split {
+                None
+            } else {
+                d.memory_info().ok().map(|m| m.used / 1_048_576)
+            },
             throttle_reasons: d.current_throttle_reasons().ok().map(|r| r.bits()),
             mem_clock_mhz: if full {
                 d.clock_info(Clock::Memory).ok()
             } else {
                 None
             },
+        }
+    }
+}
+
+/// The slow queries of the selected GPUs, for the poller's thread (own device handles; NVML is
+/// thread-safe).
+struct NvmlSlow {
+    devices: Vec<Option<Device<'static>>>,
+}
+
+impl SlowReader for NvmlSlow {
+    fn slots(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn read(&mut self, slot: usize) -> SlowReading {
+        let Some(Some(d)) = self.devices.get(slot) else {
+            return SlowReading::default();
+        };
+        SlowReading {
+            energy_mj: d.total_energy_consumption().ok(),
+            mem_used_mib: d.memory_info().ok().map(|m| m.used / 1_048_576),
         }
     }
 }

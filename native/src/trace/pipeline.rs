@@ -61,7 +61,7 @@ struct Rec {
 }
 
 /// A batch of scanned events, recycled through the ring.
-struct Batch {
+pub(super) struct Batch {
     recs: Vec<Rec>,
     text: Vec<u8>,
 }
@@ -69,14 +69,14 @@ struct Batch {
 impl Batch {
     /// Capacity for [`BATCH_EVENTS`] records and for a full text arena plus one more event's
     /// strings (each at most `max_string_bytes`; `ph` at most 8 bytes), so pushes never grow it.
-    fn new(max_string_bytes: usize) -> Batch {
+    pub(super) fn new(max_string_bytes: usize) -> Batch {
         Batch {
             recs: Vec::with_capacity(BATCH_EVENTS),
             text: Vec::with_capacity(BATCH_TEXT_BYTES + 2 * max_string_bytes + 64),
         }
     }
 
-    fn full(&self) -> bool {
+    pub(super) fn full(&self) -> bool {
         self.recs.len() >= BATCH_EVENTS || self.text.len() >= BATCH_TEXT_BYTES
     }
 
@@ -94,7 +94,7 @@ impl Batch {
         }
     }
 
-    fn push(&mut self, e: &Event<'_>) {
+    pub(super) fn push(&mut self, e: &Event<'_>) {
         let ph = self.span(Some(e.ph));
         let cat = self.span(e.cat);
         let name = self.span(e.name);
@@ -129,7 +129,18 @@ impl Batch {
         }
     }
 
-    fn clear(&mut self) {
+    /// Adds every event of the batch to `summary`, in order.
+    pub(super) fn add_to(&self, summary: &mut TraceSummary) {
+        for r in &self.recs {
+            summary.add(&self.event(r));
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    pub(super) fn clear(&mut self) {
         self.recs.clear();
         self.text.clear();
     }
@@ -172,9 +183,7 @@ pub fn summarize(
     let outcome = loop {
         match rx.recv() {
             Ok(Msg::Events(mut batch)) => {
-                for r in &batch.recs {
-                    summary.add(&batch.event(r));
-                }
+                batch.add_to(&mut summary);
                 batch.clear();
                 // Never blocks: the ring holds every batch there is.
                 let _ = free_tx.try_send(batch);
@@ -253,7 +262,7 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
 }
 
 /// The analyzer's wording of a scan error.
-fn scan_error(error: ScanError, decompressed: bool) -> String {
+pub(super) fn scan_error(error: ScanError, decompressed: bool) -> String {
     AnalyzeError::Scan {
         error,
         decompressed,

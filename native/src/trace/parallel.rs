@@ -1,0 +1,418 @@
+//! Plain (uncompressed) traces of [`MIN_FILE_BYTES`] or more: two scan threads, each scanning
+//! every other segment of the file, and the summary on the caller's thread.
+//!
+//! One scan thread cannot keep up with the disk cache on a plain trace (the scanner runs at
+//! ~1 GB/s per core; see BENCHMARKS.md, "Trace engine"), and a JSON document cannot be split
+//! blindly: a byte's meaning depends on everything before it. So the file is cut into segments
+//! of about [`SEGMENT_BYTES`] (1 MiB), each starting at a *guessed* event boundary (a `{` after `}` `,`
+//! and whitespace). Segment 0 is scanned from the start of the file as usual; every other
+//! segment by a scanner [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on
+//! one of two scan threads (even and odd segments), reading the file with positioned reads.
+//! The summary takes the segments in order and keeps a segment's events only when the scanner
+//! of the segment before it ended exactly at that guess
+//! ([`element_boundary`](flinch_core::json::EventScanner::element_boundary)): then the resumed
+//! scanner reads what the one sequential scanner would have read, from the same state (the
+//! core tests check this for every split of generated documents, damaged ones included).
+//! When a guess was wrong (it was inside a string, an `args` object, or before the events
+//! array), the summary drops that segment's speculative events and scans the segment itself,
+//! continuing the previous segment's scanner, so the result is always the sequential one: the
+//! same events in the same order, the same warnings, errors and offsets, byte for byte.
+//!
+//! Memory: per scan thread one 1 MiB read buffer and a ring of 12 event batches (~0.4 MiB
+//! each), plus one read buffer on the summary side for a wrong guess: ~13 MiB.
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread;
+
+use flinch_core::Limits;
+use flinch_core::gzip::is_gzip;
+use flinch_core::json::{ElementBoundary, EventScanner, Scan, ScanWarnings};
+use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
+
+use super::pipeline::{Batch, scan_error};
+
+/// Files smaller than this take the one-scan-thread pipeline.
+pub const MIN_FILE_BYTES: u64 = 16 << 20;
+/// About how many bytes each segment has: one read. Small, so that the scan thread that is a
+/// segment ahead of the summary can finish it (and the next) within its ring of batches
+/// instead of waiting for the summary to reach it.
+pub const SEGMENT_BYTES: u64 = READ_BYTES as u64;
+/// Event batches per scan thread: ~24k events, a segment of events of 40 bytes or more.
+const RING: usize = 12;
+/// Bytes per positioned read (and per scanner call).
+const READ_BYTES: usize = 1 << 20;
+/// How far past a nominal segment start to look for a guess (none found: no segment starts
+/// there).
+const PROBE_BYTES: usize = 16 << 10;
+
+/// A plain file cut into segments.
+pub struct Plan {
+    file: File,
+    /// Byte offset of each segment's first byte; `starts[0] == 0`.
+    starts: Vec<u64>,
+    /// The document starts with `[` (bare-array form).
+    bare: bool,
+    /// The file's size when planned (for progress).
+    size: u64,
+}
+
+impl Plan {
+    /// The file's size in bytes when planned.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// A plan for `path` when it is a plain file of [`MIN_FILE_BYTES`] or more that can be read
+/// with positioned reads; `None` otherwise (the caller then uses the one-thread pipeline,
+/// which also reports any error opening the file).
+pub fn plan(path: &Path) -> Option<Plan> {
+    plan_with(path, SEGMENT_BYTES, MIN_FILE_BYTES)
+}
+
+fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Plan> {
+    let file = File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    let size = meta.len();
+    if !meta.is_file() || size < min_file_bytes {
+        return None;
+    }
+    let mut head = [0u8; 64];
+    let n = read_full_at(&file, &mut head, 0).ok()?;
+    if is_gzip(&head[..n]) {
+        return None;
+    }
+    // Skip whitespace and a UTF-8 byte-order mark, as the scanner does.
+    let first = head[..n]
+        .iter()
+        .find(|&&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))?;
+    let bare = *first == b'[';
+    let mut starts = vec![0u64];
+    let mut probe = vec![0u8; PROBE_BYTES];
+    let mut nominal = segment_bytes;
+    while nominal + segment_bytes / 2 < size {
+        let n = read_full_at(&file, &mut probe, nominal).ok()?;
+        if let Some(j) = guess_boundary(&probe[..n]) {
+            let at = nominal + j as u64;
+            if at > *starts.last().unwrap_or(&0) {
+                starts.push(at);
+            }
+        }
+        nominal += segment_bytes;
+    }
+    Some(Plan {
+        file,
+        starts,
+        bare,
+        size,
+    })
+}
+
+/// The first `{` in `w` after `}`, `,` and whitespace (a likely start of an event in the
+/// events array); its index. Only a guess: the summary checks it.
+fn guess_boundary(w: &[u8]) -> Option<usize> {
+    let ws = |b: u8| b <= b' ';
+    let mut j = 0;
+    while j < w.len() {
+        if w[j] == b'{' {
+            let mut k = j;
+            while k > 0 && ws(w[k - 1]) {
+                k -= 1;
+            }
+            if k > 0 && w[k - 1] == b',' {
+                k -= 1;
+                while k > 0 && ws(w[k - 1]) {
+                    k -= 1;
+                }
+                if k > 0 && w[k - 1] == b'}' {
+                    return Some(j);
+                }
+            }
+        }
+        j += 1;
+    }
+    None
+}
+
+/// Reads until `buf` is full or the end of the file; the bytes read.
+fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// What a scan thread sends for each of its segments, in order.
+enum Msg {
+    Events(Batch),
+    /// The segment's end: its scanner (to check where it stopped, and to go on with it), or
+    /// the message of a read or scan error.
+    End(Result<Box<EventScanner>, String>),
+}
+
+/// Scans `file` from `start` to `end` (`None`: to the end of the file) with `scanner`, handing
+/// each event to `sink`. Stops at a read or scan error, with its message.
+fn scan_range(
+    file: &File,
+    start: u64,
+    end: Option<u64>,
+    scanner: &mut EventScanner,
+    buf: &mut [u8],
+    mut sink: impl FnMut(&EventScanner) -> bool,
+) -> Result<(), String> {
+    let mut at = start;
+    loop {
+        let want = match end {
+            Some(e) if e <= at => return Ok(()),
+            Some(e) => buf.len().min((e - at) as usize),
+            None => buf.len(),
+        };
+        let n = read_full_at(file, &mut buf[..want], at)
+            .map_err(|e| format!("read error at byte {at}: {e}"))?;
+        if n == 0 {
+            return match end {
+                None => Ok(()),
+                Some(_) => Err(format!(
+                    "read error at byte {at}: the file got shorter while being read"
+                )),
+            };
+        }
+        let chunk = &buf[..n];
+        let mut pos = 0;
+        loop {
+            match scanner.scan(&chunk[pos..]) {
+                Ok((Scan::Event, nin)) => {
+                    pos += nin;
+                    if !sink(scanner) {
+                        return Ok(());
+                    }
+                }
+                Ok((Scan::NeedsInput, _)) => break,
+                Err(e) => return Err(scan_error(e, false)),
+            }
+        }
+        at += n as u64;
+    }
+}
+
+/// One scan thread: segments `first`, `first + 2`, ... of the plan.
+fn scan_thread(
+    plan: &Plan,
+    limits: Limits,
+    first: usize,
+    tx: &SyncSender<Msg>,
+    free: &Receiver<Batch>,
+) {
+    let mut buf = vec![0u8; READ_BYTES];
+    let mut batch: Option<Batch> = None;
+    let m = plan.starts.len();
+    for k in (first..m).step_by(2) {
+        let start = plan.starts[k];
+        let end = plan.starts.get(k + 1).copied();
+        let mut scanner = Box::new(if k == 0 {
+            EventScanner::new(limits)
+        } else {
+            EventScanner::resume_at(
+                limits,
+                ElementBoundary {
+                    offset: start,
+                    bare: plan.bare,
+                },
+            )
+        });
+        if batch.is_none() {
+            match free.recv() {
+                Ok(b) => batch = Some(b),
+                Err(_) => return,
+            }
+        }
+        let mut gone = false;
+        let result = scan_range(&plan.file, start, end, &mut scanner, &mut buf, |sc| {
+            let Some(b) = batch.as_mut() else {
+                return false;
+            };
+            b.push(&sc.event());
+            if b.full() {
+                let full = batch.take();
+                if full.is_some_and(|f| tx.send(Msg::Events(f)).is_err()) {
+                    gone = true;
+                    return false;
+                }
+                match free.recv() {
+                    Ok(b) => batch = Some(b),
+                    Err(_) => {
+                        gone = true;
+                        return false;
+                    }
+                }
+            }
+            true
+        });
+        if gone {
+            return;
+        }
+        // The last, partly filled batch; an empty one is kept for the next segment.
+        if let Some(b) = batch.take_if(|b| !b.is_empty())
+            && tx.send(Msg::Events(b)).is_err()
+        {
+            return;
+        }
+        if tx.send(Msg::End(result.map(|()| scanner))).is_err() {
+            return;
+        }
+    }
+}
+
+/// Summarizes the planned file (see the module docs); `progress` gets the bytes done so far.
+///
+/// # Errors
+/// A read error or malformed JSON outside events, with its byte offset: the message the
+/// one-thread pipeline gives for the same file.
+pub fn summarize(
+    plan: Plan,
+    source: &str,
+    limits: Limits,
+    top: Option<usize>,
+    progress: impl FnMut(u64, u64),
+) -> Result<TraceSummaryResult, String> {
+    summarize_counting(plan, source, limits, top, progress).0
+}
+
+/// [`summarize`], also returning how many segments were rescanned because their guess failed.
+fn summarize_counting(
+    plan: Plan,
+    source: &str,
+    limits: Limits,
+    top: Option<usize>,
+    mut progress: impl FnMut(u64, u64),
+) -> (Result<TraceSummaryResult, String>, usize) {
+    let mut rescanned = 0;
+    let mut rxs = Vec::new();
+    let mut frees = Vec::new();
+    let mut ends = Vec::new();
+    for _ in 0..2 {
+        let (tx, rx) = sync_channel::<Msg>(RING + 1);
+        let (free_tx, free_rx) = sync_channel::<Batch>(RING);
+        for _ in 0..RING {
+            free_tx
+                .send(Batch::new(limits.max_string_bytes))
+                .expect("the receiver is alive");
+        }
+        rxs.push(rx);
+        frees.push(free_tx);
+        ends.push((tx, free_rx));
+    }
+    let plan = &plan;
+    thread::scope(|scope| {
+        let mut spawn_error = None;
+        for (w, (tx, free_rx)) in ends.into_iter().enumerate() {
+            let spawned = thread::Builder::new()
+                .name(format!("flinch-scan-{w}"))
+                .spawn_scoped(scope, move || scan_thread(plan, limits, w, &tx, &free_rx));
+            if let Err(e) = spawned {
+                spawn_error = Some(format!("cannot start a scan thread: {e}"));
+                break;
+            }
+        }
+        let result = match spawn_error {
+            Some(e) => Err(e),
+            None => collect(plan, limits, &rxs, &frees, &mut progress, &mut rescanned),
+        };
+        // Dropping the channels frees a scan thread that waits on them; the scope joins.
+        drop(rxs);
+        drop(frees);
+        let result = result.map(|(summary, mut last, warnings, events)| {
+            let mut end = last.finish();
+            end.events += events;
+            let mut all = warnings;
+            all += last.warnings();
+            summary.finish(source, &end, &all, top.unwrap_or(DEFAULT_TOP_OPS))
+        });
+        (result, rescanned)
+    })
+}
+
+type Collected = (TraceSummary, Box<EventScanner>, ScanWarnings, u64);
+
+/// The summary side: segments in order, checking each guess (see the module docs). Returns the
+/// summary, the scanner that read the last segment, and the warnings and event counts of the
+/// scanners before it.
+fn collect(
+    plan: &Plan,
+    limits: Limits,
+    rxs: &[Receiver<Msg>],
+    frees: &[SyncSender<Batch>],
+    progress: &mut impl FnMut(u64, u64),
+    rescanned: &mut usize,
+) -> Result<Collected, String> {
+    let stopped = || "a trace scan thread stopped unexpectedly".to_string();
+    let m = plan.starts.len();
+    let mut summary = TraceSummary::new(limits);
+    let mut warnings = ScanWarnings::default();
+    let mut events = 0u64;
+    // The scanner to go on with when a segment did not end at the next segment's guess.
+    let mut carry: Option<Box<EventScanner>> = None;
+    let mut buf: Vec<u8> = Vec::new();
+    for k in 0..m {
+        let (rx, free) = (&rxs[k % 2], &frees[k % 2]);
+        let start = plan.starts[k];
+        let next = plan.starts.get(k + 1).copied();
+        let scanner = match carry.take() {
+            // The guess at `start` held: this segment's events are the sequential ones.
+            None => loop {
+                match rx.recv().map_err(|_| stopped())? {
+                    Msg::Events(mut batch) => {
+                        batch.add_to(&mut summary);
+                        batch.clear();
+                        let _ = free.try_send(batch);
+                        progress(start, plan.size);
+                    }
+                    Msg::End(result) => break result?,
+                }
+            },
+            // It did not: drop the speculative result and go on with the previous scanner.
+            Some(mut scanner) => {
+                *rescanned += 1;
+                // Until the segment's end message.
+                while let Msg::Events(mut batch) = rx.recv().map_err(|_| stopped())? {
+                    batch.clear();
+                    let _ = free.try_send(batch);
+                }
+                if buf.is_empty() {
+                    buf = vec![0u8; READ_BYTES];
+                }
+                scan_range(&plan.file, start, next, &mut scanner, &mut buf, |sc| {
+                    summary.add(&sc.event());
+                    true
+                })?;
+                progress(start, plan.size);
+                scanner
+            }
+        };
+        let Some(next) = next else {
+            return Ok((summary, scanner, warnings, events));
+        };
+        let guess = ElementBoundary {
+            offset: next,
+            bare: plan.bare,
+        };
+        if scanner.element_boundary() == Some(guess) {
+            warnings += scanner.warnings();
+            events += scanner.events();
+        } else {
+            carry = Some(scanner);
+        }
+    }
+    unreachable!("the last segment returns")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,250 @@
+//! Two scan threads over segments against the one-thread core analyzer (the oracle), with
+//! segments small enough that every trace is cut into many, so that guesses hold, fail (inside
+//! `args`, strings, before or after the events array) and are recovered from.
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use flinch_core::Limits;
+use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+
+use super::*;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn temp(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("flinch-parallel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn oracle(doc: &[u8], limits: Limits) -> Result<String, String> {
+    let options = AnalyzerOptions {
+        kind: Kind::Trace,
+        limits: if limits == Limits::EXACT {
+            LimitsPreset::Exact
+        } else {
+            LimitsPreset::Native
+        },
+        source: "s".to_string(),
+        top: Some(40),
+        ..AnalyzerOptions::default()
+    };
+    let mut a = Analyzer::with_decoded_input(options, false);
+    a.write(doc).map_err(|e| e.to_string())?;
+    match a.finish().map_err(|e| e.to_string())? {
+        Analysis::Trace(r) => Ok(r.to_json()),
+        Analysis::Recording(_) => Err("not a trace".into()),
+    }
+}
+
+/// Summarizes `path` in segments of about `segment` bytes; also returns the segment count and
+/// how many were rescanned (their guess failed).
+fn parallel(path: &Path, segment: u64, limits: Limits) -> (Result<String, String>, usize, usize) {
+    let plan = plan_with(path, segment, 0).expect("a plain, non-empty file");
+    let segments = plan.starts.len();
+    let (r, rescanned) = summarize_counting(plan, "s", limits, Some(40), |done, total| {
+        assert!(done <= total);
+    });
+    (r.map(|r| r.to_json()), segments, rescanned)
+}
+
+/// The most segments and the most rescanned segments over the segment sizes tried.
+fn same(name: &str, doc: &[u8]) -> (usize, usize) {
+    let path = temp(name, doc);
+    let mut most = (0, 0);
+    for segment in [61, 997, 4096, 50_000] {
+        for limits in [Limits::NATIVE, Limits::EXACT] {
+            let (got, segments, rescanned) = parallel(&path, segment, limits);
+            assert_eq!(got, oracle(doc, limits), "{name} segment {segment}");
+            most = (most.0.max(segments), most.1.max(rescanned));
+        }
+    }
+    most
+}
+
+/// Kineto-like events; `tricky` adds what defeats the guesses: `},{` inside `args` (objects
+/// in an array) and inside strings, and `},{` in large values before and after the events
+/// array.
+fn kineto(n: usize, tricky: bool, bare: bool) -> Vec<u8> {
+    let mut s = String::new();
+    if bare {
+        s.push('[');
+    } else {
+        s.push_str("{\"schemaVersion\": 1,\n");
+        if tricky {
+            s.push_str("\"deviceProperties\": [");
+            for i in 0..300 {
+                let sep = if i > 0 { ",\n" } else { "" };
+                s.push_str(&format!("{sep}{{\"id\": {i}, \"name\": \"gpu\"}}"));
+            }
+            s.push_str("],\n");
+        }
+        s.push_str("\"traceEvents\": [\n");
+    }
+    let mut ts: u64 = 1_712_195_509_166_189;
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(",\n");
+        }
+        ts += (i as u64 * 7919) % 300;
+        let args = if tricky && i % 5 == 0 {
+            format!(
+                r#"{{"list": [{{"a": {i}}},{{"b": "x}},{{y"}}], "s": "q}}, {{\"ph\": \"X\"}}"}}"#
+            )
+        } else {
+            format!(r#"{{"External id": {i}, "grid": [1, 2, 3]}}"#)
+        };
+        let ev = match i % 7 {
+            0 => format!(
+                r#"  {{"ph": "B", "cat": "c{}", "name": "b{}", "pid": 1, "tid": {}, "ts": {ts}.5}}"#,
+                i % 3,
+                i % 11,
+                i % 2
+            ),
+            1 => format!(
+                r#"  {{"ph": "E", "pid": 1, "tid": {}, "ts": {}.25}}"#,
+                (i + 1) % 2,
+                ts + 9
+            ),
+            2 => format!(
+                r#"  {{"ph": "s", "id": {i}, "pid": 1, "tid": 1, "ts": {ts}, "cat": "ac2g", "name": "ac2g"}}"#
+            ),
+            _ => format!(
+                "  {{\n    \"ph\": \"X\", \"cat\": \"k{}\", \"name\": \"op{}\", \"pid\": 1102, \"tid\": {},\n    \"ts\": {ts}.{:03}, \"dur\": {}.{:03},\n    \"args\": {args}\n  }}",
+                i % 4,
+                i % 13,
+                i % 3,
+                i % 1000,
+                (i * 37) % 500,
+                i % 997
+            ),
+        };
+        s.push_str(&ev);
+    }
+    if bare {
+        s.push_str("\n]\n");
+    } else {
+        s.push_str("\n],\n\"traceName\": \"t\"");
+        if tricky {
+            s.push_str(",\n\"otherData\": [");
+            for i in 0..300 {
+                let sep = if i > 0 { ",\n " } else { "" };
+                s.push_str(&format!("{sep}{{\"k\": {i}}}"));
+            }
+            s.push(']');
+        }
+        s.push_str("\n}\n");
+    }
+    s.into_bytes()
+}
+
+#[test]
+fn segments_give_the_sequential_result() {
+    for (tricky, bare) in [(false, false), (true, false), (false, true), (true, true)] {
+        let doc = kineto(3000, tricky, bare);
+        let (segments, rescanned) = same(&format!("k-{tricky}-{bare}.json"), &doc);
+        assert!(segments > 100, "{segments}");
+        // Guesses fail exactly where the document sets traps for them.
+        if tricky {
+            assert!(rescanned > 10, "{rescanned}");
+        } else {
+            assert_eq!(rescanned, 0);
+        }
+    }
+}
+
+#[test]
+fn real_traces_give_the_sequential_result() {
+    let mut seen = 0;
+    let mut stack = vec![repo().join("tests/traces")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                stack.push(p);
+            } else if name.ends_with(".json") && !name.ends_with(".expected.json") {
+                let doc = std::fs::read(&p).unwrap();
+                if doc.is_empty() {
+                    continue;
+                }
+                let path = temp(&name, &doc);
+                for segment in [997, 20_000] {
+                    let (got, _, _) = parallel(&path, segment, Limits::NATIVE);
+                    assert_eq!(got, oracle(&doc, Limits::NATIVE), "{name} {segment}");
+                }
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 10, "only {seen} traces");
+}
+
+#[test]
+fn damaged_cut_and_broken_files_give_the_sequential_result_or_error() {
+    let doc = kineto(2000, true, false);
+    let mut cases: Vec<(String, Vec<u8>)> = vec![
+        ("cut".into(), doc[..doc.len() * 2 / 3].to_vec()),
+        ("cut-in-args".into(), {
+            let k = doc.len() / 2;
+            let at = k + doc[k..].windows(6).position(|w| w == b"\"list\"").unwrap() + 3;
+            doc[..at].to_vec()
+        }),
+    ];
+    // Damage spread over the segments: structural errors (with their offsets), malformed
+    // events, control characters, broken strings.
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let bytes = b"{}[],:\"\\\x01 x";
+    for round in 0..12 {
+        let mut d = doc.clone();
+        for _ in 0..3 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let k = (rng % d.len() as u64) as usize;
+            d[k] = bytes[(rng >> 40) as usize % bytes.len()];
+        }
+        cases.push((format!("damaged-{round}"), d));
+    }
+    let mut errors = 0;
+    for (name, d) in cases {
+        let path = temp(&format!("{name}.json"), &d);
+        for segment in [61, 3000] {
+            let (got, _, _) = parallel(&path, segment, Limits::NATIVE);
+            let want = oracle(&d, Limits::NATIVE);
+            if let Err(e) = &want {
+                assert!(e.contains("at byte"), "{e}");
+                errors += 1;
+            }
+            assert_eq!(got, want, "{name} segment {segment}");
+        }
+    }
+    assert!(errors > 0, "no damaged case was an error");
+}
+
+#[test]
+fn plans_only_large_plain_files() {
+    let doc = kineto(200, false, false);
+    let plain = temp("plan.json", &doc);
+    assert!(plan_with(&plain, 1000, doc.len() as u64 + 1).is_none());
+    let p = plan_with(&plain, 1000, 0).unwrap();
+    assert!(p.starts.len() > 5 && p.starts[0] == 0);
+    assert!(p.starts.windows(2).all(|w| w[0] < w[1]));
+    for &q in &p.starts[1..] {
+        assert_eq!(doc[q as usize], b'{');
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&doc).unwrap();
+    let gz = temp("plan.json.gz", &gz.finish().unwrap());
+    assert!(plan_with(&gz, 1000, 0).is_none());
+    assert!(plan_with(Path::new("/nonexistent/x.json"), 1000, 0).is_none());
+    assert_eq!(guess_boundary(b"x }, \n {\"a\"}"), Some(7));
+    assert_eq!(guess_boundary(b"[{\"a\": {}}]"), None);
+}
