@@ -1048,7 +1048,7 @@ mod tests {
     #[test]
     fn fast_decimal_accepts_only_what_str_parse_gives_identically() {
         let mut rng = Rng::from_env(29);
-        let alphabet = b"0123456789012345678901234567890123456789..-+e";
+        let alphabet = b"0123456789012345678901234567890123456789..-+e/:\xae .";
         let mut accepted = 0;
         for _ in 0..300_000 {
             let n = rng.below(20) as usize;
@@ -1084,7 +1084,21 @@ mod tests {
                 );
             }
         }
-        for bad in ["", ".", "-", "+", "1.2.3", "1e3", "--1", "1-"] {
+        for short in [
+            "5.", "-5.", "0.", ".0", "12345678", "1234567.", ".1234567", "99999999", "0.1",
+            "322.910", "-0.5", "+7",
+        ] {
+            let v = fast_decimal(short.as_bytes()).unwrap_or_else(|| panic!("{short}"));
+            assert_eq!(
+                v.to_bits(),
+                short.parse::<f64>().unwrap().to_bits(),
+                "{short}"
+            );
+        }
+        for bad in [
+            "", ".", "-", "+", "1.2.3", "1e3", "--1", "1-", "5/", "/.5", "1./", "..", "-.",
+            "12.3.", "1234567/", "1/345678", "12 4",
+        ] {
             assert_eq!(fast_decimal(bad.as_bytes()), None, "{bad}");
         }
     }

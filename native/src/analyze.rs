@@ -12,8 +12,10 @@ use std::process::ExitCode;
 use flinch_core::analyzer::{
     Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
 };
+use flinch_core::csv::{CsvEvent, TraceCsvReader};
 use flinch_core::window::{
-    AnalyzeOptions, PowerSource, RecordingAnalysis, WindowAnalyzer, WindowResult, WindowSelect,
+    AnalyzeOptions, ParsedKind, ParsedRow, PowerSource, RecordingAnalysis, WindowAnalyzer,
+    WindowResult, WindowSelect,
 };
 
 use crate::CmdResult;
@@ -117,6 +119,112 @@ fn read_all(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<(), String>) -> R
         progress.update(done);
     }
     Ok(())
+}
+
+/// One reader event for the analysis thread, in file order.
+enum Parsed {
+    /// A data row; a MARK's label is `labels[start..end]` of its batch.
+    Row(ParsedRow, u32, u32),
+    /// A header line.
+    Header,
+    /// A record skipped as over-long, with its line.
+    Bad(u64),
+}
+
+/// Events per batch handed between the threads (a batch is ~300 KiB; at most six exist: two
+/// queued each way, one being filled, one being analyzed).
+const BATCH_ROWS: usize = 2048;
+
+/// A batch of parsed rows and the labels of its marks; recycled, so steady state allocates
+/// nothing.
+#[derive(Default)]
+struct Batch {
+    rows: Vec<Parsed>,
+    labels: Vec<u8>,
+}
+
+/// Reads and parses the file on a second thread while `analyzer` works on the rows already
+/// parsed: the same calls, in the same order, as `analyzer.write` on every chunk would make
+/// (`ParsedRow::from_row` + `push_parsed`, `add_header`, `add_bad_row`), so the results are
+/// identical; only the CSV splitting and number parsing move to the other core.
+fn analyze_two_threads(
+    path: &Path,
+    analyzer: &mut WindowAnalyzer,
+    batch_rows: usize,
+) -> Result<(), String> {
+    use std::sync::mpsc::sync_channel;
+    let full = !analyzer.reference_only();
+    let (full_tx, full_rx) = sync_channel::<Batch>(2);
+    let (empty_tx, empty_rx) = sync_channel::<Batch>(2);
+    std::thread::scope(|scope| {
+        let parser = scope.spawn(move || -> Result<(), String> {
+            let mut reader = TraceCsvReader::new();
+            let mut batch = Batch::default();
+            batch.rows.reserve_exact(batch_rows);
+            // Adds one event; hands the batch over when full. `false` when the analysis ended.
+            let on_event = |reader: &TraceCsvReader, ev: CsvEvent, batch: &mut Batch| {
+                match ev {
+                    CsvEvent::NeedsInput | CsvEvent::End => return true,
+                    CsvEvent::Header => batch.rows.push(Parsed::Header),
+                    CsvEvent::BadRow { line } => batch.rows.push(Parsed::Bad(line)),
+                    CsvEvent::Row => {
+                        let row = reader.row();
+                        let p = ParsedRow::from_row(&row, full);
+                        let start = batch.labels.len() as u32;
+                        if p.kind == ParsedKind::Mark {
+                            batch.labels.extend_from_slice(row.label());
+                        }
+                        batch
+                            .rows
+                            .push(Parsed::Row(p, start, batch.labels.len() as u32));
+                    }
+                }
+                if batch.rows.len() < batch_rows {
+                    return true;
+                }
+                let mut next = empty_rx.try_recv().unwrap_or_default();
+                next.rows.clear();
+                next.labels.clear();
+                next.rows.reserve_exact(batch_rows);
+                full_tx.send(std::mem::replace(batch, next)).is_ok()
+            };
+            read_all(path, |mut chunk| {
+                while !chunk.is_empty() {
+                    let (ev, n) = reader.read(chunk);
+                    chunk = &chunk[n..];
+                    if !on_event(&reader, ev, &mut batch) {
+                        return Err("flinch-trace analyze: the analysis stopped".to_string());
+                    }
+                }
+                Ok(())
+            })?;
+            loop {
+                let (ev, _) = reader.read(&[]);
+                on_event(&reader, ev, &mut batch);
+                if ev == CsvEvent::End {
+                    break;
+                }
+            }
+            let _ = full_tx.send(batch);
+            Ok(())
+        });
+        for batch in full_rx.iter() {
+            for ev in &batch.rows {
+                match ev {
+                    Parsed::Row(p, a, b) => {
+                        analyzer.push_parsed(p, &batch.labels[*a as usize..*b as usize])
+                    }
+                    Parsed::Header => analyzer.add_header(),
+                    Parsed::Bad(line) => analyzer.add_bad_row(*line),
+                }
+            }
+            // The parser may have stopped already; the batch is then dropped.
+            let _ = empty_tx.try_send(batch);
+        }
+        parser
+            .join()
+            .map_err(|_| "flinch-trace analyze: the parser thread panicked".to_string())?
+    })
 }
 
 fn span_line(w: &WindowResult) -> String {
@@ -236,10 +344,14 @@ pub fn run(args: Args) -> CmdResult {
         ..AnalyzeOptions::default()
     };
     let mut analyzer = WindowAnalyzer::new(opts);
-    read_all(&args.csv, |chunk| {
-        analyzer.write(chunk);
-        Ok(())
-    })?;
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        analyze_two_threads(&args.csv, &mut analyzer, BATCH_ROWS)?;
+    } else {
+        read_all(&args.csv, |chunk| {
+            analyzer.write(chunk);
+            Ok(())
+        })?;
+    }
     let r = analyzer.end();
 
     if let Some(sel) = &r.selection
@@ -293,7 +405,87 @@ pub fn run(args: Args) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use super::py_fixed;
+    use super::*;
+
+    /// The two-thread path makes the same calls in the same order as `write` on the whole
+    /// file: the full recording-level analysis (spans, marks, counts, warnings) is identical,
+    /// for batches of one row, a few rows and the default size.
+    #[test]
+    fn two_threads_give_the_same_analysis_as_one() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/analyze");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 5, "{files:?}");
+        // And one with every reader event: quoted labels (a newline, a comma), a repeated
+        // header, an over-long record, a bad timestamp, blank lines, an unknown row type.
+        let hdr = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj\n";
+        let mut text = String::from(hdr);
+        for k in 0..400u64 {
+            let t = 1_000_000_000 + k * 10_000_000;
+            text.push_str(&format!(
+                "{t},{t},SAMPLE,,{}.5,{},1,1400,60,{}\n",
+                100 + k % 7,
+                k % 100,
+                k * 9
+            ));
+            match k % 50 {
+                3 => text.push_str(&format!(
+                    "{},0,MARK,\"step,\nstart\",,,,,,\n",
+                    t - 3_000_000
+                )),
+                9 => text.push_str(&format!("{t},0,MARK,step_end,,,,,,\n")),
+                17 => text.push_str(hdr),
+                23 => text.push_str(&format!("{t},0,MARK,{},,,,,,\n", "x".repeat(5000))),
+                31 => text.push_str("12x,0,SAMPLE,,1,1,,,,\n\n\n"),
+                37 => text.push_str(&format!("{t},0,OTHER,,,,,,,\n")),
+                _ => {}
+            }
+        }
+        let tricky =
+            std::env::temp_dir().join(format!("flinch-two-threads-{}.csv", std::process::id()));
+        std::fs::write(&tricky, text).unwrap();
+        files.push(tricky.clone());
+        for path in &files {
+            for reference_only in [false, true] {
+                let opts = || AnalyzeOptions {
+                    spans: true,
+                    series_points: 50,
+                    reference_only,
+                    ..AnalyzeOptions::default()
+                };
+                let mut one = WindowAnalyzer::new(opts());
+                read_all(path, |chunk| {
+                    one.write(chunk);
+                    Ok(())
+                })
+                .unwrap();
+                let want = one.end().to_json();
+                if *path == tricky {
+                    let v: serde_json::Value = serde_json::from_str(&want).unwrap();
+                    let rows = &v["rows"];
+                    assert_eq!(rows["headers"], 9, "{rows}");
+                    assert_eq!(rows["bad_rows"], 16, "{rows}");
+                    assert_eq!(rows["other_rows"], 8, "{rows}");
+                    assert!(want.contains("step,\\nstart"), "{want}");
+                }
+                for batch in [1, 3, BATCH_ROWS] {
+                    let mut two = WindowAnalyzer::new(opts());
+                    analyze_two_threads(path, &mut two, batch).unwrap();
+                    assert_eq!(
+                        two.end().to_json(),
+                        want,
+                        "{} batch {batch}",
+                        path.display()
+                    );
+                }
+            }
+        }
+        std::fs::remove_file(tricky).unwrap();
+    }
 
     #[test]
     fn python_fixed_formatting() {
