@@ -123,11 +123,19 @@ pub fn summarize_file(
     let input = open_input(path)?;
     let read = input.progress();
     let mut progress = show_progress.then(|| ProgressLine::new("trace", read.total_bytes()));
-    pipeline::summarize(input, source, limits, Some(top), || {
+    let update = || {
         if let Some(p) = progress.as_mut() {
             p.update(read.bytes_read());
         }
-    })
+    };
+    // Inflating takes most of a core: with two cores or fewer, scanning and summarizing on
+    // one thread beside it is faster than on two (see pipeline::summarize_sequential).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if input.is_gzip() && cores <= 2 {
+        pipeline::summarize_sequential(input, source, limits, Some(top), update)
+    } else {
+        pipeline::summarize(input, source, limits, Some(top), update)
+    }
 }
 
 /// The readable table for one result.

@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
-use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
 
 use super::*;
 use crate::input::{InputOptions, open_input_with};
@@ -31,42 +30,11 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
-fn preset(limits: Limits) -> LimitsPreset {
-    if limits == Limits::EXACT {
-        LimitsPreset::Exact
-    } else if limits == Limits::NATIVE {
-        LimitsPreset::Native
-    } else {
-        LimitsPreset::Bounded
-    }
-}
-
-/// The oracle: what `trace` did before the pipeline, the core analyzer on one thread.
+/// The oracle: what `trace` did before the pipeline, the core analyzer on one thread
+/// (still used for gzip on two cores or fewer).
 fn oracle(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
-    let mut input = open_input_with(path, options)?;
-    let opts = AnalyzerOptions {
-        kind: Kind::Trace,
-        limits: preset(limits),
-        source: "s".to_string(),
-        top: Some(40),
-        ..AnalyzerOptions::default()
-    };
-    let mut analyzer = Analyzer::with_decoded_input(opts, input.is_gzip());
-    loop {
-        match input.next_chunk() {
-            Ok(Some(chunk)) => analyzer.write(chunk).map_err(|e| e.to_string())?,
-            Ok(None) => break,
-            Err(e) if e.truncated => {
-                analyzer.note_cut_gzip(&e.message);
-                break;
-            }
-            Err(e) => return Err(e.message),
-        }
-    }
-    match analyzer.finish().map_err(|e| e.to_string())? {
-        Analysis::Trace(r) => Ok(r.to_json()),
-        Analysis::Recording(_) => Err("not a trace".into()),
-    }
+    let input = open_input_with(path, options)?;
+    summarize_sequential(input, "s", limits, Some(40), || {}).map(|r| r.to_json())
 }
 
 fn piped(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
