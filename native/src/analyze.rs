@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use flinch_core::analyzer::{
     Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
 };
-use flinch_core::csv::{CsvEvent, TraceCsvReader};
+use flinch_core::csv::{Col, CsvEvent, TraceCsvReader, parse_py_float};
 use flinch_core::window::{
     AnalyzeOptions, ParsedKind, ParsedRow, PowerSource, RecordingAnalysis, WindowAnalyzer,
     WindowResult, WindowSelect,
@@ -123,8 +123,10 @@ fn read_all(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<(), String>) -> R
 
 /// One reader event for the analysis thread, in file order.
 enum Parsed {
-    /// A data row; a MARK's label is `labels[start..end]` of its batch.
-    Row(ParsedRow, u32, u32),
+    /// A data row (`ParsedRow::from_row_deferred`) and three offsets `a ≤ b ≤ c` into its
+    /// batch's `text`: a MARK's label is `text[a..b]`; a SAMPLE's gpu_power_W and gpu_util_pct
+    /// texts are `text[a..b]` and `text[b..c]` (empty when absent: both parse to `None`).
+    Row(ParsedRow, u32, u32, u32),
     /// A header line.
     Header,
     /// A record skipped as over-long, with its line.
@@ -135,18 +137,20 @@ enum Parsed {
 /// queued each way, one being filled, one being analyzed).
 const BATCH_ROWS: usize = 2048;
 
-/// A batch of parsed rows and the labels of its marks; recycled, so steady state allocates
+/// A batch of parsed rows and the texts they point into; recycled, so steady state allocates
 /// nothing.
 #[derive(Default)]
 struct Batch {
     rows: Vec<Parsed>,
-    labels: Vec<u8>,
+    text: Vec<u8>,
 }
 
 /// Reads and parses the file on a second thread while `analyzer` works on the rows already
 /// parsed: the same calls, in the same order, as `analyzer.write` on every chunk would make
 /// (`ParsedRow::from_row` + `push_parsed`, `add_header`, `add_bad_row`), so the results are
-/// identical; only the CSV splitting and number parsing move to the other core.
+/// identical. The CSV splitting and most parsing move to the other core; the two floats of a
+/// sample are parsed on this one (`ParsedRow::from_row` = `from_row_deferred` + those two),
+/// which evens out the two threads' work.
 fn analyze_two_threads(
     path: &Path,
     analyzer: &mut WindowAnalyzer,
@@ -169,14 +173,24 @@ fn analyze_two_threads(
                     CsvEvent::BadRow { line } => batch.rows.push(Parsed::Bad(line)),
                     CsvEvent::Row => {
                         let row = reader.row();
-                        let p = ParsedRow::from_row(&row, full);
-                        let start = batch.labels.len() as u32;
-                        if p.kind == ParsedKind::Mark {
-                            batch.labels.extend_from_slice(row.label());
-                        }
-                        batch
-                            .rows
-                            .push(Parsed::Row(p, start, batch.labels.len() as u32));
+                        let p = ParsedRow::from_row_deferred(&row, full);
+                        let text = &mut batch.text;
+                        let a = text.len() as u32;
+                        let b = match p.kind {
+                            ParsedKind::Mark => {
+                                text.extend_from_slice(row.label());
+                                text.len() as u32
+                            }
+                            ParsedKind::Sample => {
+                                text.extend_from_slice(row.raw(Col::GpuPowerW).unwrap_or(b""));
+                                let b = text.len() as u32;
+                                text.extend_from_slice(row.raw(Col::GpuUtilPct).unwrap_or(b""));
+                                b
+                            }
+                            ParsedKind::Other | ParsedKind::Bad => a,
+                        };
+                        let c = text.len() as u32;
+                        batch.rows.push(Parsed::Row(p, a, b, c));
                     }
                 }
                 if batch.rows.len() < batch_rows {
@@ -184,7 +198,7 @@ fn analyze_two_threads(
                 }
                 let mut next = empty_rx.try_recv().unwrap_or_default();
                 next.rows.clear();
-                next.labels.clear();
+                next.text.clear();
                 next.rows.reserve_exact(batch_rows);
                 full_tx.send(std::mem::replace(batch, next)).is_ok()
             };
@@ -211,8 +225,16 @@ fn analyze_two_threads(
         for batch in full_rx.iter() {
             for ev in &batch.rows {
                 match ev {
-                    Parsed::Row(p, a, b) => {
-                        analyzer.push_parsed(p, &batch.labels[*a as usize..*b as usize])
+                    Parsed::Row(p, a, b, c) => {
+                        let (a, b, c) = (*a as usize, *b as usize, *c as usize);
+                        if p.kind == ParsedKind::Sample {
+                            let mut p = *p;
+                            p.power_w = parse_py_float(&batch.text[a..b]);
+                            p.util_pct = parse_py_float(&batch.text[b..c]);
+                            analyzer.push_parsed(&p, b"");
+                        } else {
+                            analyzer.push_parsed(p, &batch.text[a..b]);
+                        }
                     }
                     Parsed::Header => analyzer.add_header(),
                     Parsed::Bad(line) => analyzer.add_bad_row(*line),

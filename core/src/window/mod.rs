@@ -380,6 +380,18 @@ pub struct ParsedRow {
 impl ParsedRow {
     /// Parses a row; `full` = false parses only what the reference figures need.
     pub fn from_row(row: &Row<'_>, full: bool) -> ParsedRow {
+        let mut p = ParsedRow::from_row_deferred(row, full);
+        if p.kind == ParsedKind::Sample {
+            p.power_w = row.f64(Col::GpuPowerW);
+            p.util_pct = row.f64(Col::GpuUtilPct);
+        }
+        p
+    }
+
+    /// [`ParsedRow::from_row`] with `power_w` and `util_pct` left `None`, for a caller that
+    /// parses them itself (`row.f64(Col::GpuPowerW)`, `row.f64(Col::GpuUtilPct)`), e.g. on
+    /// another thread.
+    pub fn from_row_deferred(row: &Row<'_>, full: bool) -> ParsedRow {
         let kind = row.kind();
         let line = row.line();
         if kind == RowKind::Other {
@@ -411,8 +423,8 @@ impl ParsedRow {
             t_mono_ns: t,
             t_wall_ns: None,
             gpu_index: row.i64(Col::GpuIndex),
-            power_w: row.f64(Col::GpuPowerW),
-            util_pct: row.f64(Col::GpuUtilPct),
+            power_w: None,
+            util_pct: None,
             sm_clock_mhz: full.then(|| row.f64(Col::GpuSmClockMhz)).flatten(),
             energy_mj: full.then(|| row.f64(Col::GpuEnergyMj)).flatten(),
             rapl_uj: full.then(|| u(Col::RaplEnergyUj)).flatten(),
@@ -1024,7 +1036,8 @@ impl Engine {
         };
         let mut done = core::mem::take(&mut self.done);
         done.sort_by_key(|w| (w.t0, w.id));
-        let spans: Vec<WindowResult> = done.iter().map(|w| self.result(w, &ctx)).collect();
+        // Each span's accumulators are freed as its result is made (30 000 spans: tens of MB).
+        let spans: Vec<WindowResult> = done.into_iter().map(|w| self.result(&w, &ctx)).collect();
         let selection = self.opts.select.as_ref().map(|s| Selection {
             start: s.start.clone(),
             end: s.end.clone(),
