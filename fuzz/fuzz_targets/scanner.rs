@@ -22,7 +22,9 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
     let mut rest = doc;
     let mut consumed = 0u64;
     'outer: while !rest.is_empty() {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let n = (1 + (seed >> 33) as usize % chunk_max).min(rest.len());
         let chunk = &rest[..n];
         rest = &rest[n..];
@@ -48,7 +50,9 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
                 Err(e) => {
                     // A failed scanner stays failed; the offset lies within what was fed.
                     assert_eq!(sc.scan(b"]"), Err(e));
-                    assert!(e.offset >= consumed && e.offset < consumed + (chunk.len() - pos) as u64);
+                    assert!(
+                        e.offset >= consumed && e.offset < consumed + (chunk.len() - pos) as u64
+                    );
                     error = Some(e);
                     break 'outer;
                 }
@@ -85,7 +89,13 @@ fn feed(sc: &mut EventScanner, doc: &[u8]) -> (Vec<Event>, Option<ScanError>) {
 /// For the first places after a `,`: when a scan of `doc[..q]` ends between events, a scanner
 /// resumed there must continue exactly as the whole scan did.
 fn check_resume(doc: &[u8], limits: Limits, whole: &Outcome) {
-    for q in doc.iter().enumerate().filter(|(_, b)| **b == b',').map(|(i, _)| i + 1).take(12) {
+    for q in doc
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b',')
+        .map(|(i, _)| i + 1)
+        .take(12)
+    {
         let mut a = EventScanner::new(limits);
         let (mut events, error) = feed(&mut a, &doc[..q]);
         if error.is_some() {
