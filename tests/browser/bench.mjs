@@ -3,7 +3,7 @@
 // Usage: node tests/browser/bench.mjs FILE [RUNS]   (FLINCH_TRACE=path/to/release/flinch-trace)
 // The native figure is `flinch-trace trace FILE --json` (or `analyze --csv FILE --json`) wall time.
 import { execFileSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { nativeBinary, startServer, startBrowser, openPage, waitFinished, chooseFile } from './harness.mjs';
 
@@ -16,6 +16,29 @@ const runs = Number(runsArg || 3);
 const bytes = statSync(file).size;
 const args = file.endsWith('.csv') ? ['analyze', '--csv', file, '--json'] : ['trace', file, '--json'];
 
+/// CPU seconds (user + system) of every Chromium Web Worker thread on the machine, by thread id,
+/// from /proc (Linux): the page's two workers' busy time, which load on the machine does not
+/// inflate the way it inflates wall time. On an idle machine with two free cores the page's wall
+/// time is about the larger of the two.
+function workerCpuSeconds() {
+  const out = new Map();
+  const hz = 100; // USER_HZ
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let tids = [];
+    try { tids = readdirSync(`/proc/${pid}/task`); } catch { continue; }
+    for (const tid of tids) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        if (!comm.startsWith('DedicatedWorker')) continue;
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        out.set(`${pid}/${tid}`, (Number(f[11]) + Number(f[12])) / hz);
+      } catch { /* thread ended */ }
+    }
+  }
+  return out;
+}
+
 const nativeSeconds = [];
 for (let i = 0; i < runs; i++) {
   const t0 = process.hrtime.bigint();
@@ -27,13 +50,18 @@ const server = await startServer();
 const browser = await startBrowser(server.url.replace(/\/$/, ''));
 const page = await openPage(browser.context, server.url);
 const pageSeconds = [];
+const workerCpu = [];
 let memory = '';
 for (let i = 0; i < runs; i++) {
+  const cpu0 = workerCpuSeconds();
   await chooseFile(page, file);
   const state = await waitFinished(page, 30 * 60_000);
   if (state !== 'done') throw new Error(await page.textContent('#error'));
   const d = await page.evaluate(() => ({ ...document.body.dataset }));
   pageSeconds.push(Number(d.seconds));
+  const cpu1 = workerCpuSeconds();
+  const busy = [...cpu1].map(([t, s]) => s - (cpu0.get(t) || 0)).filter((s) => s > 0.05).sort((a, b) => b - a);
+  workerCpu.push(busy);
   memory = `${(d.wasmMemoryBeforeBytes / 2 ** 20).toFixed(1)} -> ${(d.wasmMemoryBytes / 2 ** 20).toFixed(1)} MiB`;
 }
 await browser.close();
@@ -47,3 +75,4 @@ console.log('|---|---|---|---|');
 console.log(`| native \`${args.join(' ')}\` | ${best(nativeSeconds).toFixed(2)} | ${mbps(best(nativeSeconds))} | ${nativeBinary()} |`);
 console.log(`| page (Chromium, wasm worker) | ${best(pageSeconds).toFixed(2)} | ${mbps(best(pageSeconds))} | wasm memory ${memory} |`);
 console.log(`ratio page/native throughput: ${(best(nativeSeconds) / best(pageSeconds)).toFixed(2)}`);
+console.log(`page worker threads, CPU s per run (busiest first): ${workerCpu.map((b) => b.map((s) => s.toFixed(2)).join(' + ')).join('; ')}`);

@@ -1402,7 +1402,8 @@ fn fast_int(s: &[u8], i: usize) -> Option<(i64, usize)> {
     let d0 = j;
     let mut acc: i64 = 0;
     while j < n && s[j].is_ascii_digit() {
-        acc = acc * 10 + i64::from(s[j] - b'0');
+        // Wrapping: a 19th digit is rejected just below (it overflowed in debug builds).
+        acc = acc.wrapping_mul(10).wrapping_add(i64::from(s[j] - b'0'));
         j += 1;
         if j - d0 > 18 {
             return None;
@@ -1523,6 +1524,9 @@ pub(super) fn fnv1a(text: &[u8]) -> u64 {
 pub(super) mod test_hooks {
     pub(in crate::json) fn eight(x: u64) -> Option<u64> {
         super::eight_digits(x)
+    }
+    pub(in crate::json) fn int(s: &[u8]) -> Option<(i64, usize)> {
+        super::fast_int(s, 0)
     }
     pub(in crate::json) fn key(s: &[u8]) -> bool {
         super::known_key(s, 0).is_some()

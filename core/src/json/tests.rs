@@ -837,3 +837,21 @@ fn a_scanner_resumed_at_an_element_boundary_continues_as_the_whole_scan() {
         })
     );
 }
+
+#[test]
+fn a_nineteen_digit_pid_is_no_overflow() {
+    // The pid fast path multiplied a 19th digit before rejecting it (a debug-build panic).
+    let doc =
+        br#"[{"ph": "X", "pid": 9999999999999999999, "tid": -99999999999999999999, "ts": 1}]"#;
+    let got = check_splits(doc, 4, 3);
+    assert_eq!(got.error, None);
+    assert_eq!(got.events.len(), 1);
+    assert!(!matches!(got.events[0].pid, IdField::Int(_)));
+    use super::scanner_test_hooks::int;
+    assert_eq!(
+        int(b"999999999999999999,"),
+        Some((999_999_999_999_999_999, 18))
+    );
+    assert_eq!(int(b"9999999999999999999,"), None);
+    assert_eq!(int(b"-99999999999999999999 "), None);
+}
