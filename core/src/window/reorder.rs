@@ -29,7 +29,7 @@ pub(crate) struct Reorder<T> {
 impl<T> Reorder<T> {
     pub(crate) fn new(cap: usize, horizon_ns: i64) -> Self {
         Reorder {
-            buf: VecDeque::with_capacity(cap.max(1).min(INITIAL_ROWS) + 1),
+            buf: VecDeque::with_capacity(cap.clamp(1, INITIAL_ROWS) + 1),
             cap: cap.max(1),
             horizon_ns: horizon_ns.max(0),
             max_seen: i64::MIN,
