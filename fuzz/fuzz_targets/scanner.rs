@@ -1,14 +1,18 @@
 //! Fuzz target `scanner`: arbitrary bytes fed to `EventScanner` (and every event to
 //! `TraceSummary`) whole and in fuzzer-chosen splits. Must never panic or hang, and the split
-//! run must give exactly what the whole run gives (events, warnings, end state, error).
+//! run must give exactly what the whole run gives (events, warnings, end state, error); so must
+//! a scan in two pieces, the second by a scanner resumed where the first ended between events
+//! (`element_boundary` / `resume_at`, what native's two-thread scan relies on).
 #![no_main]
 
 use flinch_core::Limits;
 use flinch_core::json::{EventScanner, Scan, ScanEnd, ScanError, ScanWarnings};
+
+type Event = (Vec<u8>, Option<Vec<u8>>, Option<i64>);
 use flinch_core::summary::TraceSummary;
 use libfuzzer_sys::fuzz_target;
 
-type Outcome = (Vec<(Vec<u8>, Option<Vec<u8>>, Option<i64>)>, ScanEnd, ScanWarnings, Option<ScanError>);
+type Outcome = (Vec<Event>, ScanEnd, ScanWarnings, Option<ScanError>);
 
 fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
     let mut sc = EventScanner::new(limits);
@@ -18,7 +22,9 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
     let mut rest = doc;
     let mut consumed = 0u64;
     'outer: while !rest.is_empty() {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let n = (1 + (seed >> 33) as usize % chunk_max).min(rest.len());
         let chunk = &rest[..n];
         rest = &rest[n..];
@@ -44,7 +50,9 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
                 Err(e) => {
                     // A failed scanner stays failed; the offset lies within what was fed.
                     assert_eq!(sc.scan(b"]"), Err(e));
-                    assert!(e.offset >= consumed && e.offset < consumed + (chunk.len() - pos) as u64);
+                    assert!(
+                        e.offset >= consumed && e.offset < consumed + (chunk.len() - pos) as u64
+                    );
                     error = Some(e);
                     break 'outer;
                 }
@@ -57,6 +65,55 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
     let result = sum.finish("fuzz", &end, &warnings, 40);
     let _ = result.to_json();
     (events, end, warnings, error)
+}
+
+/// Feeds all of `doc` to `sc` at once; the events, and the error if any.
+fn feed(sc: &mut EventScanner, doc: &[u8]) -> (Vec<Event>, Option<ScanError>) {
+    let mut events = Vec::new();
+    let mut pos = 0;
+    while pos < doc.len() {
+        match sc.scan(&doc[pos..]) {
+            Ok((what, nin)) => {
+                pos += nin;
+                if what == Scan::Event {
+                    let e = sc.event();
+                    events.push((e.ph.to_vec(), e.name.map(<[u8]>::to_vec), e.dur_ns.ns()));
+                }
+            }
+            Err(e) => return (events, Some(e)),
+        }
+    }
+    (events, None)
+}
+
+/// For the first places after a `,`: when a scan of `doc[..q]` ends between events, a scanner
+/// resumed there must continue exactly as the whole scan did.
+fn check_resume(doc: &[u8], limits: Limits, whole: &Outcome) {
+    for q in doc
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b',')
+        .map(|(i, _)| i + 1)
+        .take(12)
+    {
+        let mut a = EventScanner::new(limits);
+        let (mut events, error) = feed(&mut a, &doc[..q]);
+        if error.is_some() {
+            continue;
+        }
+        let Some(at) = a.element_boundary() else {
+            continue;
+        };
+        assert_eq!(at.offset, q as u64);
+        let mut b = EventScanner::resume_at(limits, at);
+        let (more, error) = feed(&mut b, &doc[q..]);
+        events.extend(more);
+        let mut end = b.finish();
+        end.events += a.events();
+        let mut warnings = *a.warnings();
+        warnings += b.warnings();
+        assert_eq!(&(events, end, warnings, error), whole);
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -81,4 +138,5 @@ fuzz_target!(|data: &[u8]| {
     let whole = run(doc, limits, usize::MAX, 1);
     let split = run(doc, limits, 1 + knobs[1] as usize % 64, knobs[2] as u64 | 1);
     assert_eq!(whole, split);
+    check_resume(doc, limits, &whole);
 });
