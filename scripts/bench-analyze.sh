@@ -30,6 +30,10 @@ secs() { awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }' <<
 
 cat /dev/null "$CSV" >/dev/null  # warm the page cache for both
 measure flinch-three-lines "$BIN" analyze --csv "$CSV" --start begin --end end
+# The same on one CPU (analyze splits and parses on a second thread only when two are available).
+if command -v taskset >/dev/null; then
+  measure flinch-three-lines-1cpu taskset -c 0 "$BIN" analyze --csv "$CSV" --start begin --end end
+fi
 measure flinch-json-window "$BIN" analyze --csv "$CSV" --start step_start --end step_end --json
 measure flinch-json-recording "$BIN" analyze --csv "$CSV" --json
 if [ "${SKIP_REFERENCE:-0}" != 1 ]; then

@@ -259,7 +259,8 @@ enum Container {
     },
     Plain,
     Gzip {
-        decoder: GzDecoder,
+        /// Boxed: the decoder holds its CRC state (32 KiB in wasm) inline.
+        decoder: Box<GzDecoder>,
         out: Vec<u8>,
     },
 }
@@ -441,7 +442,7 @@ impl Analyzer {
 /// page's inflate worker; its analysis worker uses [`Analyzer::with_decoded_input`]). The same
 /// core [`GzDecoder`] as [`Analyzer::write`] uses, with the same errors.
 pub struct Inflater {
-    decoder: GzDecoder,
+    decoder: Box<GzDecoder>,
     consumed: usize,
 }
 
@@ -455,7 +456,7 @@ impl Inflater {
     /// An inflater expecting the first byte of a gzip stream.
     pub fn new() -> Inflater {
         Inflater {
-            decoder: GzDecoder::new(),
+            decoder: Box::new(GzDecoder::new()),
             consumed: 0,
         }
     }
@@ -514,7 +515,7 @@ impl Analysis {
 fn container_for(magic: &[u8; 2]) -> Container {
     if is_gzip(magic) {
         Container::Gzip {
-            decoder: GzDecoder::new(),
+            decoder: Box::new(GzDecoder::new()),
             out: vec![0; GZ_OUT_BYTES],
         }
     } else {

@@ -223,16 +223,18 @@ impl TraceCsvReader {
     /// `None` (the line goes to csv-core); anything else is field text.
     #[inline(always)]
     fn fast_byte(&mut self, inp: &[u8], at: usize, nends: &mut usize) -> Option<bool> {
-        match inp[at] {
-            b'\n' => Some(true),
-            b',' => {
-                if *nends + 1 >= MAX_FIELDS {
-                    return None;
-                }
-                self.ends[*nends] = at;
-                *nends += 1;
-                Some(false)
+        let c = inp[at];
+        // Commas first: nine of ten flagged bytes in a trace row.
+        if c == b',' {
+            if *nends + 1 >= MAX_FIELDS {
+                return None;
             }
+            self.ends[*nends] = at;
+            *nends += 1;
+            return Some(false);
+        }
+        match c {
+            b'\n' => Some(true),
             b'"' => None,
             b'\r' => (inp.get(at + 1) == Some(&b'\n')).then_some(false),
             _ => Some(false),
@@ -429,7 +431,7 @@ impl TraceCsvReader {
         &self.out[start..self.ends[i]]
     }
 
-    #[inline]
+    #[inline(always)]
     fn is_header(&self) -> bool {
         // A repeated header has `row_type` under the row_type column and `t_mono_ns` under t_mono.
         match (

@@ -405,7 +405,7 @@ pub struct GzDecoder<I: RawInflate = MinizInflate> {
     /// Fixed-header and trailer bytes collected so far.
     buf: [u8; 10],
     /// CRC32 of the current member's header bytes (for FHCRC).
-    header_crc: Crc32,
+    header_crc: u32,
     /// CRC32 of the current member's decoded bytes.
     data_crc: Crc32,
     /// Decoded length of the current member, mod 2^32.
@@ -451,7 +451,7 @@ impl<I: RawInflate> GzDecoder<I> {
             state: State::Fixed { got: 0 },
             flags: 0,
             buf: [0; 10],
-            header_crc: Crc32::new(),
+            header_crc: 0,
             data_crc: Crc32::new(),
             member_len: 0,
             total_in: 0,
@@ -530,7 +530,7 @@ impl<I: RawInflate> GzDecoder<I> {
     /// Consumes one byte of header from `input[*nin]` (the caller checked it exists).
     fn take_header_byte(&mut self, input: &[u8], nin: &mut usize) -> u8 {
         let b = input[*nin];
-        self.header_crc.update(&[b]);
+        self.header_crc = crc32::update_braided(self.header_crc, &[b]);
         *nin += 1;
         self.total_in += 1;
         b
@@ -543,7 +543,7 @@ impl<I: RawInflate> GzDecoder<I> {
             Some(i) => (i + 1, true),
             None => (rest.len(), false),
         };
-        self.header_crc.update(&rest[..n]);
+        self.header_crc = crc32::update_braided(self.header_crc, &rest[..n]);
         *nin += n;
         self.total_in += n as u64;
         found
@@ -574,7 +574,7 @@ impl<I: RawInflate> GzDecoder<I> {
 
     fn start_deflate(&mut self) {
         self.inflater.reset();
-        self.data_crc = Crc32::new();
+        self.data_crc.reset();
         self.member_len = 0;
         self.state = State::Deflate;
     }
@@ -596,7 +596,7 @@ impl<I: RawInflate> GzDecoder<I> {
                     if input[*nin] == 0 {
                         self.state = State::Padding;
                     } else {
-                        self.header_crc = Crc32::new();
+                        self.header_crc = 0;
                         self.state = State::Fixed { got: 0 };
                     }
                 }
@@ -666,7 +666,8 @@ impl<I: RawInflate> GzDecoder<I> {
                         return Ok(GzStatus::NeedsInput);
                     }
                     let n = (left as usize).min(input.len() - *nin);
-                    self.header_crc.update(&input[*nin..*nin + n]);
+                    self.header_crc =
+                        crc32::update_braided(self.header_crc, &input[*nin..*nin + n]);
                     *nin += n;
                     self.total_in += n as u64;
                     self.state = State::Extra {
@@ -694,7 +695,7 @@ impl<I: RawInflate> GzDecoder<I> {
                     self.buf[got as usize] = b;
                     if got == 1 {
                         let want = u16::from_le_bytes([self.buf[0], self.buf[1]]);
-                        let have = self.header_crc.value() as u16;
+                        let have = self.header_crc as u16;
                         if want != have {
                             return Err(GzError::HeaderCrcMismatch {
                                 offset: self.total_in,

@@ -96,12 +96,135 @@ pub fn update_braided(crc: u32, data: &[u8]) -> u32 {
     !c
 }
 
-/// A running CRC-32: crc32fast natively, [`update_braided`] in WebAssembly.
+/// Degrees (in 64-bit words) of the sparse multiple of the CRC-32 polynomial that
+/// [`SparseCrc32`] reduces by: `P(x)` divides `y^3006 + y^2866 + y^2215 + 1` with `y = x^64`
+/// (found by a birthday search over `x^(64k) mod P`; the test `sparse_multiple_is_a_multiple`
+/// checks it).
+const SPARSE_N: usize = 3006;
+const SPARSE_B: usize = 2866;
+const SPARSE_C: usize = 2215;
+/// Ring of the last words (at least `SPARSE_N + 1`), a power of two for masking.
+const RING_WORDS: usize = 4096;
+const RING_MASK: usize = RING_WORDS - 1;
+const _: () = assert!(SPARSE_C < SPARSE_B && SPARSE_B < SPARSE_N && SPARSE_N < RING_WORDS);
+
+/// A running CRC-32 without table lookups in its bulk loop, for WebAssembly (no carry-less
+/// multiply there). Since `P` divides the sparse `Q(y) = y^n + y^b + y^c + 1` (`y = x^64`), the
+/// message may be reduced modulo `Q` instead of `P` first: once `n` more words have arrived
+/// after word `p`, word `p` is cancelled by XORing it into words `p + n - b`, `p + n - c` and
+/// `p + n` (3 XORs per 8 bytes, against 8 table lookups). What is left, the last `n` words and
+/// the bytes after them, goes through [`update_braided`] when the value is asked for. The
+/// initial register is folded into the first word, so the cancelled words are zeros that leave
+/// a zero register unchanged. The same idea as the "Chorba" CRC (Russell, 2024), with a
+/// multiple searched here. 32 KiB of state.
+#[derive(Clone)]
+pub struct SparseCrc32 {
+    /// Word `q` (after the XORs it has received) is at `ring[q & RING_MASK]`.
+    ring: [u64; RING_WORDS],
+    /// Whole words taken.
+    words: usize,
+    /// Bytes after the last whole word (up to 7), little-endian in `partial`.
+    partial: [u8; 8],
+    partial_len: usize,
+}
+
+impl Default for SparseCrc32 {
+    fn default() -> Self {
+        SparseCrc32::new()
+    }
+}
+
+impl SparseCrc32 {
+    /// The CRC of no bytes.
+    pub fn new() -> SparseCrc32 {
+        SparseCrc32 {
+            ring: [0; RING_WORDS],
+            words: 0,
+            partial: [0; 8],
+            partial_len: 0,
+        }
+    }
+
+    /// Back to the CRC of no bytes (without clearing the ring: every slot is written before it
+    /// is read).
+    pub fn reset(&mut self) {
+        self.words = 0;
+        self.partial_len = 0;
+    }
+
+    #[inline(always)]
+    fn push_word(&mut self, w: u64) {
+        let q = self.words;
+        let w = if q == 0 { w ^ 0xffff_ffff } else { w };
+        if q >= SPARSE_N {
+            let x = self.ring[(q - SPARSE_N) & RING_MASK];
+            self.ring[(q - SPARSE_B) & RING_MASK] ^= x;
+            self.ring[(q - SPARSE_C) & RING_MASK] ^= x;
+            self.ring[q & RING_MASK] = w ^ x;
+        } else {
+            self.ring[q & RING_MASK] = w;
+        }
+        self.words = q + 1;
+    }
+
+    /// Continues over `data`.
+    pub fn update(&mut self, mut data: &[u8]) {
+        if self.partial_len > 0 {
+            let n = (8 - self.partial_len).min(data.len());
+            self.partial[self.partial_len..self.partial_len + n].copy_from_slice(&data[..n]);
+            self.partial_len += n;
+            data = &data[n..];
+            if self.partial_len < 8 {
+                return;
+            }
+            self.partial_len = 0;
+            self.push_word(u64::from_le_bytes(self.partial));
+        }
+        let mut words = data.chunks_exact(8);
+        // The first words of a stream take the general step; then the bulk loop has no branch.
+        while self.words < SPARSE_N {
+            match words.next() {
+                Some(w) => self.push_word(le_word(w)),
+                None => break,
+            }
+        }
+        let mut q = self.words;
+        for w in &mut words {
+            let x = self.ring[(q - SPARSE_N) & RING_MASK];
+            self.ring[(q - SPARSE_B) & RING_MASK] ^= x;
+            self.ring[(q - SPARSE_C) & RING_MASK] ^= x;
+            self.ring[q & RING_MASK] = le_word(w) ^ x;
+            q += 1;
+        }
+        self.words = q;
+        let rest = words.remainder();
+        self.partial[..rest.len()].copy_from_slice(rest);
+        self.partial_len = rest.len();
+    }
+
+    /// The CRC of the bytes so far.
+    pub fn value(&self) -> u32 {
+        let tail = &self.partial[..self.partial_len];
+        if self.words == 0 {
+            return update_braided(0, tail);
+        }
+        // The cancelled words are zeros: the register is still 0 (`!0xffff_ffff` in the
+        // inverted convention of `update_braided`) where the kept words start.
+        let mut crc = 0xffff_ffff;
+        for q in self.words.saturating_sub(SPARSE_N)..self.words {
+            crc = update_braided(crc, &self.ring[q & RING_MASK].to_le_bytes());
+        }
+        update_braided(crc, tail)
+    }
+}
+
+/// A running CRC-32: crc32fast natively, [`SparseCrc32`] in WebAssembly and in the core's unit
+/// tests (so that every gzip test runs it; the integration tests and native run crc32fast).
 #[derive(Clone)]
 pub(crate) struct Crc32 {
-    #[cfg(target_arch = "wasm32")]
-    crc: u32,
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(any(target_arch = "wasm32", test))]
+    sparse: SparseCrc32,
+    #[cfg(not(any(target_arch = "wasm32", test)))]
     hasher: crc32fast::Hasher,
 }
 
@@ -109,30 +232,36 @@ impl Crc32 {
     /// The CRC of no bytes.
     pub(crate) fn new() -> Crc32 {
         Crc32 {
-            #[cfg(target_arch = "wasm32")]
-            crc: 0,
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(any(target_arch = "wasm32", test))]
+            sparse: SparseCrc32::new(),
+            #[cfg(not(any(target_arch = "wasm32", test)))]
             hasher: crc32fast::Hasher::new(),
         }
     }
 
+    /// Back to the CRC of no bytes.
+    pub(crate) fn reset(&mut self) {
+        #[cfg(any(target_arch = "wasm32", test))]
+        self.sparse.reset();
+        #[cfg(not(any(target_arch = "wasm32", test)))]
+        self.hasher.reset();
+    }
+
     /// Continues over `data`.
     pub(crate) fn update(&mut self, data: &[u8]) {
-        #[cfg(target_arch = "wasm32")]
-        {
-            self.crc = update_braided(self.crc, data);
-        }
-        #[cfg(not(target_arch = "wasm32"))]
+        #[cfg(any(target_arch = "wasm32", test))]
+        self.sparse.update(data);
+        #[cfg(not(any(target_arch = "wasm32", test)))]
         self.hasher.update(data);
     }
 
     /// The CRC of the bytes so far.
     pub(crate) fn value(&self) -> u32 {
-        #[cfg(target_arch = "wasm32")]
+        #[cfg(any(target_arch = "wasm32", test))]
         {
-            self.crc
+            self.sparse.value()
         }
-        #[cfg(not(target_arch = "wasm32"))]
+        #[cfg(not(any(target_arch = "wasm32", test)))]
         self.hasher.clone().finalize()
     }
 }
@@ -201,5 +330,79 @@ mod tests {
         c.update(b"56789");
         assert_eq!(c.value(), 0xcbf4_3926);
         assert_eq!(c.clone().value(), 0xcbf4_3926);
+        c.reset();
+        assert_eq!(c.value(), 0);
+        c.update(b"123456789");
+        assert_eq!(c.value(), 0xcbf4_3926);
+    }
+
+    /// `x^k mod P` in the normal (unreflected) representation, by square and multiply.
+    fn x_pow_mod_p(k: u64) -> u64 {
+        const P_FULL: u64 = 0x1_04c1_1db7;
+        let mul = |a: u64, b: u64| {
+            let (mut a, mut b, mut r) = (a, b, 0u64);
+            while b != 0 {
+                if b & 1 != 0 {
+                    r ^= a;
+                }
+                b >>= 1;
+                a <<= 1;
+                if a >> 32 != 0 {
+                    a ^= P_FULL;
+                }
+            }
+            r
+        };
+        let (mut r, mut base, mut k) = (1u64, 2u64, k);
+        while k != 0 {
+            if k & 1 != 0 {
+                r = mul(r, base);
+            }
+            base = mul(base, base);
+            k >>= 1;
+        }
+        r
+    }
+
+    #[test]
+    fn sparse_multiple_is_a_multiple() {
+        let r = |words: usize| x_pow_mod_p(64 * words as u64);
+        assert_eq!(r(SPARSE_N) ^ r(SPARSE_B) ^ r(SPARSE_C) ^ r(0), 0);
+    }
+
+    #[test]
+    fn sparse_matches_bitwise_at_every_length_edge_and_split() {
+        let mut rng = Rng::from_env(32);
+        let data: Vec<u8> = (0..3 * 8 * SPARSE_N + 100)
+            .map(|_| rng.next_u64() as u8)
+            .collect();
+        // Lengths around 0, the first word, and the first cancellations.
+        let edge = 8 * SPARSE_N;
+        let lens = (0..40)
+            .chain(edge - 20..edge + 30)
+            .chain([2 * edge + 3, data.len()]);
+        for len in lens {
+            let d = &data[..len];
+            let mut c = SparseCrc32::new();
+            c.update(d);
+            assert_eq!(c.value(), bitwise(0, d), "len {len}");
+        }
+        let want = bitwise(0, &data);
+        for round in 0..20 {
+            let mut c = SparseCrc32::new();
+            let mut rest = &data[..];
+            while !rest.is_empty() {
+                let max = if round % 2 == 0 { 20 } else { 40_000 };
+                let n = (1 + rng.below(max) as usize).min(rest.len());
+                c.update(&rest[..n]);
+                rest = &rest[n..];
+            }
+            assert_eq!(c.value(), want, "round {round}");
+            // Asking for the value does not disturb the running state.
+            assert_eq!(c.value(), want);
+            c.reset();
+            c.update(b"123456789");
+            assert_eq!(c.value(), 0xcbf4_3926);
+        }
     }
 }
