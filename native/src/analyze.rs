@@ -275,8 +275,43 @@ fn warn_all(r: &RecordingAnalysis) {
     }
 }
 
+/// Whether a second CPU is there for [`analyze_two_threads`].
+fn two_cpus() -> bool {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
+}
+
+/// The analysis `--json` prints. A plain (not gzip) file on two CPUs: `analyze_two_threads` into
+/// a `WindowAnalyzer` with the options `Analyzer` itself would give it (`window_options`), which
+/// is what `Analyzer` does for `Kind::Csv` on plain input (same rows, same calls, same result).
+/// Otherwise, and for gzip or bad options (so its errors stay its own): `Analyzer` itself.
+fn analysis_for_json(
+    path: &Path,
+    options: AnalyzerOptions,
+    threads: bool,
+) -> Result<Analysis, String> {
+    let plain = File::open(path).is_ok_and(|mut f| {
+        let mut magic = [0u8; 2];
+        let n = f.read(&mut magic).unwrap_or(0);
+        !flinch_core::gzip::is_gzip(&magic[..n])
+    });
+    if threads
+        && plain
+        && options.kind == Kind::Csv
+        && let Ok(window_options) = options.window_options()
+    {
+        let mut w = WindowAnalyzer::new(window_options);
+        analyze_two_threads(path, &mut w, BATCH_ROWS)?;
+        return Ok(Analysis::Recording(Box::new(w.end())));
+    }
+    let mut analyzer = Analyzer::new(options);
+    let at = |e: AnalyzeError| format!("flinch-trace analyze: {}: {e}", path.display());
+    read_all(path, |chunk| analyzer.write(chunk).map_err(at))?;
+    analyzer.finish().map_err(at)
+}
+
 /// `--json`: the analysis through `flinch_core::analyzer`, the entry point the web page uses too,
-/// so both print the same bytes for the same file and options.
+/// so both print the same bytes for the same file and options (two threads: see
+/// [`analysis_for_json`]).
 fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
     let options = AnalyzerOptions {
         kind: Kind::Csv,
@@ -298,10 +333,7 @@ fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
         ),
         top: None,
     };
-    let mut analyzer = Analyzer::new(options);
-    let at = |e: AnalyzeError| format!("flinch-trace analyze: {}: {e}", args.csv.display());
-    read_all(&args.csv, |chunk| analyzer.write(chunk).map_err(at))?;
-    let analysis = analyzer.finish().map_err(at)?;
+    let analysis = analysis_for_json(&args.csv, options, two_cpus())?;
     let Analysis::Recording(r) = analysis else {
         // `Kind::Csv` always gives a recording; render anything else as the page would.
         writeln!(std::io::stdout().lock(), "{}", analysis.to_json()).map_err(|e| e.to_string())?;
@@ -366,7 +398,7 @@ pub fn run(args: Args) -> CmdResult {
         ..AnalyzeOptions::default()
     };
     let mut analyzer = WindowAnalyzer::new(opts);
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+    if two_cpus() {
         analyze_two_threads(&args.csv, &mut analyzer, BATCH_ROWS)?;
     } else {
         read_all(&args.csv, |chunk| {
@@ -493,6 +525,27 @@ mod tests {
                     assert_eq!(rows["bad_rows"], 16, "{rows}");
                     assert_eq!(rows["other_rows"], 8, "{rows}");
                     assert!(want.contains("step,\\nstart"), "{want}");
+                }
+                if !reference_only {
+                    // `--json` (window and recording level): Analyzer vs the two-thread path.
+                    for (start, end) in [(None, None), (Some("begin"), Some("end"))] {
+                        let options = || AnalyzerOptions {
+                            kind: Kind::Csv,
+                            limits: LimitsPreset::Exact,
+                            source: path.display().to_string(),
+                            start: start.map(String::from),
+                            end: end.map(String::from),
+                            occurrence: 1,
+                            gpu: None,
+                            spans: false,
+                            max_gap_ms: Some(5000),
+                            power_source: None,
+                            top: None,
+                        };
+                        let one = analysis_for_json(path, options(), false).unwrap().to_json();
+                        let two = analysis_for_json(path, options(), true).unwrap().to_json();
+                        assert_eq!(two, one, "{} --json {start:?}", path.display());
+                    }
                 }
                 for batch in [1, 3, BATCH_ROWS] {
                     let mut two = WindowAnalyzer::new(opts());
