@@ -5,7 +5,7 @@
 //! ~1 GB/s per core; see BENCHMARKS.md, "Trace engine"), and a JSON document cannot be split
 //! blindly: a byte's meaning depends on everything before it. So the file is cut into segments
 //! of about [`SEGMENT_BYTES`] (1 MiB), each starting at a *guessed* event boundary (a `{` after `}` `,`
-//! and whitespace). Segment 0 is scanned from the start of the file as usual; every other
+//! and whitespace, preferably with a line break). Segment 0 is scanned from the start of the file as usual; every other
 //! segment by a scanner [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on
 //! one of two scan threads (even and odd segments), reading the file with positioned reads.
 //! The summary takes the segments in order and keeps a segment's events only when the scanner
@@ -16,13 +16,16 @@
 //! When a guess was wrong (it was inside a string, an `args` object, or before the events
 //! array), the summary drops that segment's speculative events and scans the segment itself,
 //! continuing the previous segment's scanner, so the result is always the sequential one: the
-//! same events in the same order, the same warnings, errors and offsets, byte for byte.
+//! same events in the same order, the same warnings, errors and offsets, byte for byte. When
+//! more than a quarter of the guesses fail (past the first four), guessing stops and the summary
+//! scans the rest itself, as one thread would, instead of the scan threads wasting CPU time.
 //!
 //! Memory: per scan thread one 1 MiB read buffer and a ring of 12 event batches (~0.4 MiB
 //! each), plus one read buffer on the summary side for a wrong guess: ~13 MiB.
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
@@ -110,30 +113,39 @@ fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Pla
     })
 }
 
-/// The first `{` in `w` after `}`, `,` and whitespace (a likely start of an event in the
-/// events array); its index. Only a guess: the summary checks it.
+/// A likely start of an event in the events array: a `{` after `}`, `,` and whitespace; its
+/// index in `w`. One whose whitespace holds a line break is preferred (events one per line or
+/// pretty-printed, while `},{` inside an `args` value is usually on one line); else the first.
+/// Only a guess: the summary checks it.
 fn guess_boundary(w: &[u8]) -> Option<usize> {
     let ws = |b: u8| b <= b' ';
-    let mut j = 0;
-    while j < w.len() {
-        if w[j] == b'{' {
-            let mut k = j;
-            while k > 0 && ws(w[k - 1]) {
-                k -= 1;
-            }
-            if k > 0 && w[k - 1] == b',' {
-                k -= 1;
-                while k > 0 && ws(w[k - 1]) {
-                    k -= 1;
-                }
-                if k > 0 && w[k - 1] == b'}' {
-                    return Some(j);
-                }
-            }
+    let mut first = None;
+    for j in 0..w.len() {
+        if w[j] != b'{' {
+            continue;
         }
-        j += 1;
+        let mut k = j;
+        let mut newline = false;
+        while k > 0 && ws(w[k - 1]) {
+            newline |= w[k - 1] == b'\n';
+            k -= 1;
+        }
+        if k == 0 || w[k - 1] != b',' {
+            continue;
+        }
+        k -= 1;
+        while k > 0 && ws(w[k - 1]) {
+            newline |= w[k - 1] == b'\n';
+            k -= 1;
+        }
+        if k > 0 && w[k - 1] == b'}' {
+            if newline {
+                return Some(j);
+            }
+            first = first.or(Some(j));
+        }
     }
-    None
+    first
 }
 
 /// Reads until `buf` is full or the end of the file; the bytes read.
@@ -208,6 +220,7 @@ fn scan_thread(
     plan: &Plan,
     limits: Limits,
     first: usize,
+    speculate: &AtomicBool,
     tx: &SyncSender<Msg>,
     free: &Receiver<Batch>,
 ) {
@@ -217,6 +230,13 @@ fn scan_thread(
     for k in (first..m).step_by(2) {
         let start = plan.starts[k];
         let end = plan.starts.get(k + 1).copied();
+        if k > 0 && !speculate.load(Ordering::Relaxed) {
+            // The summary scans on by itself: say so without reading.
+            if tx.send(Msg::End(Err(String::new()))).is_err() {
+                return;
+            }
+            continue;
+        }
         let mut scanner = Box::new(if k == 0 {
             EventScanner::new(limits)
         } else {
@@ -311,12 +331,15 @@ fn summarize_counting(
         ends.push((tx, free_rx));
     }
     let plan = &plan;
+    let speculate = &AtomicBool::new(true);
     thread::scope(|scope| {
         let mut spawn_error = None;
         for (w, (tx, free_rx)) in ends.into_iter().enumerate() {
             let spawned = thread::Builder::new()
                 .name(format!("flinch-scan-{w}"))
-                .spawn_scoped(scope, move || scan_thread(plan, limits, w, &tx, &free_rx));
+                .spawn_scoped(scope, move || {
+                    scan_thread(plan, limits, w, speculate, &tx, &free_rx)
+                });
             if let Err(e) = spawned {
                 spawn_error = Some(format!("cannot start a scan thread: {e}"));
                 break;
@@ -324,7 +347,15 @@ fn summarize_counting(
         }
         let result = match spawn_error {
             Some(e) => Err(e),
-            None => collect(plan, limits, &rxs, &frees, &mut progress, &mut rescanned),
+            None => collect(
+                plan,
+                limits,
+                speculate,
+                &rxs,
+                &frees,
+                &mut progress,
+                &mut rescanned,
+            ),
         };
         // Dropping the channels frees a scan thread that waits on them; the scope joins.
         drop(rxs);
@@ -348,6 +379,7 @@ type Collected = (TraceSummary, Box<EventScanner>, ScanWarnings, u64);
 fn collect(
     plan: &Plan,
     limits: Limits,
+    speculate: &AtomicBool,
     rxs: &[Receiver<Msg>],
     frees: &[SyncSender<Batch>],
     progress: &mut impl FnMut(u64, u64),
@@ -404,11 +436,20 @@ fn collect(
             offset: next,
             bare: plan.bare,
         };
-        if scanner.element_boundary() == Some(guess) {
+        if !speculate.load(Ordering::Relaxed) {
+            // Guessing stopped: go on with this scanner whatever the guess.
+            carry = Some(scanner);
+        } else if scanner.element_boundary() == Some(guess) {
             warnings += scanner.warnings();
             events += scanner.events();
         } else {
             carry = Some(scanner);
+            // Past the first few segments, when more than a quarter of the guesses so far
+            // failed (this file's `args` or strings hold `},{`), the scan threads only waste
+            // CPU time: stop them, and scan on here, one thread as before the segments.
+            if *rescanned >= 4 && *rescanned * 4 > k + 1 {
+                speculate.store(false, Ordering::Relaxed);
+            }
         }
     }
     unreachable!("the last segment returns")
