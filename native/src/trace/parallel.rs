@@ -4,10 +4,11 @@
 //! One scan thread cannot keep up with the disk cache on a plain trace (the scanner runs at
 //! ~1 GB/s per core; see BENCHMARKS.md, "Trace engine"), and a JSON document cannot be split
 //! blindly: a byte's meaning depends on everything before it. So the file is cut into segments
-//! of about [`SEGMENT_BYTES`] (1 MiB), each starting at a *guessed* event boundary (a `{` after `}` `,`
-//! and whitespace, preferably with a line break). Segment 0 is scanned from the start of the file as usual; every other
-//! segment by a scanner [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on
-//! one of two scan threads (even and odd segments), reading the file with positioned reads.
+//! of about [`SEGMENT_BYTES`] (1 MiB), each starting at a *guessed* event boundary (a `{` after
+//! `}` `,` and whitespace, preferably with a line break). Segment 0 is scanned from the start of
+//! the file as usual; every other segment by a scanner
+//! [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on one of two scan
+//! threads (even and odd segments), reading the file with positioned reads.
 //! The summary takes the segments in order and keeps a segment's events only when the scanner
 //! of the segment before it ended exactly at that guess
 //! ([`element_boundary`](flinch_core::json::EventScanner::element_boundary)): then the resumed
