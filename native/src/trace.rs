@@ -1,9 +1,12 @@
 //! `flinch-trace trace FILE... [--json] [--top N] [--bounded | --exact]`: summarize Chrome / PyTorch
 //! (Kineto) traces (SPEC §5).
 //!
-//! Each file is streamed through the core scanner and summary, on two threads (`pipeline`; the
-//! same result as `flinch_core::analyzer`, the web page's entry point); `.json.gz` is detected by its magic bytes and inflated on a reader thread
-//! (`crate::input`). A cut file (or a cut `.gz`) is summarized
+//! Each file is streamed through the core scanner and summary, with the same result as
+//! `flinch_core::analyzer` (the web page's entry point): a plain file of 16 MiB or more on two
+//! scan threads over alternate segments (`parallel`); `.json.gz` (detected by its magic bytes)
+//! and smaller files through the input's reader thread (`crate::input`), then one scan thread
+//! and the summary here (`pipeline`), or, for gzip on two cores or fewer, scan and summary
+//! together on this thread. A cut file (or a cut `.gz`) is summarized
 //! from what was read, with a warning. Output: a readable table per file, or with `--json` the
 //! core's JSON rendering (the reference `trace_summary` keys plus ours): one object for one file,
 //! an array of objects for several (a file that fails appears as `{"source", "error"}`, as the
