@@ -24,6 +24,8 @@ use crate::progress::ProgressLine;
 #[cfg(unix)]
 mod parallel;
 mod pipeline;
+#[cfg(test)]
+mod test_files;
 
 /// Arguments of `flinch-trace trace`.
 #[derive(clap::Args)]

@@ -344,23 +344,22 @@ mod tests {
     use crate::record::gpu::ScriptedGpu;
     use crate::record::writer::{Writer, column_count, header};
 
-    fn record(
+    /// Records `script` for `end_after_ns` at `interval_ns` on `clock` (the first deadline 1 ms
+    /// after its current time); returns the CSV text, the health and the JSONL text.
+    fn record_on(
         script: &str,
+        clock: Arc<dyn Clock>,
         interval_ns: u64,
         end_after_ns: u64,
-        step_ns: u64,
+        tag: &str,
     ) -> (String, Health, String) {
-        let dir = std::env::temp_dir().join(format!(
-            "flinch-sampler-{}-{interval_ns}-{end_after_ns}-{step_ns}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("flinch-sampler-{}-{tag}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let csv = dir.join("t.csv");
         let jsonl = dir.join("t.jsonl");
         let h = header(std::iter::empty());
         let w = Writer::start(&csv, &h, Some(&jsonl)).unwrap();
-        let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(step_ns));
         let start = clock.mono_ns();
         let cfg = SamplerConfig {
             interval_ns,
@@ -384,6 +383,35 @@ mod tests {
         let j = std::fs::read_to_string(&jsonl).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         (text, health, j)
+    }
+
+    /// `record_on` a virtual clock whose every reading advances it by `step_ns`.
+    fn record(
+        script: &str,
+        interval_ns: u64,
+        end_after_ns: u64,
+        step_ns: u64,
+    ) -> (String, Health, String) {
+        let tag = format!("{interval_ns}-{end_after_ns}-{step_ns}");
+        record_on(
+            script,
+            Arc::new(FakeClock::new(step_ns)),
+            interval_ns,
+            end_after_ns,
+            &tag,
+        )
+    }
+
+    /// The values of column `name` in the rows of a CSV text.
+    fn column<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+        let mut lines = text.lines();
+        let col = lines
+            .next()
+            .unwrap()
+            .split(',')
+            .position(|c| c == name)
+            .unwrap();
+        lines.map(|l| l.split(',').nth(col).unwrap()).collect()
     }
 
     #[test]
@@ -427,61 +455,17 @@ mod tests {
     #[test]
     fn a_slow_energy_counter_is_read_off_the_sampling_loop() {
         use crate::record::clock::SystemClock;
-        let dir =
-            std::env::temp_dir().join(format!("flinch-sampler-energy-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let csv = dir.join("t.csv");
-        let h = header(std::iter::empty());
-        let w = Writer::start(&csv, &h, None).unwrap();
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let start = clock.mono_ns() + 1_000_000;
-        let cfg = SamplerConfig {
-            interval_ns: 5_000_000,
-            end_mono_ns: Some(start + 150_000_000),
-            host_every_ns: 100_000_000,
-            jsonl_every_ns: None,
-            n_cols: column_count(&h),
-            start_mono_ns: start,
-        };
         let script = "slow-thread 100\n100,1,2,3,4,500,6,7\n100,1,2,3,4,600,8,7\n";
-        let src = Sources {
-            gpu: Some(Box::new(ScriptedGpu::parse(script).unwrap())),
-            rapl: Rapl::none(),
-            host: None,
-        };
-        let s = w.sender();
-        let health = run(&cfg, &clock, src, &s, &AtomicBool::new(false));
-        drop(s);
-        assert!(w.finish().error.is_none());
-        let text = std::fs::read_to_string(&csv).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        let col = text
-            .lines()
-            .next()
-            .unwrap()
-            .split(',')
-            .position(|c| c == "gpu_energy_mJ")
-            .unwrap();
-        let mem_col = text
-            .lines()
-            .next()
-            .unwrap()
-            .split(',')
-            .position(|c| c == "gpu_mem_used_MiB")
-            .unwrap();
-        let energy: Vec<&str> = text
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').nth(col).unwrap())
-            .collect();
-        let mem: Vec<&str> = text
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').nth(mem_col).unwrap())
-            .collect();
+        let (text, health, _) = record_on(
+            script,
+            Arc::new(SystemClock),
+            5_000_000,
+            150_000_000,
+            "slow",
+        );
+        let energy = column(&text, "gpu_energy_mJ");
+        let mem = column(&text, "gpu_mem_used_MiB");
         assert_eq!((mem[0], mem[1]), ("6", "6"));
-        assert!(energy.len() >= 2, "{} rows", energy.len());
         // The first rows carry the poller's first (synchronous) reading; the inline script
         // would have given 600 from the second row on. Every row has a value.
         assert_eq!(energy[0], "500");

@@ -9,19 +9,10 @@ use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPre
 
 use super::*;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use crate::trace::test_files::repo;
 
 fn temp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flinch-parallel-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
+    crate::trace::test_files::temp("parallel", name, bytes)
 }
 
 fn oracle(doc: &[u8], limits: Limits) -> Result<String, String> {
