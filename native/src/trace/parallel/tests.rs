@@ -9,7 +9,7 @@ use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPre
 
 use super::*;
 
-use crate::trace::test_files::repo;
+use crate::trace::test_files::trace_fixtures;
 
 fn temp(name: &str, bytes: &[u8]) -> PathBuf {
     crate::trace::test_files::temp("parallel", name, bytes)
@@ -156,26 +156,18 @@ fn segments_give_the_sequential_result() {
 #[test]
 fn real_traces_give_the_sequential_result() {
     let mut seen = 0;
-    let mut stack = vec![repo().join("tests/traces")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if p.is_dir() {
-                stack.push(p);
-            } else if name.ends_with(".json") && !name.ends_with(".expected.json") {
-                let doc = std::fs::read(&p).unwrap();
-                if doc.is_empty() {
-                    continue;
-                }
-                let path = temp(&name, &doc);
-                for segment in [997, 20_000] {
-                    let (got, _, _) = parallel(&path, segment, Limits::NATIVE);
-                    assert_eq!(got, oracle(&doc, Limits::NATIVE), "{name} {segment}");
-                }
-                seen += 1;
-            }
+    for p in trace_fixtures(&[".json"]) {
+        let doc = std::fs::read(&p).unwrap();
+        if doc.is_empty() {
+            continue;
         }
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        let path = temp(&name, &doc);
+        for segment in [997, 20_000] {
+            let (got, _, _) = parallel(&path, segment, Limits::NATIVE);
+            assert_eq!(got, oracle(&doc, Limits::NATIVE), "{name} {segment}");
+        }
+        seen += 1;
     }
     assert!(seen >= 10, "only {seen} traces");
 }

@@ -9,7 +9,7 @@ use flinch_core::Limits;
 use super::*;
 use crate::input::{InputOptions, open_input_with};
 
-use crate::trace::test_files::repo;
+use crate::trace::test_files::trace_fixtures;
 
 fn temp(name: &str, bytes: &[u8]) -> PathBuf {
     crate::trace::test_files::temp("pipeline", name, bytes)
@@ -106,23 +106,11 @@ fn generated_traces_equal_the_one_thread_analyzer() {
 
 #[test]
 fn real_traces_equal_the_one_thread_analyzer() {
-    let mut seen = 0;
-    let mut stack = vec![repo().join("tests/traces")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if p.is_dir() {
-                stack.push(p);
-            } else if (name.ends_with(".json") || name.ends_with(".gz"))
-                && !name.ends_with(".expected.json")
-            {
-                same(&p);
-                seen += 1;
-            }
-        }
+    let traces = trace_fixtures(&[".json", ".gz"]);
+    for p in &traces {
+        same(p);
     }
-    assert!(seen >= 15, "only {seen} traces");
+    assert!(traces.len() >= 15, "only {} traces", traces.len());
 }
 
 #[test]
