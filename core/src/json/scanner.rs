@@ -5,6 +5,7 @@
 //! inside the chunk is read without ever saving or restoring partial state, and an event split
 //! across chunks resumes exactly where it stopped. Each input byte is examined once.
 
+use super::classify::{CLASS, DELIM, SKIP, STR, WS, find, load, skip_container, skip_str};
 use super::decimal::parse_us_to_ns;
 use super::{
     ElementBoundary, Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind,
@@ -21,108 +22,6 @@ pub type DefaultStorage = alloc::vec::Vec<u8>;
 #[cfg(not(feature = "alloc"))]
 pub type DefaultStorage = [u8; 512];
 
-const WS: u8 = 1;
-const STR: u8 = 2;
-const SKIP: u8 = 4;
-const DELIM: u8 = 8;
-
-const fn classes() -> [u8; 256] {
-    let mut t = [0u8; 256];
-    let mut b = 0;
-    while b <= 0x20 {
-        // Outside strings every byte up to U+0020 is whitespace (NUL padding of a cut file,
-        // stray control characters); inside strings the control characters are counted.
-        t[b] |= WS | DELIM;
-        if b < 0x20 {
-            t[b] |= STR;
-        }
-        b += 1;
-    }
-    t[b'"' as usize] |= STR | SKIP | DELIM;
-    t[b'\\' as usize] |= STR;
-    t[b'{' as usize] |= SKIP | DELIM;
-    t[b'[' as usize] |= SKIP | DELIM;
-    t[b'}' as usize] |= SKIP | DELIM;
-    t[b']' as usize] |= SKIP | DELIM;
-    t[b',' as usize] |= DELIM;
-    t[b':' as usize] |= DELIM;
-    t
-}
-
-static CLASS: [u8; 256] = classes();
-
-// SWAR: eight bytes per step in safe code. Each mask has the high bit of a byte set where the
-// byte matches; only the lowest set bit is relied on (the borrow tricks are exact there).
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-#[inline(always)]
-fn load(s: &[u8], i: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&s[i..i + 8]);
-    u64::from_le_bytes(w)
-}
-#[inline(always)]
-fn eq(x: u64, b: u8) -> u64 {
-    let y = x ^ (LO * u64::from(b));
-    y.wrapping_sub(LO) & !y & HI
-}
-#[inline(always)]
-fn lt(x: u64, n: u8) -> u64 {
-    x.wrapping_sub(LO * u64::from(n)) & !x & HI
-}
-/// Exact per byte: bytes above U+0020.
-#[inline(always)]
-fn above_space(x: u64) -> u64 {
-    ((x | HI).wrapping_sub(LO * 0x21) | x) & HI
-}
-#[inline(always)]
-fn mask_of(x: u64, class: u8) -> u64 {
-    match class {
-        STR => eq(x, b'"') | eq(x, b'\\') | lt(x, 0x20),
-        SKIP => {
-            let y = x | (LO * 0x20);
-            eq(x, b'"') | eq(y, b'{') | eq(y, b'}')
-        }
-        DELIM => {
-            let y = x | (LO * 0x20);
-            lt(x, 0x21) | eq(x, b',') | eq(x, b':') | eq(x, b'"') | eq(y, b'{') | eq(y, b'}')
-        }
-        _ => above_space(x),
-    }
-}
-
-/// First index at or after `i` whose byte has class `class` (one of STR, SKIP, DELIM; WS means
-/// "first non-whitespace"), or `input.len()`.
-#[inline(always)]
-fn find_class(input: &[u8], mut i: usize, class: u8) -> usize {
-    while i + 8 <= input.len() {
-        let m = mask_of(load(input, i), class);
-        if m != 0 {
-            return i + (m.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < input.len() {
-        let c = CLASS[input[i] as usize];
-        let hit = if class == WS {
-            c & WS == 0
-        } else {
-            c & class != 0
-        };
-        if hit {
-            return i;
-        }
-        i += 1;
-    }
-    input.len()
-}
-
-#[inline(always)]
-fn find(input: &[u8], i: usize, class: u8) -> usize {
-    find_class(input, i, class)
-}
-
 /// First index at or after `i` that is not whitespace, or `input.len()`.
 #[inline(always)]
 fn skip_ws(input: &[u8], i: usize) -> usize {
@@ -133,7 +32,7 @@ fn skip_ws(input: &[u8], i: usize) -> usize {
     if i + 1 < input.len() && input[i] == b' ' && input[i + 1] > 0x20 {
         return i + 1;
     }
-    find_class(input, i, WS)
+    find(input, i, WS)
 }
 
 /// Like [`skip_ws`], `None` at the end of the input (fast path).
@@ -1415,57 +1314,12 @@ fn fast_int(s: &[u8], i: usize) -> Option<(i64, usize)> {
     Some((if neg { -acc } else { acc }, j))
 }
 
-/// Fast path: the index after the string whose first content byte is at `j`; `None` at the
-/// end of the input or on a raw control character (which the resumable path counts).
-#[inline(always)]
-fn skip_str_fast(s: &[u8], mut j: usize) -> Option<usize> {
-    loop {
-        let k = find(s, j, STR);
-        if k >= s.len() {
-            return None;
-        }
-        match s[k] {
-            b'"' => return Some(k + 1),
-            b'\\' => {
-                if k + 2 > s.len() {
-                    return None;
-                }
-                j = k + 2;
-            }
-            _ => return None,
-        }
-    }
-}
-
 /// Fast path: the index after the value starting at `i`, with the resumable skipper's rules.
 #[inline(always)]
 fn skip_value_fast(s: &[u8], i: usize) -> Option<usize> {
     match s[i] {
-        b'"' => skip_str_fast(s, i + 1),
-        b'{' | b'[' => {
-            let mut depth = 1u32;
-            let mut j = i + 1;
-            loop {
-                j = find(s, j, SKIP);
-                if j >= s.len() {
-                    return None;
-                }
-                match s[j] {
-                    b'"' => j = skip_str_fast(s, j + 1)?,
-                    b'{' | b'[' => {
-                        depth += 1;
-                        j += 1;
-                    }
-                    _ => {
-                        depth -= 1;
-                        j += 1;
-                        if depth == 0 {
-                            return Some(j);
-                        }
-                    }
-                }
-            }
-        }
+        b'"' => skip_str(s, i + 1),
+        b'{' | b'[' => skip_container(s, i),
         b'}' | b']' | b',' | b':' => None,
         _ => {
             let j = find(s, i, DELIM);

@@ -855,3 +855,161 @@ fn a_nineteen_digit_pid_is_no_overflow() {
     assert_eq!(int(b"9999999999999999999,"), None);
     assert_eq!(int(b"-99999999999999999999 "), None);
 }
+
+// ---------- byte classes and searches (classify.rs) against per-byte oracles ----------
+
+/// Random bytes weighted towards the ones the classes care about, plus high and control bytes.
+fn class_soup(rng: &mut Rng, n: usize) -> Vec<u8> {
+    const SPECIAL: &[u8] =
+        b"\"\\{}[],: \n\t\r\x00\x01\x1f\x20\x21\x7f\x80\xbf\xc3\xff\x5b\x5d\x7b\x7d0aZ";
+    (0..n)
+        .map(|_| match rng.below(3) {
+            0 => rng.next_u64() as u8,
+            _ => SPECIAL[rng.below(SPECIAL.len() as u64) as usize],
+        })
+        .collect()
+}
+
+/// The definition of each search, byte by byte, written without the class table.
+fn naive_hit(b: u8, class: u8) -> bool {
+    use super::classify_test_hooks::{DELIM, SKIP, STR, WS};
+    match class {
+        WS => b > 0x20,
+        STR => b == b'"' || b == b'\\' || b < 0x20,
+        SKIP => matches!(b, b'"' | b'{' | b'}' | b'[' | b']'),
+        DELIM => b <= 0x20 || matches!(b, b'"' | b'{' | b'}' | b'[' | b']' | b',' | b':'),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn byte_searches_match_a_per_byte_oracle_at_every_start() {
+    use super::classify_test_hooks::{CLASS, DELIM, SKIP, STR, WS, find, find_swar};
+    for b in 0..=255u8 {
+        for class in [STR, SKIP, DELIM] {
+            assert_eq!(
+                CLASS[b as usize] & class != 0,
+                naive_hit(b, class),
+                "{b:#x}"
+            );
+        }
+        assert_eq!(CLASS[b as usize] & WS == 0, naive_hit(b, WS), "{b:#x}");
+    }
+    let mut rng = Rng::from_env(77);
+    for round in 0..400 {
+        let n = rng.below(150) as usize;
+        let mut buf = class_soup(&mut rng, n);
+        // Long runs without a hit, so that the 8- and 16-byte steps run several times.
+        if round % 3 == 0 {
+            let at = rng.below(n as u64 + 1) as usize;
+            let run = rng.below(70) as usize;
+            let fill = [b'a', b' ', 0xC3, b'7'][rng.below(4) as usize];
+            buf.splice(at..at, std::iter::repeat_n(fill, run));
+        }
+        for class in [WS, STR, SKIP, DELIM] {
+            for i in 0..=buf.len() {
+                let want = (i..buf.len())
+                    .find(|&j| naive_hit(buf[j], class))
+                    .unwrap_or(buf.len());
+                assert_eq!(
+                    find(&buf, i, class),
+                    want,
+                    "class {class} at {i} in {buf:?}"
+                );
+                assert_eq!(
+                    find_swar(&buf, i, class),
+                    want,
+                    "swar {class} at {i} in {buf:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The skip of a nested value, one byte at a time: the index after the closing bracket, or
+/// `None` at the end of the input or on a control character inside a string.
+fn naive_skip_container(s: &[u8], i: usize) -> Option<usize> {
+    let (mut depth, mut in_str, mut esc) = (1usize, false, false);
+    for (j, &b) in s.iter().enumerate().skip(i + 1) {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            } else if b < 0x20 {
+                return None;
+            }
+        } else {
+            match b {
+                b'"' => in_str = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(j + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn container_skip_matches_a_per_byte_oracle() {
+    use super::classify_test_hooks::{skip_container, skip_nested_tokens};
+    let mut rng = Rng::from_env(78);
+    const PIECES: &[&[u8]] = &[
+        b"\"External id\": 450527,",
+        b"\"a\\\"b\"",
+        b"\"\\\\\"",
+        b"\"x{[y\"",
+        b"\"}]\"",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b"\n      ",
+        b"\"ctl\x01\"",
+        b"\"\xc3\xa9\xe2\x82\xac\"",
+        b"12.5, ",
+        b"\"",
+        b"\\",
+        b"\"long string long string long string long string long string long\"",
+    ];
+    for round in 0..3000 {
+        let mut doc = vec![[b'{', b'['][rng.below(2) as usize]];
+        let target = rng.below(if round % 4 == 0 { 600 } else { 160 }) as usize;
+        while doc.len() < target {
+            if rng.below(8) == 0 {
+                let n = 1 + rng.below(6) as usize;
+                doc.extend(class_soup(&mut rng, n));
+            } else {
+                doc.extend_from_slice(PIECES[rng.below(PIECES.len() as u64) as usize]);
+            }
+        }
+        // Close what is open now and then, and pad so that the 64-byte blocks run.
+        if rng.below(2) == 0 {
+            doc.extend_from_slice(b"\"}}]}");
+        }
+        let pad = rng.below(100) as usize;
+        doc.extend(std::iter::repeat_n(b' ', pad));
+        // Every place a bracket could open, so the block boundaries fall everywhere.
+        for i in 0..doc.len() {
+            if doc[i] != b'{' && doc[i] != b'[' {
+                continue;
+            }
+            let want = naive_skip_container(&doc, i);
+            assert_eq!(
+                skip_container(&doc, i),
+                want,
+                "at {i} in {:?}",
+                String::from_utf8_lossy(&doc)
+            );
+            assert_eq!(skip_nested_tokens(&doc, i + 1, 1), want, "tokens at {i}");
+        }
+    }
+}
