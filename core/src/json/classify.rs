@@ -175,11 +175,12 @@ mod sse2 {
 
     /// Masks of a 64-byte block, one bit per byte.
     pub(super) struct Block {
+        /// `"`.
         pub quote: u64,
-        pub backslash: u64,
-        pub control: u64,
-        pub open: u64,
-        pub close: u64,
+        /// `\` and control characters: where the string masks stop being exact.
+        pub special: u64,
+        /// The four brackets.
+        pub bracket: u64,
     }
 
     /// Classifies the 64 bytes at `p` (which must lie inside `s`).
@@ -187,21 +188,18 @@ mod sse2 {
     pub(super) fn block(s: &[u8], p: usize) -> Block {
         let mut b = Block {
             quote: 0,
-            backslash: 0,
-            control: 0,
-            open: 0,
-            close: 0,
+            special: 0,
+            bracket: 0,
         };
         let mut k = 0;
         while k < 4 {
             let x = load16(s, p + 16 * k);
+            // `[`/`]` become `{`/`}`.
             let y = or(x, set_splat_i8_m128i(0x20));
             let sh = 16 * k as u32;
             b.quote |= u64::from(bits(eq(x, b'"'))) << sh;
-            b.backslash |= u64::from(bits(eq(x, b'\\'))) << sh;
-            b.control |= u64::from(bits(le(x, 0x1F))) << sh;
-            b.open |= u64::from(bits(eq(y, b'{'))) << sh;
-            b.close |= u64::from(bits(eq(y, b'}'))) << sh;
+            b.special |= u64::from(bits(or(eq(x, b'\\'), le(x, 0x1F)))) << sh;
+            b.bracket |= u64::from(bits(or(eq(y, b'{'), eq(y, b'}')))) << sh;
             k += 1;
         }
         b
@@ -286,38 +284,36 @@ pub(super) fn skip_container(s: &[u8], i: usize) -> Option<usize> {
         let mut carry = 0u64;
         while p + 64 <= s.len() {
             let b = sse2::block(s, p);
-            if b.backslash != 0 {
-                // Escapes are rare: go on token by token from a place outside strings.
-                if carry != 0 {
-                    p = skip_str(s, p)?;
-                }
-                return skip_nested_tokens(s, p, depth);
-            }
-            // Bit k: byte k is inside a string (its opening quote included, closing excluded).
+            // Bit k: byte k is inside a string (its opening quote included, closing excluded),
+            // exact up to the first escape or control character inside a string.
             let inside = prefix_xor(b.quote) ^ carry;
-            carry = ((inside as i64) >> 63) as u64;
-            // Control characters inside strings, which the resumable path counts.
-            let bad = b.control & inside;
-            let mut brackets = (b.open | b.close) & !inside;
+            let stop = b.special & inside;
+            let exact = if stop == 0 {
+                u64::MAX
+            } else {
+                (1u64 << stop.trailing_zeros()) - 1
+            };
+            let mut brackets = b.bracket & !inside & exact;
             while brackets != 0 {
-                let k = brackets.trailing_zeros();
-                if b.open >> k & 1 != 0 {
+                let k = brackets.trailing_zeros() as usize;
+                // `{` and `[` have bit 1 set, `}` and `]` clear.
+                if s[p + k] & 2 != 0 {
                     depth += 1;
                 } else {
                     depth -= 1;
                     if depth == 0 {
-                        // Only what lies before the closing bracket belongs to the value.
-                        if bad & (u64::MAX >> (63 - k)) != 0 {
-                            return None;
-                        }
-                        return Some(p + k as usize + 1);
+                        return Some(p + k + 1);
                     }
                 }
                 brackets &= brackets - 1;
             }
-            if bad != 0 {
-                return None;
+            if stop != 0 {
+                // Rare: an escape (or a control character, which makes it `None`) inside a
+                // string: on token by token from there.
+                let q = skip_str(s, p + stop.trailing_zeros() as usize)?;
+                return skip_nested_tokens(s, q, depth);
             }
+            carry = ((inside as i64) >> 63) as u64;
             p += 64;
         }
         if carry != 0 {

@@ -35,11 +35,40 @@ fn skip_ws(input: &[u8], i: usize) -> usize {
     find(input, i, WS)
 }
 
-/// Like [`skip_ws`], `None` at the end of the input (fast path).
+/// Fast path: the first index at or after `i` that is not whitespace, `None` at the end of
+/// the input.
 #[inline(always)]
-fn ws(s: &[u8], i: usize) -> Option<usize> {
-    let j = skip_ws(s, i);
+fn nonws(s: &[u8], i: usize) -> Option<usize> {
+    // Gaps are short and of few lengths: a predictable byte loop first.
+    let mut j = i;
+    while j < s.len() && j < i + 8 {
+        if s[j] > b' ' {
+            return Some(j);
+        }
+        j += 1;
+    }
+    let j = find(s, j, WS);
     if j < s.len() { Some(j) } else { None }
+}
+
+/// Fast path: from just after a key's closing quote, over the whitespace, the colon and the
+/// whitespace before the value; the value's first index.
+#[inline(always)]
+fn colon_ws(s: &[u8], mut i: usize) -> Option<usize> {
+    if i < s.len() && s[i] == b':' {
+        i += 1;
+    } else {
+        i = nonws(s, i)?;
+        if s[i] != b':' {
+            return None;
+        }
+        i += 1;
+    }
+    if i + 1 < s.len() && s[i] == b' ' && s[i + 1] > b' ' {
+        Some(i + 1)
+    } else {
+        nonws(s, i)
+    }
 }
 
 const KEY_CAP: usize = 16;
@@ -574,7 +603,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
 
     #[inline(always)]
     fn fast_event_inner(&mut self, s: &[u8], start: usize) -> Option<usize> {
-        let mut i = ws(s, start + 1)?;
+        let n = s.len();
+        let mut i = nonws(s, start + 1)?;
         if s[i] == b'}' {
             return Some(i + 1);
         }
@@ -582,30 +612,26 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             if s[i] != b'"' {
                 return None;
             }
-            let (field, ke) = match known_key(s, i) {
-                Some(k) => k,
+            // The key, the colon and the whitespace before the value.
+            let field = match known_key(s, i) {
+                Some((field, ke, spaced)) => {
+                    // `"key": v`, the usual layout: one check for the colon and the space.
+                    i = if spaced && ke + 3 < n && s[ke + 3] > b' ' {
+                        ke + 3
+                    } else {
+                        colon_ws(s, ke + 1)?
+                    };
+                    field
+                }
                 None => {
                     let ke = find(s, i + 1, STR);
-                    if ke >= s.len() || s[ke] != b'"' {
+                    if ke >= n || s[ke] != b'"' {
                         return None;
                     }
-                    (classify(&s[i + 1..ke]), ke)
+                    let field = classify(&s[i + 1..ke]);
+                    i = colon_ws(s, ke + 1)?;
+                    field
                 }
-            };
-            i = ke + 1;
-            if i < s.len() && s[i] == b':' {
-                i += 1;
-            } else {
-                i = ws(s, i)?;
-                if s[i] != b':' {
-                    return None;
-                }
-                i += 1;
-            }
-            i = if i + 1 < s.len() && s[i] == b' ' && s[i + 1] > b' ' {
-                i + 1
-            } else {
-                ws(s, i)?
             };
             match field {
                 Field::Other => i = skip_value_fast(s, i)?,
@@ -614,17 +640,19 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         return None;
                     }
                     let e = find(s, i + 1, STR);
-                    if e >= s.len() || s[e] != b'"' || e - (i + 1) > self.str_cap {
+                    if e >= n || s[e] != b'"' || e - (i + 1) > self.str_cap {
                         return None;
                     }
                     let len = e - (i + 1);
                     let cap = self.str_cap;
                     let at = if field == Field::Cat { 0 } else { cap };
                     let buf = self.storage.as_mut();
-                    if len <= 32 && cap >= 32 && i + 33 <= s.len() {
+                    if len <= 32 && cap >= 32 && i + 33 <= n {
                         // Fixed-size copy (two vector moves) instead of a memmove call; the
                         // bytes past `len` are scratch.
                         buf[at..at + 32].copy_from_slice(&s[i + 1..i + 33]);
+                    } else if len <= 64 && cap >= 64 && i + 65 <= n {
+                        buf[at..at + 64].copy_from_slice(&s[i + 1..i + 65]);
                     } else {
                         buf[at..at + len].copy_from_slice(&s[i + 1..e]);
                     }
@@ -647,7 +675,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         i = e;
                     } else {
                         let e = find(s, i, DELIM);
-                        if e >= s.len() || e == i {
+                        if e >= n || e == i {
                             return None;
                         }
                         if e - i > WORD_CAP || !self.set_word(field, &s[i..e], false, false) {
@@ -657,7 +685,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     }
                 }
                 Field::Ph
-                    if i + 2 < s.len()
+                    if i + 2 < n
                         && s[i] == b'"'
                         && s[i + 2] == b'"'
                         && s[i + 1] >= 0x20
@@ -668,48 +696,68 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     self.ph_len = 1;
                     i += 3;
                 }
-                Field::Pid | Field::Tid if s[i] != b'"' && fast_int(s, i).is_some() => {
-                    let (v, e) = fast_int(s, i)?;
-                    if field == Field::Pid {
-                        self.pid = IdField::Int(v);
-                    } else {
-                        self.tid = IdField::Int(v);
-                    }
-                    i = e;
-                }
-                _ => {
-                    let (text, quoted) = if s[i] == b'"' {
-                        let e = find(s, i + 1, STR);
-                        if e >= s.len() || s[e] != b'"' {
-                            return None;
+                Field::Pid | Field::Tid | Field::Id if s[i] != b'"' => {
+                    if let Some((v, e)) = fast_int(s, i) {
+                        let v = IdField::Int(v);
+                        match field {
+                            Field::Pid => self.pid = v,
+                            Field::Tid => self.tid = v,
+                            _ => self.id = v,
                         }
-                        let t = &s[i + 1..e];
-                        i = e + 1;
-                        (t, true)
-                    } else {
-                        if CLASS[s[i] as usize] & DELIM != 0 {
-                            return None;
-                        }
-                        let e = find(s, i, DELIM);
-                        if e >= s.len() {
-                            return None;
-                        }
-                        let t = &s[i..e];
                         i = e;
-                        (t, false)
-                    };
-                    if text.len() > WORD_CAP || !self.set_word(field, text, quoted, false) {
-                        return None;
+                    } else {
+                        i = self.fast_word(s, i, field)?;
                     }
                 }
+                _ => i = self.fast_word(s, i, field)?,
             }
-            i = ws(s, i)?;
+            // The separator: `, "` or `,` and a line break, or the closing brace.
+            if i + 2 < n && s[i] == b',' {
+                i = if s[i + 1] == b' ' && s[i + 2] == b'"' {
+                    i + 2
+                } else {
+                    nonws(s, i + 1)?
+                };
+                continue;
+            }
+            i = nonws(s, i)?;
             match s[i] {
-                b',' => i = ws(s, i + 1)?,
+                b',' => i = nonws(s, i + 1)?,
                 b'}' => return Some(i + 1),
                 _ => return None,
             }
         }
+    }
+
+    /// Fast path: any other value of a known field at `i` (a string or a bareword), stored
+    /// by [`set_word`](Self::set_word); the index after it, or `None` where a warning or the
+    /// resumable path is due.
+    #[inline(always)]
+    fn fast_word(&mut self, s: &[u8], mut i: usize, field: Field) -> Option<usize> {
+        let (text, quoted) = if s[i] == b'"' {
+            let e = find(s, i + 1, STR);
+            if e >= s.len() || s[e] != b'"' {
+                return None;
+            }
+            let t = &s[i + 1..e];
+            i = e + 1;
+            (t, true)
+        } else {
+            if CLASS[s[i] as usize] & DELIM != 0 {
+                return None;
+            }
+            let e = find(s, i, DELIM);
+            if e >= s.len() {
+                return None;
+            }
+            let t = &s[i..e];
+            i = e;
+            (t, false)
+        };
+        if text.len() > WORD_CAP || !self.set_word(field, text, quoted, false) {
+            return None;
+        }
+        Some(i)
     }
 
     fn begin_event(&mut self, i: usize) {
@@ -1172,43 +1220,81 @@ fn classify(key: &[u8]) -> Field {
 
 /// Fast path: a known event key whose opening quote is at `i`, without a branch per key: the
 /// key's first three bytes pick one table slot by a multiplicative perfect hash, and one
-/// compare of the next eight bytes (key plus closing quote) confirms it. Returns the field and
-/// the closing quote's index.
+/// compare of the next eight bytes (key plus closing quote) confirms it. Returns the field,
+/// the closing quote's index, and whether `: ` follows it.
 #[inline(always)]
-fn known_key(s: &[u8], i: usize) -> Option<(Field, usize)> {
+fn known_key(s: &[u8], i: usize) -> Option<(Field, usize, bool)> {
     /// Multiplier found by search so that the ten keys' 3-byte prefixes land in distinct slots.
     const MAGIC: u64 = 0x71e0_c07e_9e11_5e4b;
     const fn slot(k: &[u8]) -> usize {
         let p = (k[0] as u64) | ((k[1] as u64) << 8) | ((k[2] as u64) << 16);
         (p.wrapping_mul(MAGIC) >> 60) as usize
     }
-    /// (pattern, mask, field, key length); mask 0 marks an empty slot.
-    const TABLE: [(u64, u64, Field, usize); 16] = {
+    /// One slot: the key and its closing quote, and the same followed by `: `, each as a
+    /// little-endian pattern with its mask; the field; the key's length. An empty slot has
+    /// patterns outside their masks, which nothing matches.
+    #[derive(Clone, Copy)]
+    struct Slot {
+        key: u64,
+        key_mask: u64,
+        spaced: u64,
+        spaced_mask: u64,
+        field: Field,
+        len: usize,
+    }
+    const fn pattern(bytes: &[u8]) -> (u64, u64) {
+        let mut p = 0u64;
+        let mut j = 0;
+        while j < bytes.len() {
+            p |= (bytes[j] as u64) << (8 * j);
+            j += 1;
+        }
+        let mask = if bytes.len() == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * bytes.len())) - 1
+        };
+        (p, mask)
+    }
+    const TABLE: [Slot; 16] = {
+        // Each key with its closing quote, colon and space (8 bytes at most).
         const KEYS: [(&[u8], Field); 10] = [
-            (b"ph\"", Field::Ph),
-            (b"cat\"", Field::Cat),
-            (b"name\"", Field::Name),
-            (b"pid\"", Field::Pid),
-            (b"tid\"", Field::Tid),
-            (b"ts\"", Field::Ts),
-            (b"dur\"", Field::Dur),
-            (b"args\"", Field::Other),
-            (b"id\"", Field::Id),
-            (b"scope\"", Field::Scope),
+            (b"ph\": ", Field::Ph),
+            (b"cat\": ", Field::Cat),
+            (b"name\": ", Field::Name),
+            (b"pid\": ", Field::Pid),
+            (b"tid\": ", Field::Tid),
+            (b"ts\": ", Field::Ts),
+            (b"dur\": ", Field::Dur),
+            (b"args\": ", Field::Other),
+            (b"id\": ", Field::Id),
+            (b"scope\": ", Field::Scope),
         ];
-        let mut t = [(0u64, 0u64, Field::Other, 0usize); 16];
+        let empty = Slot {
+            key: 1,
+            key_mask: 0,
+            spaced: 1,
+            spaced_mask: 0,
+            field: Field::Other,
+            len: 0,
+        };
+        let mut t = [empty; 16];
         let mut k = 0;
         while k < KEYS.len() {
-            let (key, field) = KEYS[k];
-            let mut p = 0u64;
-            let mut j = 0;
-            while j < key.len() {
-                p |= (key[j] as u64) << (8 * j);
-                j += 1;
-            }
-            let at = slot(key);
-            assert!(t[at].1 == 0, "perfect hash collision");
-            t[at] = (p, (1u64 << (8 * key.len())) - 1, field, key.len() - 1);
+            let (spaced_key, field) = KEYS[k];
+            let (key_bytes, _) = spaced_key.split_at(spaced_key.len() - 2);
+            let at = slot(spaced_key);
+            assert!(t[at].key_mask == 0, "perfect hash collision");
+            let (key, key_mask) = pattern(key_bytes);
+            let (spaced, spaced_mask) = pattern(spaced_key);
+            t[at] = Slot {
+                key,
+                key_mask,
+                spaced,
+                spaced_mask,
+                field,
+                len: key_bytes.len() - 1,
+            };
             k += 1;
         }
         t
@@ -1217,9 +1303,11 @@ fn known_key(s: &[u8], i: usize) -> Option<(Field, usize)> {
         return None;
     }
     let w = load(s, i + 1);
-    let (p, m, f, len) = TABLE[((w & 0xFF_FFFF).wrapping_mul(MAGIC) >> 60) as usize];
-    if m != 0 && w & m == p {
-        Some((f, i + 1 + len))
+    let e = TABLE[((w & 0xFF_FFFF).wrapping_mul(MAGIC) >> 60) as usize];
+    if w & e.spaced_mask == e.spaced {
+        Some((e.field, i + 1 + e.len, true))
+    } else if w & e.key_mask == e.key {
+        Some((e.field, i + 1 + e.len, false))
     } else {
         None
     }
@@ -1384,5 +1472,8 @@ pub(super) mod test_hooks {
     }
     pub(in crate::json) fn key(s: &[u8]) -> bool {
         super::known_key(s, 0).is_some()
+    }
+    pub(in crate::json) fn key_spaced(s: &[u8]) -> Option<bool> {
+        super::known_key(s, 0).map(|k| k.2)
     }
 }

@@ -696,7 +696,7 @@ fn works_over_caller_storage_without_alloc() {
 
 #[test]
 fn swar_digits_and_key_table() {
-    use super::scanner_test_hooks::{eight, key};
+    use super::scanner_test_hooks::{eight, key, key_spaced};
     for v in [0u64, 1, 12_345_678, 99_999_999, 10_000_000, 7] {
         let t = std::format!("{v:08}");
         let x = u64::from_le_bytes(t.as_bytes().try_into().unwrap());
@@ -716,6 +716,21 @@ fn swar_digits_and_key_table() {
     ] {
         let padded = std::format!("{k}         ");
         assert_eq!(key(padded.as_bytes()), ok, "{k}");
+    }
+    // Whether `: ` follows the key's closing quote (the key table's second pattern).
+    for (k, spaced) in [
+        ("\"ph\": \"X\"", Some(true)),
+        ("\"ph\":\"X\"", Some(false)),
+        ("\"ph\" : 1", Some(false)),
+        ("\"scope\": 1", Some(true)),
+        ("\"scope\":  1", Some(true)),
+        ("\"scope\":1", Some(false)),
+        ("\"args\": {", Some(true)),
+        ("\"dur\":\t1", Some(false)),
+        ("\"durx\": 1", None),
+    ] {
+        let padded = std::format!("{k}         ");
+        assert_eq!(key_spaced(padded.as_bytes()), spaced, "{k}");
     }
 }
 
@@ -1010,6 +1025,76 @@ fn container_skip_matches_a_per_byte_oracle() {
                 String::from_utf8_lossy(&doc)
             );
             assert_eq!(skip_nested_tokens(&doc, i + 1, 1), want, "tokens at {i}");
+        }
+    }
+}
+
+/// A few events in the pretty-printed Kineto layout (the layout the fast path is tuned for).
+fn kineto_layout_doc(rng: &mut Rng, events: usize) -> Vec<u8> {
+    let mut out = Vec::from(&b"{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n"[..]);
+    for k in 0..events {
+        if k > 0 {
+            out.extend_from_slice(b",\n");
+        }
+        let ts = 1_712_195_508_526_029u64 + rng.below(1_000_000);
+        let ev = match rng.below(4) {
+            0 => std::format!(
+                "  {{\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1102, \"tid\": 1102,\n    \"ts\": {ts}.{:03}, \"dur\": {}.{:03},\n    \"args\": {{\n      \"External id\": {},\"Sequence number\": 29877, \"Input Dims\": [[2391, 1583], [1787, 3955], []], \"Input type\": [\"float\", \"float\", \"Scalar\"]\n    }}\n  }}",
+                rng.below(1000),
+                rng.below(100),
+                rng.below(1000),
+                rng.below(1_000_000)
+            ),
+            1 => std::format!(
+                "  {{\n    \"ph\": \"s\", \"id\": {}, \"pid\": 1102, \"tid\": 1102, \"ts\": {ts}.{:03},\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }}",
+                rng.below(1_000_000),
+                rng.below(1000)
+            ),
+            2 => std::format!(
+                "  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{{lambda()#3}}>(int)\", \"pid\": 0, \"tid\": 7,\n    \"ts\": {ts}.{:03}, \"dur\": {}.{:03},\n    \"args\": {{\n      \"External id\": 87222,      \"queued\": 0, \"device\": 0, \"context\": 1,      \"stream\": 7, \"correlation\": 200356,      \"registers per thread\": 122,      \"shared memory\": 32768,      \"blocks per SM\": 0.429000,      \"grid\": [128, 98, 1],      \"block\": [512, 1, 1],      \"est. achieved occupancy %\": 66\n    }}\n  }}",
+                rng.below(1000),
+                rng.below(10_000),
+                rng.below(1000)
+            ),
+            _ => std::format!(
+                "  {{\n    \"ph\": \"f\", \"id\": {}, \"pid\": 0, \"tid\": 7, \"ts\": {ts}.{:03},\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }}",
+                rng.below(1_000_000),
+                rng.below(1000)
+            ),
+        };
+        out.extend_from_slice(ev.as_bytes());
+    }
+    out.extend_from_slice(b"\n  ],\n  \"traceName\": \"x\"\n}\n");
+    out
+}
+
+/// The fast path (whole input) and the resumable path (byte by byte, random splits) agree on
+/// Kineto-layout documents with a few bytes changed, inserted or removed anywhere: events,
+/// fields, warnings, errors and offsets.
+#[test]
+fn mutated_kineto_layout_fast_and_resumable_paths_agree() {
+    const BYTES: &[u8] = b"\"\\{}[],: \n\t\x01\x00-.0123456789eE+xu\xc3\xa9\xff";
+    let mut rng = Rng::from_env(79);
+    for round in 0..400 {
+        let events = 1 + rng.below(6) as usize;
+        let mut doc = kineto_layout_doc(&mut rng, events);
+        if round > 0 {
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(doc.len() as u64) as usize;
+                let b = BYTES[rng.below(BYTES.len() as u64) as usize];
+                match rng.below(3) {
+                    0 => doc[at] = b,
+                    1 => doc.insert(at, b),
+                    _ => {
+                        doc.remove(at);
+                    }
+                }
+            }
+        }
+        let whole = check_splits(&doc, 2, round);
+        if round == 0 {
+            assert_eq!(whole.events.len(), events);
+            assert!(whole.end.complete);
         }
     }
 }
