@@ -1113,8 +1113,8 @@ mod tests {
             let mut masked = TraceSummary::new(limits);
             // The third takes the events through one memo per distinct (cat, name) pair.
             let mut memoized = TraceSummary::new(limits);
-            let mut memos: BTreeMap<(Option<Vec<u8>>, Option<Vec<u8>>), Option<OpMemo>> =
-                BTreeMap::new();
+            type Pair = (Option<Vec<u8>>, Option<Vec<u8>>);
+            let mut memos: BTreeMap<Pair, Option<OpMemo>> = BTreeMap::new();
             let mut sc = EventScanner::new(limits);
             let mut pos = 0;
             while let (Scan::Event, n) = sc.scan(&doc.as_bytes()[pos..]).unwrap() {
