@@ -155,10 +155,19 @@ impl IntervalStorage for VecStorage {
     fn set_limit(&self) -> usize {
         self.set_limit
     }
+    #[inline]
     fn grow(&mut self, set_len: usize, pending_len: usize) -> bool {
         if set_len <= self.set.len() && pending_len <= self.pending.len() {
             return true;
         }
+        self.grow_slow(set_len, pending_len)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl VecStorage {
+    #[inline(never)]
+    fn grow_slow(&mut self, set_len: usize, pending_len: usize) -> bool {
         if set_len > self.set_limit || pending_len > self.pending_limit {
             return false;
         }
@@ -245,6 +254,17 @@ impl IntervalSet<VecStorage> {
             },
             false,
         )
+    }
+
+    /// Gives back set storage beyond twice the disjoint intervals in use (at least 64 slots),
+    /// e.g. after [`remove_first`](Self::remove_first): memory then follows what is live. The
+    /// results are unchanged (the storage grows again as needed, within the same limits).
+    pub fn shrink_storage(&mut self) {
+        let keep = self.set_len.saturating_mul(2).max(64);
+        if self.storage.set.len() > keep {
+            self.storage.set.truncate(keep);
+            self.storage.set.shrink_to_fit();
+        }
     }
 
     /// Exact when `capacity == usize::MAX` (as [`crate::Limits::max_intervals`] says), else
@@ -527,6 +547,26 @@ impl<S: IntervalStorage> IntervalSet<S> {
         &self.storage.set_slots()[..self.set_len]
     }
 
+    /// Removes the `k` earliest intervals of the disjoint union (merging the pending batch
+    /// first; all of them when `k` is larger) and returns their total length in ns. The error
+    /// bound is kept. The storage is kept too (see `shrink_storage` for the growable form).
+    pub fn remove_first(&mut self, k: usize) -> u64 {
+        self.flush();
+        let k = k.min(self.set_len);
+        let n = self.set_len;
+        let (set, _) = self.storage.split();
+        let removed: u64 = set[..k].iter().map(|iv| iv.len_ns()).sum();
+        set.copy_within(k..n, 0);
+        self.set_len = n - k;
+        self.set_total_ns = set[..n - k].iter().map(|iv| iv.len_ns()).sum();
+        removed
+    }
+
+    /// Returns the error bound and resets it to 0 (for a caller that accounts for it itself).
+    pub fn take_error_bound_ns(&mut self) -> u64 {
+        core::mem::take(&mut self.error_bound_ns)
+    }
+
     /// Forgets every interval and the error bound; keeps the storage.
     pub fn clear(&mut self) {
         self.set_len = 0;
@@ -681,6 +721,47 @@ mod tests {
             assert_eq!(fixed.union_ns(), grown.union_ns());
             assert_eq!(fixed.error_bound_ns(), grown.error_bound_ns());
             assert_eq!(fixed.intervals(), grown.intervals());
+        }
+    }
+
+    /// Removing the oldest intervals in place (and shrinking) leaves exactly the union that a
+    /// fresh one rebuilt from the kept intervals would be, now and after more inserts: the same
+    /// intervals, union and (after `take_error_bound_ns`) error bound.
+    #[test]
+    fn remove_first_equals_a_rebuilt_union() {
+        let mut rng = Rng::from_env(27);
+        for case in 0..600 {
+            let ivs = gen_case(&mut rng);
+            let more = gen_case(&mut rng);
+            let cap = if case % 3 == 0 {
+                usize::MAX
+            } else {
+                4 + rng.below(200) as usize
+            };
+            let mut u = IntervalUnion::with_capacity_limit(cap);
+            ivs.iter().for_each(|&(s, e)| u.insert(s, e));
+            let before = u.intervals().to_vec();
+            let bound = u.error_bound_ns();
+            let k = rng.below(before.len() as u64 + 2) as usize;
+            let removed = u.remove_first(k);
+            let k = k.min(before.len());
+            let want: u64 = before[..k].iter().map(|iv| iv.len_ns()).sum();
+            assert_eq!(removed, want, "case {case}");
+            assert_eq!(u.take_error_bound_ns(), bound);
+            assert_eq!(u.error_bound_ns(), 0);
+            u.shrink_storage();
+            let mut fresh = IntervalUnion::with_capacity_limit(cap);
+            before[k..]
+                .iter()
+                .for_each(|iv| fresh.insert(iv.start_ns, iv.end_ns));
+            assert_eq!(u.intervals(), fresh.intervals(), "case {case}");
+            for &(s, e) in &more {
+                u.insert(s, e);
+                fresh.insert(s, e);
+            }
+            assert_eq!(u.union_ns(), fresh.union_ns(), "case {case}");
+            assert_eq!(u.error_bound_ns(), fresh.error_bound_ns(), "case {case}");
+            assert_eq!(u.intervals(), fresh.intervals(), "case {case}");
         }
     }
 

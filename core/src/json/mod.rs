@@ -43,6 +43,7 @@
 //! assert_eq!(durations_ns, [flinch_core::json::NumField::Ns(2000)]);
 //! ```
 
+mod classify;
 mod decimal;
 mod scanner;
 
@@ -255,3 +256,6 @@ pub(crate) fn scanner_fnv(text: &[u8]) -> u64 {
 
 #[cfg(test)]
 use scanner::test_hooks as scanner_test_hooks;
+
+#[cfg(test)]
+use classify::test_hooks as classify_test_hooks;

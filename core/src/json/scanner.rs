@@ -5,6 +5,7 @@
 //! inside the chunk is read without ever saving or restoring partial state, and an event split
 //! across chunks resumes exactly where it stopped. Each input byte is examined once.
 
+use super::classify::{CLASS, DELIM, SKIP, STR, WS, find, load, skip_container, skip_str};
 use super::decimal::parse_us_to_ns;
 use super::{
     ElementBoundary, Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind,
@@ -21,108 +22,6 @@ pub type DefaultStorage = alloc::vec::Vec<u8>;
 #[cfg(not(feature = "alloc"))]
 pub type DefaultStorage = [u8; 512];
 
-const WS: u8 = 1;
-const STR: u8 = 2;
-const SKIP: u8 = 4;
-const DELIM: u8 = 8;
-
-const fn classes() -> [u8; 256] {
-    let mut t = [0u8; 256];
-    let mut b = 0;
-    while b <= 0x20 {
-        // Outside strings every byte up to U+0020 is whitespace (NUL padding of a cut file,
-        // stray control characters); inside strings the control characters are counted.
-        t[b] |= WS | DELIM;
-        if b < 0x20 {
-            t[b] |= STR;
-        }
-        b += 1;
-    }
-    t[b'"' as usize] |= STR | SKIP | DELIM;
-    t[b'\\' as usize] |= STR;
-    t[b'{' as usize] |= SKIP | DELIM;
-    t[b'[' as usize] |= SKIP | DELIM;
-    t[b'}' as usize] |= SKIP | DELIM;
-    t[b']' as usize] |= SKIP | DELIM;
-    t[b',' as usize] |= DELIM;
-    t[b':' as usize] |= DELIM;
-    t
-}
-
-static CLASS: [u8; 256] = classes();
-
-// SWAR: eight bytes per step in safe code. Each mask has the high bit of a byte set where the
-// byte matches; only the lowest set bit is relied on (the borrow tricks are exact there).
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-#[inline(always)]
-fn load(s: &[u8], i: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&s[i..i + 8]);
-    u64::from_le_bytes(w)
-}
-#[inline(always)]
-fn eq(x: u64, b: u8) -> u64 {
-    let y = x ^ (LO * u64::from(b));
-    y.wrapping_sub(LO) & !y & HI
-}
-#[inline(always)]
-fn lt(x: u64, n: u8) -> u64 {
-    x.wrapping_sub(LO * u64::from(n)) & !x & HI
-}
-/// Exact per byte: bytes above U+0020.
-#[inline(always)]
-fn above_space(x: u64) -> u64 {
-    ((x | HI).wrapping_sub(LO * 0x21) | x) & HI
-}
-#[inline(always)]
-fn mask_of(x: u64, class: u8) -> u64 {
-    match class {
-        STR => eq(x, b'"') | eq(x, b'\\') | lt(x, 0x20),
-        SKIP => {
-            let y = x | (LO * 0x20);
-            eq(x, b'"') | eq(y, b'{') | eq(y, b'}')
-        }
-        DELIM => {
-            let y = x | (LO * 0x20);
-            lt(x, 0x21) | eq(x, b',') | eq(x, b':') | eq(x, b'"') | eq(y, b'{') | eq(y, b'}')
-        }
-        _ => above_space(x),
-    }
-}
-
-/// First index at or after `i` whose byte has class `class` (one of STR, SKIP, DELIM; WS means
-/// "first non-whitespace"), or `input.len()`.
-#[inline(always)]
-fn find_class(input: &[u8], mut i: usize, class: u8) -> usize {
-    while i + 8 <= input.len() {
-        let m = mask_of(load(input, i), class);
-        if m != 0 {
-            return i + (m.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < input.len() {
-        let c = CLASS[input[i] as usize];
-        let hit = if class == WS {
-            c & WS == 0
-        } else {
-            c & class != 0
-        };
-        if hit {
-            return i;
-        }
-        i += 1;
-    }
-    input.len()
-}
-
-#[inline(always)]
-fn find(input: &[u8], i: usize, class: u8) -> usize {
-    find_class(input, i, class)
-}
-
 /// First index at or after `i` that is not whitespace, or `input.len()`.
 #[inline(always)]
 fn skip_ws(input: &[u8], i: usize) -> usize {
@@ -133,14 +32,43 @@ fn skip_ws(input: &[u8], i: usize) -> usize {
     if i + 1 < input.len() && input[i] == b' ' && input[i + 1] > 0x20 {
         return i + 1;
     }
-    find_class(input, i, WS)
+    find(input, i, WS)
 }
 
-/// Like [`skip_ws`], `None` at the end of the input (fast path).
+/// Fast path: the first index at or after `i` that is not whitespace, `None` at the end of
+/// the input.
 #[inline(always)]
-fn ws(s: &[u8], i: usize) -> Option<usize> {
-    let j = skip_ws(s, i);
+fn nonws(s: &[u8], i: usize) -> Option<usize> {
+    // Gaps are short and of few lengths: a predictable byte loop first.
+    let mut j = i;
+    while j < s.len() && j < i + 8 {
+        if s[j] > b' ' {
+            return Some(j);
+        }
+        j += 1;
+    }
+    let j = find(s, j, WS);
     if j < s.len() { Some(j) } else { None }
+}
+
+/// Fast path: from just after a key's closing quote, over the whitespace, the colon and the
+/// whitespace before the value; the value's first index.
+#[inline(always)]
+fn colon_ws(s: &[u8], mut i: usize) -> Option<usize> {
+    if i < s.len() && s[i] == b':' {
+        i += 1;
+    } else {
+        i = nonws(s, i)?;
+        if s[i] != b':' {
+            return None;
+        }
+        i += 1;
+    }
+    if i + 1 < s.len() && s[i] == b' ' && s[i + 1] > b' ' {
+        Some(i + 1)
+    } else {
+        nonws(s, i)
+    }
 }
 
 const KEY_CAP: usize = 16;
@@ -675,7 +603,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
 
     #[inline(always)]
     fn fast_event_inner(&mut self, s: &[u8], start: usize) -> Option<usize> {
-        let mut i = ws(s, start + 1)?;
+        let n = s.len();
+        let mut i = nonws(s, start + 1)?;
         if s[i] == b'}' {
             return Some(i + 1);
         }
@@ -683,30 +612,26 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             if s[i] != b'"' {
                 return None;
             }
-            let (field, ke) = match known_key(s, i) {
-                Some(k) => k,
+            // The key, the colon and the whitespace before the value.
+            let field = match known_key(s, i) {
+                Some((field, ke, spaced)) => {
+                    // `"key": v`, the usual layout: one check for the colon and the space.
+                    i = if spaced && ke + 3 < n && s[ke + 3] > b' ' {
+                        ke + 3
+                    } else {
+                        colon_ws(s, ke + 1)?
+                    };
+                    field
+                }
                 None => {
                     let ke = find(s, i + 1, STR);
-                    if ke >= s.len() || s[ke] != b'"' {
+                    if ke >= n || s[ke] != b'"' {
                         return None;
                     }
-                    (classify(&s[i + 1..ke]), ke)
+                    let field = classify(&s[i + 1..ke]);
+                    i = colon_ws(s, ke + 1)?;
+                    field
                 }
-            };
-            i = ke + 1;
-            if i < s.len() && s[i] == b':' {
-                i += 1;
-            } else {
-                i = ws(s, i)?;
-                if s[i] != b':' {
-                    return None;
-                }
-                i += 1;
-            }
-            i = if i + 1 < s.len() && s[i] == b' ' && s[i + 1] > b' ' {
-                i + 1
-            } else {
-                ws(s, i)?
             };
             match field {
                 Field::Other => i = skip_value_fast(s, i)?,
@@ -715,17 +640,19 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         return None;
                     }
                     let e = find(s, i + 1, STR);
-                    if e >= s.len() || s[e] != b'"' || e - (i + 1) > self.str_cap {
+                    if e >= n || s[e] != b'"' || e - (i + 1) > self.str_cap {
                         return None;
                     }
                     let len = e - (i + 1);
                     let cap = self.str_cap;
                     let at = if field == Field::Cat { 0 } else { cap };
                     let buf = self.storage.as_mut();
-                    if len <= 32 && cap >= 32 && i + 33 <= s.len() {
+                    if len <= 32 && cap >= 32 && i + 33 <= n {
                         // Fixed-size copy (two vector moves) instead of a memmove call; the
                         // bytes past `len` are scratch.
                         buf[at..at + 32].copy_from_slice(&s[i + 1..i + 33]);
+                    } else if len <= 64 && cap >= 64 && i + 65 <= n {
+                        buf[at..at + 64].copy_from_slice(&s[i + 1..i + 65]);
                     } else {
                         buf[at..at + len].copy_from_slice(&s[i + 1..e]);
                     }
@@ -748,7 +675,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         i = e;
                     } else {
                         let e = find(s, i, DELIM);
-                        if e >= s.len() || e == i {
+                        if e >= n || e == i {
                             return None;
                         }
                         if e - i > WORD_CAP || !self.set_word(field, &s[i..e], false, false) {
@@ -758,7 +685,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     }
                 }
                 Field::Ph
-                    if i + 2 < s.len()
+                    if i + 2 < n
                         && s[i] == b'"'
                         && s[i + 2] == b'"'
                         && s[i + 1] >= 0x20
@@ -769,48 +696,68 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     self.ph_len = 1;
                     i += 3;
                 }
-                Field::Pid | Field::Tid if s[i] != b'"' && fast_int(s, i).is_some() => {
-                    let (v, e) = fast_int(s, i)?;
-                    if field == Field::Pid {
-                        self.pid = IdField::Int(v);
-                    } else {
-                        self.tid = IdField::Int(v);
-                    }
-                    i = e;
-                }
-                _ => {
-                    let (text, quoted) = if s[i] == b'"' {
-                        let e = find(s, i + 1, STR);
-                        if e >= s.len() || s[e] != b'"' {
-                            return None;
+                Field::Pid | Field::Tid | Field::Id if s[i] != b'"' => {
+                    if let Some((v, e)) = fast_int(s, i) {
+                        let v = IdField::Int(v);
+                        match field {
+                            Field::Pid => self.pid = v,
+                            Field::Tid => self.tid = v,
+                            _ => self.id = v,
                         }
-                        let t = &s[i + 1..e];
-                        i = e + 1;
-                        (t, true)
-                    } else {
-                        if CLASS[s[i] as usize] & DELIM != 0 {
-                            return None;
-                        }
-                        let e = find(s, i, DELIM);
-                        if e >= s.len() {
-                            return None;
-                        }
-                        let t = &s[i..e];
                         i = e;
-                        (t, false)
-                    };
-                    if text.len() > WORD_CAP || !self.set_word(field, text, quoted, false) {
-                        return None;
+                    } else {
+                        i = self.fast_word(s, i, field)?;
                     }
                 }
+                _ => i = self.fast_word(s, i, field)?,
             }
-            i = ws(s, i)?;
+            // The separator: `, "` or `,` and a line break, or the closing brace.
+            if i + 2 < n && s[i] == b',' {
+                i = if s[i + 1] == b' ' && s[i + 2] == b'"' {
+                    i + 2
+                } else {
+                    nonws(s, i + 1)?
+                };
+                continue;
+            }
+            i = nonws(s, i)?;
             match s[i] {
-                b',' => i = ws(s, i + 1)?,
+                b',' => i = nonws(s, i + 1)?,
                 b'}' => return Some(i + 1),
                 _ => return None,
             }
         }
+    }
+
+    /// Fast path: any other value of a known field at `i` (a string or a bareword), stored
+    /// by [`set_word`](Self::set_word); the index after it, or `None` where a warning or the
+    /// resumable path is due.
+    #[inline(always)]
+    fn fast_word(&mut self, s: &[u8], mut i: usize, field: Field) -> Option<usize> {
+        let (text, quoted) = if s[i] == b'"' {
+            let e = find(s, i + 1, STR);
+            if e >= s.len() || s[e] != b'"' {
+                return None;
+            }
+            let t = &s[i + 1..e];
+            i = e + 1;
+            (t, true)
+        } else {
+            if CLASS[s[i] as usize] & DELIM != 0 {
+                return None;
+            }
+            let e = find(s, i, DELIM);
+            if e >= s.len() {
+                return None;
+            }
+            let t = &s[i..e];
+            i = e;
+            (t, false)
+        };
+        if text.len() > WORD_CAP || !self.set_word(field, text, quoted, false) {
+            return None;
+        }
+        Some(i)
     }
 
     fn begin_event(&mut self, i: usize) {
@@ -1273,43 +1220,81 @@ fn classify(key: &[u8]) -> Field {
 
 /// Fast path: a known event key whose opening quote is at `i`, without a branch per key: the
 /// key's first three bytes pick one table slot by a multiplicative perfect hash, and one
-/// compare of the next eight bytes (key plus closing quote) confirms it. Returns the field and
-/// the closing quote's index.
+/// compare of the next eight bytes (key plus closing quote) confirms it. Returns the field,
+/// the closing quote's index, and whether `: ` follows it.
 #[inline(always)]
-fn known_key(s: &[u8], i: usize) -> Option<(Field, usize)> {
+fn known_key(s: &[u8], i: usize) -> Option<(Field, usize, bool)> {
     /// Multiplier found by search so that the ten keys' 3-byte prefixes land in distinct slots.
     const MAGIC: u64 = 0x71e0_c07e_9e11_5e4b;
     const fn slot(k: &[u8]) -> usize {
         let p = (k[0] as u64) | ((k[1] as u64) << 8) | ((k[2] as u64) << 16);
         (p.wrapping_mul(MAGIC) >> 60) as usize
     }
-    /// (pattern, mask, field, key length); mask 0 marks an empty slot.
-    const TABLE: [(u64, u64, Field, usize); 16] = {
+    /// One slot: the key and its closing quote, and the same followed by `: `, each as a
+    /// little-endian pattern with its mask; the field; the key's length. An empty slot has
+    /// patterns outside their masks, which nothing matches.
+    #[derive(Clone, Copy)]
+    struct Slot {
+        key: u64,
+        key_mask: u64,
+        spaced: u64,
+        spaced_mask: u64,
+        field: Field,
+        len: usize,
+    }
+    const fn pattern(bytes: &[u8]) -> (u64, u64) {
+        let mut p = 0u64;
+        let mut j = 0;
+        while j < bytes.len() {
+            p |= (bytes[j] as u64) << (8 * j);
+            j += 1;
+        }
+        let mask = if bytes.len() == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * bytes.len())) - 1
+        };
+        (p, mask)
+    }
+    const TABLE: [Slot; 16] = {
+        // Each key with its closing quote, colon and space (8 bytes at most).
         const KEYS: [(&[u8], Field); 10] = [
-            (b"ph\"", Field::Ph),
-            (b"cat\"", Field::Cat),
-            (b"name\"", Field::Name),
-            (b"pid\"", Field::Pid),
-            (b"tid\"", Field::Tid),
-            (b"ts\"", Field::Ts),
-            (b"dur\"", Field::Dur),
-            (b"args\"", Field::Other),
-            (b"id\"", Field::Id),
-            (b"scope\"", Field::Scope),
+            (b"ph\": ", Field::Ph),
+            (b"cat\": ", Field::Cat),
+            (b"name\": ", Field::Name),
+            (b"pid\": ", Field::Pid),
+            (b"tid\": ", Field::Tid),
+            (b"ts\": ", Field::Ts),
+            (b"dur\": ", Field::Dur),
+            (b"args\": ", Field::Other),
+            (b"id\": ", Field::Id),
+            (b"scope\": ", Field::Scope),
         ];
-        let mut t = [(0u64, 0u64, Field::Other, 0usize); 16];
+        let empty = Slot {
+            key: 1,
+            key_mask: 0,
+            spaced: 1,
+            spaced_mask: 0,
+            field: Field::Other,
+            len: 0,
+        };
+        let mut t = [empty; 16];
         let mut k = 0;
         while k < KEYS.len() {
-            let (key, field) = KEYS[k];
-            let mut p = 0u64;
-            let mut j = 0;
-            while j < key.len() {
-                p |= (key[j] as u64) << (8 * j);
-                j += 1;
-            }
-            let at = slot(key);
-            assert!(t[at].1 == 0, "perfect hash collision");
-            t[at] = (p, (1u64 << (8 * key.len())) - 1, field, key.len() - 1);
+            let (spaced_key, field) = KEYS[k];
+            let (key_bytes, _) = spaced_key.split_at(spaced_key.len() - 2);
+            let at = slot(spaced_key);
+            assert!(t[at].key_mask == 0, "perfect hash collision");
+            let (key, key_mask) = pattern(key_bytes);
+            let (spaced, spaced_mask) = pattern(spaced_key);
+            t[at] = Slot {
+                key,
+                key_mask,
+                spaced,
+                spaced_mask,
+                field,
+                len: key_bytes.len() - 1,
+            };
             k += 1;
         }
         t
@@ -1318,9 +1303,11 @@ fn known_key(s: &[u8], i: usize) -> Option<(Field, usize)> {
         return None;
     }
     let w = load(s, i + 1);
-    let (p, m, f, len) = TABLE[((w & 0xFF_FFFF).wrapping_mul(MAGIC) >> 60) as usize];
-    if m != 0 && w & m == p {
-        Some((f, i + 1 + len))
+    let e = TABLE[((w & 0xFF_FFFF).wrapping_mul(MAGIC) >> 60) as usize];
+    if w & e.spaced_mask == e.spaced {
+        Some((e.field, i + 1 + e.len, true))
+    } else if w & e.key_mask == e.key {
+        Some((e.field, i + 1 + e.len, false))
     } else {
         None
     }
@@ -1415,57 +1402,12 @@ fn fast_int(s: &[u8], i: usize) -> Option<(i64, usize)> {
     Some((if neg { -acc } else { acc }, j))
 }
 
-/// Fast path: the index after the string whose first content byte is at `j`; `None` at the
-/// end of the input or on a raw control character (which the resumable path counts).
-#[inline(always)]
-fn skip_str_fast(s: &[u8], mut j: usize) -> Option<usize> {
-    loop {
-        let k = find(s, j, STR);
-        if k >= s.len() {
-            return None;
-        }
-        match s[k] {
-            b'"' => return Some(k + 1),
-            b'\\' => {
-                if k + 2 > s.len() {
-                    return None;
-                }
-                j = k + 2;
-            }
-            _ => return None,
-        }
-    }
-}
-
 /// Fast path: the index after the value starting at `i`, with the resumable skipper's rules.
 #[inline(always)]
 fn skip_value_fast(s: &[u8], i: usize) -> Option<usize> {
     match s[i] {
-        b'"' => skip_str_fast(s, i + 1),
-        b'{' | b'[' => {
-            let mut depth = 1u32;
-            let mut j = i + 1;
-            loop {
-                j = find(s, j, SKIP);
-                if j >= s.len() {
-                    return None;
-                }
-                match s[j] {
-                    b'"' => j = skip_str_fast(s, j + 1)?,
-                    b'{' | b'[' => {
-                        depth += 1;
-                        j += 1;
-                    }
-                    _ => {
-                        depth -= 1;
-                        j += 1;
-                        if depth == 0 {
-                            return Some(j);
-                        }
-                    }
-                }
-            }
-        }
+        b'"' => skip_str(s, i + 1),
+        b'{' | b'[' => skip_container(s, i),
         b'}' | b']' | b',' | b':' => None,
         _ => {
             let j = find(s, i, DELIM);
@@ -1530,5 +1472,8 @@ pub(super) mod test_hooks {
     }
     pub(in crate::json) fn key(s: &[u8]) -> bool {
         super::known_key(s, 0).is_some()
+    }
+    pub(in crate::json) fn key_spaced(s: &[u8]) -> Option<bool> {
+        super::known_key(s, 0).map(|k| k.2)
     }
 }

@@ -696,7 +696,7 @@ fn works_over_caller_storage_without_alloc() {
 
 #[test]
 fn swar_digits_and_key_table() {
-    use super::scanner_test_hooks::{eight, key};
+    use super::scanner_test_hooks::{eight, key, key_spaced};
     for v in [0u64, 1, 12_345_678, 99_999_999, 10_000_000, 7] {
         let t = std::format!("{v:08}");
         let x = u64::from_le_bytes(t.as_bytes().try_into().unwrap());
@@ -716,6 +716,21 @@ fn swar_digits_and_key_table() {
     ] {
         let padded = std::format!("{k}         ");
         assert_eq!(key(padded.as_bytes()), ok, "{k}");
+    }
+    // Whether `: ` follows the key's closing quote (the key table's second pattern).
+    for (k, spaced) in [
+        ("\"ph\": \"X\"", Some(true)),
+        ("\"ph\":\"X\"", Some(false)),
+        ("\"ph\" : 1", Some(false)),
+        ("\"scope\": 1", Some(true)),
+        ("\"scope\":  1", Some(true)),
+        ("\"scope\":1", Some(false)),
+        ("\"args\": {", Some(true)),
+        ("\"dur\":\t1", Some(false)),
+        ("\"durx\": 1", None),
+    ] {
+        let padded = std::format!("{k}         ");
+        assert_eq!(key_spaced(padded.as_bytes()), spaced, "{k}");
     }
 }
 
@@ -854,4 +869,232 @@ fn a_nineteen_digit_pid_is_no_overflow() {
     );
     assert_eq!(int(b"9999999999999999999,"), None);
     assert_eq!(int(b"-99999999999999999999 "), None);
+}
+
+// ---------- byte classes and searches (classify.rs) against per-byte oracles ----------
+
+/// Random bytes weighted towards the ones the classes care about, plus high and control bytes.
+fn class_soup(rng: &mut Rng, n: usize) -> Vec<u8> {
+    const SPECIAL: &[u8] =
+        b"\"\\{}[],: \n\t\r\x00\x01\x1f\x20\x21\x7f\x80\xbf\xc3\xff\x5b\x5d\x7b\x7d0aZ";
+    (0..n)
+        .map(|_| match rng.below(3) {
+            0 => rng.next_u64() as u8,
+            _ => SPECIAL[rng.below(SPECIAL.len() as u64) as usize],
+        })
+        .collect()
+}
+
+/// The definition of each search, byte by byte, written without the class table.
+fn naive_hit(b: u8, class: u8) -> bool {
+    use super::classify_test_hooks::{DELIM, SKIP, STR, WS};
+    match class {
+        WS => b > 0x20,
+        STR => b == b'"' || b == b'\\' || b < 0x20,
+        SKIP => matches!(b, b'"' | b'{' | b'}' | b'[' | b']'),
+        DELIM => b <= 0x20 || matches!(b, b'"' | b'{' | b'}' | b'[' | b']' | b',' | b':'),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn byte_searches_match_a_per_byte_oracle_at_every_start() {
+    use super::classify_test_hooks::{CLASS, DELIM, SKIP, STR, WS, find, find_swar};
+    for b in 0..=255u8 {
+        for class in [STR, SKIP, DELIM] {
+            assert_eq!(
+                CLASS[b as usize] & class != 0,
+                naive_hit(b, class),
+                "{b:#x}"
+            );
+        }
+        assert_eq!(CLASS[b as usize] & WS == 0, naive_hit(b, WS), "{b:#x}");
+    }
+    let mut rng = Rng::from_env(77);
+    for round in 0..400 {
+        let n = rng.below(150) as usize;
+        let mut buf = class_soup(&mut rng, n);
+        // Long runs without a hit, so that the 8- and 16-byte steps run several times.
+        if round % 3 == 0 {
+            let at = rng.below(n as u64 + 1) as usize;
+            let run = rng.below(70) as usize;
+            let fill = [b'a', b' ', 0xC3, b'7'][rng.below(4) as usize];
+            buf.splice(at..at, std::iter::repeat_n(fill, run));
+        }
+        for class in [WS, STR, SKIP, DELIM] {
+            for i in 0..=buf.len() {
+                let want = (i..buf.len())
+                    .find(|&j| naive_hit(buf[j], class))
+                    .unwrap_or(buf.len());
+                assert_eq!(
+                    find(&buf, i, class),
+                    want,
+                    "class {class} at {i} in {buf:?}"
+                );
+                assert_eq!(
+                    find_swar(&buf, i, class),
+                    want,
+                    "swar {class} at {i} in {buf:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The skip of a nested value, one byte at a time: the index after the closing bracket, or
+/// `None` at the end of the input or on a control character inside a string.
+fn naive_skip_container(s: &[u8], i: usize) -> Option<usize> {
+    let (mut depth, mut in_str, mut esc) = (1usize, false, false);
+    for (j, &b) in s.iter().enumerate().skip(i + 1) {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            } else if b < 0x20 {
+                return None;
+            }
+        } else {
+            match b {
+                b'"' => in_str = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(j + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn container_skip_matches_a_per_byte_oracle() {
+    use super::classify_test_hooks::{skip_container, skip_nested_tokens};
+    let mut rng = Rng::from_env(78);
+    const PIECES: &[&[u8]] = &[
+        b"\"External id\": 450527,",
+        b"\"a\\\"b\"",
+        b"\"\\\\\"",
+        b"\"x{[y\"",
+        b"\"}]\"",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b"\n      ",
+        b"\"ctl\x01\"",
+        b"\"\xc3\xa9\xe2\x82\xac\"",
+        b"12.5, ",
+        b"\"",
+        b"\\",
+        b"\"long string long string long string long string long string long\"",
+    ];
+    for round in 0..3000 {
+        let mut doc = vec![[b'{', b'['][rng.below(2) as usize]];
+        let target = rng.below(if round % 4 == 0 { 600 } else { 160 }) as usize;
+        while doc.len() < target {
+            if rng.below(8) == 0 {
+                let n = 1 + rng.below(6) as usize;
+                doc.extend(class_soup(&mut rng, n));
+            } else {
+                doc.extend_from_slice(PIECES[rng.below(PIECES.len() as u64) as usize]);
+            }
+        }
+        // Close what is open now and then, and pad so that the 64-byte blocks run.
+        if rng.below(2) == 0 {
+            doc.extend_from_slice(b"\"}}]}");
+        }
+        let pad = rng.below(100) as usize;
+        doc.extend(std::iter::repeat_n(b' ', pad));
+        // Every place a bracket could open, so the block boundaries fall everywhere.
+        for i in 0..doc.len() {
+            if doc[i] != b'{' && doc[i] != b'[' {
+                continue;
+            }
+            let want = naive_skip_container(&doc, i);
+            assert_eq!(
+                skip_container(&doc, i),
+                want,
+                "at {i} in {:?}",
+                String::from_utf8_lossy(&doc)
+            );
+            assert_eq!(skip_nested_tokens(&doc, i + 1, 1), want, "tokens at {i}");
+        }
+    }
+}
+
+/// A few events in the pretty-printed Kineto layout (the layout the fast path is tuned for).
+fn kineto_layout_doc(rng: &mut Rng, events: usize) -> Vec<u8> {
+    let mut out = Vec::from(&b"{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n"[..]);
+    for k in 0..events {
+        if k > 0 {
+            out.extend_from_slice(b",\n");
+        }
+        let ts = 1_712_195_508_526_029u64 + rng.below(1_000_000);
+        let ev = match rng.below(4) {
+            0 => std::format!(
+                "  {{\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1102, \"tid\": 1102,\n    \"ts\": {ts}.{:03}, \"dur\": {}.{:03},\n    \"args\": {{\n      \"External id\": {},\"Sequence number\": 29877, \"Input Dims\": [[2391, 1583], [1787, 3955], []], \"Input type\": [\"float\", \"float\", \"Scalar\"]\n    }}\n  }}",
+                rng.below(1000),
+                rng.below(100),
+                rng.below(1000),
+                rng.below(1_000_000)
+            ),
+            1 => std::format!(
+                "  {{\n    \"ph\": \"s\", \"id\": {}, \"pid\": 1102, \"tid\": 1102, \"ts\": {ts}.{:03},\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }}",
+                rng.below(1_000_000),
+                rng.below(1000)
+            ),
+            2 => std::format!(
+                "  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{{lambda()#3}}>(int)\", \"pid\": 0, \"tid\": 7,\n    \"ts\": {ts}.{:03}, \"dur\": {}.{:03},\n    \"args\": {{\n      \"External id\": 87222,      \"queued\": 0, \"device\": 0, \"context\": 1,      \"stream\": 7, \"correlation\": 200356,      \"registers per thread\": 122,      \"shared memory\": 32768,      \"blocks per SM\": 0.429000,      \"grid\": [128, 98, 1],      \"block\": [512, 1, 1],      \"est. achieved occupancy %\": 66\n    }}\n  }}",
+                rng.below(1000),
+                rng.below(10_000),
+                rng.below(1000)
+            ),
+            _ => std::format!(
+                "  {{\n    \"ph\": \"f\", \"id\": {}, \"pid\": 0, \"tid\": 7, \"ts\": {ts}.{:03},\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }}",
+                rng.below(1_000_000),
+                rng.below(1000)
+            ),
+        };
+        out.extend_from_slice(ev.as_bytes());
+    }
+    out.extend_from_slice(b"\n  ],\n  \"traceName\": \"x\"\n}\n");
+    out
+}
+
+/// The fast path (whole input) and the resumable path (byte by byte, random splits) agree on
+/// Kineto-layout documents with a few bytes changed, inserted or removed anywhere: events,
+/// fields, warnings, errors and offsets.
+#[test]
+fn mutated_kineto_layout_fast_and_resumable_paths_agree() {
+    const BYTES: &[u8] = b"\"\\{}[],: \n\t\x01\x00-.0123456789eE+xu\xc3\xa9\xff";
+    let mut rng = Rng::from_env(79);
+    for round in 0..400 {
+        let events = 1 + rng.below(6) as usize;
+        let mut doc = kineto_layout_doc(&mut rng, events);
+        if round > 0 {
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(doc.len() as u64) as usize;
+                let b = BYTES[rng.below(BYTES.len() as u64) as usize];
+                match rng.below(3) {
+                    0 => doc[at] = b,
+                    1 => doc.insert(at, b),
+                    _ => {
+                        doc.remove(at);
+                    }
+                }
+            }
+        }
+        let whole = check_splits(&doc, 2, round);
+        if round == 0 {
+            assert_eq!(whole.events.len(), events);
+            assert!(whole.end.complete);
+        }
+    }
 }

@@ -4,20 +4,18 @@
 //! ([`Limits::max_intervals`](crate::Limits::max_intervals) live intervals over all unions of a
 //! summary), the owner calls [`BusyUnion::retire`] on the largest union when the budget is
 //! exceeded: the older half of its disjoint intervals is retired into a plain sum behind a
-//! watermark (the end of the last retired interval) and its storage is rebuilt small. Later
+//! watermark (the end of the last retired interval), in place, and storage beyond twice what
+//! stays live is given back. Later
 //! intervals that start at or after the watermark cannot overlap retired time, so input in
 //! time order stays exact. The part of an interval before the watermark is counted as busy and
 //! added to the error bound: the reported union is at least the exact one and exceeds it by at
 //! most [`BusyUnion::error_bound_ns`].
-use alloc::vec::Vec;
-
-use crate::intervals::{Interval, IntervalUnion};
+use crate::intervals::IntervalUnion;
 
 /// See the [module docs](self).
 pub(crate) struct BusyUnion {
+    /// Slot limit `usize::MAX` (exact, growing without limit) or twice the budget.
     live: IntervalUnion,
-    /// Slot limit of `live` (`usize::MAX`: exact, growing without limit).
-    cap: usize,
     retired_ns: u64,
     watermark_ns: i64,
     error_ns: u64,
@@ -34,7 +32,6 @@ impl BusyUnion {
         };
         BusyUnion {
             live: IntervalUnion::with_capacity_limit(cap),
-            cap,
             retired_ns: 0,
             watermark_ns: i64::MIN,
             error_ns: 0,
@@ -66,27 +63,23 @@ impl BusyUnion {
         self.live.insert(start_ns, end_ns);
     }
 
-    /// Moves the older half of the live intervals into the retired sum and rebuilds the live
-    /// storage to fit the rest, using `scratch` (kept by the owner) for them.
+    /// Moves the older half of the live intervals into the retired sum, in place, and gives
+    /// back storage beyond twice what stays live.
     #[cold]
-    pub(crate) fn retire(&mut self, scratch: &mut Vec<Interval>) {
+    pub(crate) fn retire(&mut self) {
         let ivs = self.live.intervals();
         let n = ivs.len();
         if n < 2 {
             return;
         }
         let split = n / 2;
-        scratch.clear();
-        scratch.extend_from_slice(&ivs[split..]);
-        let old: u64 = ivs[..split].iter().map(|iv| iv.len_ns()).sum();
-        self.retired_ns = self.retired_ns.saturating_add(old);
         self.watermark_ns = ivs[split - 1].end_ns;
-        self.error_ns = self.error_ns.saturating_add(self.live.error_bound_ns());
-        // A fresh storage, so memory follows what is live.
-        self.live = IntervalUnion::with_capacity_limit(self.cap);
-        for iv in scratch.iter() {
-            self.live.insert(iv.start_ns, iv.end_ns);
-        }
+        let old = self.live.remove_first(split);
+        self.retired_ns = self.retired_ns.saturating_add(old);
+        self.error_ns = self
+            .error_ns
+            .saturating_add(self.live.take_error_bound_ns());
+        self.live.shrink_storage();
     }
 
     /// The union length, ns: exact, or at most [`error_bound_ns`](Self::error_bound_ns) above it.
@@ -113,7 +106,6 @@ mod tests {
             let cap = 8 + rng.below(40) as usize;
             let mut exact = IntervalUnion::exact();
             let mut small = BusyUnion::new(cap);
-            let mut scratch = std::vec::Vec::new();
             let mut unbounded = BusyUnion::new(usize::MAX);
             let ordered = round % 2 == 0;
             let mut t = 0i64;
@@ -130,7 +122,7 @@ mod tests {
                 exact.insert(start, end);
                 small.insert(start, end);
                 if small.live_len() > cap {
-                    small.retire(&mut scratch);
+                    small.retire();
                 }
                 unbounded.insert(start, end);
                 assert!(small.live_len() <= cap, "live slots stay bounded");
