@@ -256,12 +256,16 @@ impl IntervalSet<VecStorage> {
         )
     }
 
-    /// Gives back set storage beyond twice the disjoint intervals in use (at least 64 slots),
-    /// e.g. after [`remove_first`](Self::remove_first): memory then follows what is live. The
-    /// results are unchanged (the storage grows again as needed, within the same limits).
+    /// Gives back set storage when it is more than three times the disjoint intervals in use
+    /// (and over 96 slots), down to twice that (at least 64 slots), e.g. after
+    /// [`remove_first`](Self::remove_first): memory then follows what is live, within a
+    /// factor of three. A union that keeps losing its older half and growing back (a busy
+    /// union at its budget) mostly keeps its storage, rather than giving it back and faulting
+    /// it in again each time. The results are unchanged (the storage grows again as needed,
+    /// within the same limits).
     pub fn shrink_storage(&mut self) {
         let keep = self.set_len.saturating_mul(2).max(64);
-        if self.storage.set.len() > keep {
+        if self.storage.set.len() / 3 > self.set_len.max(32) {
             self.storage.set.truncate(keep);
             self.storage.set.shrink_to_fit();
         }
@@ -750,6 +754,10 @@ mod tests {
             assert_eq!(u.take_error_bound_ns(), bound);
             assert_eq!(u.error_bound_ns(), 0);
             u.shrink_storage();
+            assert!(
+                u.storage.set.len() <= 3 * u.len().max(32) + 2,
+                "case {case}"
+            );
             let mut fresh = IntervalUnion::with_capacity_limit(cap);
             before[k..]
                 .iter()

@@ -58,8 +58,8 @@ impl Limits {
     /// input) under which the results are exact, and past which they degrade with the error
     /// bound stated under `approximations`. Worst cases: exact durations 16 MiB (4 Mi units:
     /// 4 Mi durations below 4.29 s), op sketches 16 KiB each for at most 1024 ops (16 MiB),
-    /// busy unions 2^18 live intervals in all (16 bytes each, storage up to ~2.5x that while
-    /// growing: ~10 MiB), op/category names up to 2 x 2 KiB each (4.1 MiB), open
+    /// busy unions 2^18 live intervals in all (16 bytes each, storage up to ~3x that after a
+    /// union retires half: ~12 MiB), op/category names up to 2 x 2 KiB each (4.1 MiB), open
     /// `B` slices and their threads (~4 MiB). Events over 4 MiB are skipped (counted). Exact for
     /// a trace with at most 1023 distinct (category, name) ops, 63 categories, names under
     /// 2 KiB, about 4 million durations, and at most 2^18 disjoint busy intervals over all

@@ -36,7 +36,7 @@
 //!   `min`, `max` stay exact; `approximations` says how many ops and the bound. Memory:
 //!   `4 × max_exact_values` bytes of durations (counted by allocated capacity; a duration
 //!   below 2^32 ns takes 4 bytes, a longer one 8) plus 16 KiB per sketched op (at most
-//!   `max_ops`), plus about `40 × max_intervals` bytes for the unions.
+//!   `max_ops`), plus about `48 × max_intervals` bytes for the unions.
 //!
 //! Without `alloc` this module is empty: the summary keeps growable tables.
 

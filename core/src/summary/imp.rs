@@ -236,6 +236,14 @@ fn push_value(values: &mut OpValues, dur_ns: u64, stored: usize, budget: usize) 
     Some(Pushed::Sketched(released))
 }
 
+/// The op (and category) a [`TraceSummary`] resolved for one (`cat`, `name`) pair; see
+/// [`TraceSummary::add_memo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpMemo {
+    cat: u32,
+    op: u32,
+}
+
 /// Counted departures and oddities of the events (the scanner's own are in [`ScanWarnings`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SummaryWarnings {
@@ -327,9 +335,46 @@ impl TraceSummary {
         }
     }
 
+    /// Whether [`add`](Self::add) reads the `cat` and `name` of an event with this `ph`: only
+    /// `X` and `B` events (an `E` takes its `B`'s). An event store may leave them out otherwise.
+    #[inline]
+    pub fn reads_names(ph: &[u8]) -> bool {
+        matches!(ph, b"X" | b"B")
+    }
+
+    /// Whether [`add`](Self::add) reads the `ts_ns` of an event with this `ph` (`X`, `B`, `E`),
+    /// and its `dur_ns` (`X` only).
+    #[inline]
+    pub fn reads_times(ph: &[u8]) -> (bool, bool) {
+        (matches!(ph, b"X" | b"B" | b"E"), ph == b"X")
+    }
+
+    /// Whether [`add`](Self::add) reads the `pid`/`tid` of an event with this `ph`: only `B`
+    /// and `E` events, which pair per thread. It never reads `id` or `scope`. Together with
+    /// [`reads_names`](Self::reads_names) and [`reads_times`](Self::reads_times): an event with
+    /// the other fields left out (`None`/`Missing`) adds exactly what the whole event adds.
+    #[inline]
+    pub fn reads_thread(ph: &[u8]) -> bool {
+        matches!(ph, b"B" | b"E")
+    }
+
     /// Adds one event.
     #[inline]
     pub fn add(&mut self, e: &Event<'_>) {
+        self.add_memo(e, &mut None);
+    }
+
+    /// Adds one event as [`add`](Self::add) does, with `memo` for the op of its (`cat`,
+    /// `name`) pair: when the event needs its op and `memo` is `Some`, that op is taken
+    /// without looking the pair up; when it is `None`, the op looked up is stored in it (at the
+    /// point `add` would look it up, so the result is the same). For a caller that knows which
+    /// events share a pair (e.g. a batch of events that stores each distinct pair once): give
+    /// them the same `memo`, and it reads their strings once.
+    ///
+    /// A memo is valid for events with the same `cat` and `name`, given to the summary that
+    /// filled it; any other use adds the event to the wrong op.
+    #[inline]
+    pub fn add_memo(&mut self, e: &Event<'_>, memo: &mut Option<OpMemo>) {
         self.events += 1;
         match e.ph {
             [b] if *b < 128 => self.phases_ascii[*b as usize] += 1,
@@ -338,17 +383,33 @@ impl TraceSummary {
         match e.ph {
             b"X" => match (e.ts_ns, e.dur_ns) {
                 (NumField::Ns(ts), NumField::Ns(dur)) if dur >= 0 => {
-                    let (cat, op) = self.cat_and_op(e.cat, e.name);
+                    let (cat, op) = self.cat_and_op_memo(e, memo);
                     self.add_slice(cat, op, ts, dur);
                 }
                 (_, NumField::Ns(dur)) if dur < 0 => self.warnings.negative_durations += 1,
                 (_, NumField::Ns(_)) => self.warnings.without_timestamp += 1,
                 _ => self.warnings.x_without_duration += 1,
             },
-            b"B" => self.begin(e),
+            b"B" => self.begin(e, memo),
             b"E" => self.end(e),
             _ => {}
         }
+    }
+
+    /// [`cat_and_op`](Self::cat_and_op) of the event, through `memo` (see
+    /// [`add_memo`](Self::add_memo)). A memo whose indexes this summary does not have is
+    /// ignored rather than trusted.
+    #[inline]
+    fn cat_and_op_memo(&mut self, e: &Event<'_>, memo: &mut Option<OpMemo>) -> (u32, u32) {
+        if let Some(m) = *memo
+            && (m.cat as usize) < self.cat_accs.len()
+            && (m.op as usize) < self.op_accs.len()
+        {
+            return (m.cat, m.op);
+        }
+        let (cat, op) = self.cat_and_op(e.cat, e.name);
+        *memo = Some(OpMemo { cat, op });
+        (cat, op)
     }
 
     fn count_other_phase(&mut self, ph: &[u8]) {
@@ -518,7 +579,7 @@ impl TraceSummary {
         Some(t)
     }
 
-    fn begin(&mut self, e: &Event<'_>) {
+    fn begin(&mut self, e: &Event<'_>, memo: &mut Option<OpMemo>) {
         let NumField::Ns(ts_ns) = e.ts_ns else {
             self.warnings.without_timestamp += 1;
             return;
@@ -531,7 +592,7 @@ impl TraceSummary {
             self.warnings.open_slices_dropped += 1;
             return;
         };
-        let (cat, op) = self.cat_and_op(e.cat, e.name);
+        let (cat, op) = self.cat_and_op_memo(e, memo);
         self.stacks[t as usize].push(Open { ts_ns, cat, op });
         self.open_total += 1;
     }
@@ -1007,6 +1068,99 @@ mod tests {
             }
         }
         assert_eq!(stats_ns_in_place::<u32>(&mut []), Stats::EMPTY);
+    }
+
+    /// What `reads_names`/`reads_times`/`reads_thread` leave out changes nothing: every
+    /// event of generated traces (all phases, B/E on several threads, missing and odd fields)
+    /// with the unread fields blanked gives the same summary as the whole event; and so does
+    /// `add_memo` with one memo per distinct (cat, name), in exact and bounded modes.
+    #[test]
+    fn fields_said_unread_are_unread() {
+        let mut rng = Rng(31);
+        for round in 0..40 {
+            let mut doc = String::from("[");
+            for k in 0..300 {
+                let ph = ["X", "B", "E", "i", "s", "f", "M", "C", "XX", ""][rng.below(10) as usize];
+                let tid = rng.below(3);
+                let ts = 1000 + k * 10;
+                let dur = match rng.below(8) {
+                    0 => String::from("null"),
+                    1 => String::from("-3"),
+                    _ => rng.below(50).to_string(),
+                };
+                let name = ["a", "b", "ProfilerStep#1"][rng.below(3) as usize];
+                let cat = ["c1", "c2", ""][rng.below(3) as usize];
+                if k > 0 {
+                    doc.push(',');
+                }
+                doc.push_str(&std::format!(
+                    r#"{{"ph":"{ph}","cat":"{cat}","name":"{name}","pid":1,"tid":{tid},"id":{k},"ts":{ts},"dur":{dur}}}"#
+                ));
+            }
+            doc.push(']');
+            let limits = match round % 3 {
+                0 => Limits::EXACT,
+                1 => Limits::BOUNDED,
+                // Ops and categories fold into "(other)", B slices are dropped.
+                _ => Limits {
+                    max_ops: 3,
+                    max_categories: 2,
+                    max_open_slices: 2,
+                    ..Limits::BOUNDED
+                },
+            };
+            let mut whole = TraceSummary::new(limits);
+            let mut masked = TraceSummary::new(limits);
+            // The third takes the events through one memo per distinct (cat, name) pair.
+            let mut memoized = TraceSummary::new(limits);
+            type Pair = (Option<Vec<u8>>, Option<Vec<u8>>);
+            let mut memos: BTreeMap<Pair, Option<OpMemo>> = BTreeMap::new();
+            let mut sc = EventScanner::new(limits);
+            let mut pos = 0;
+            while let (Scan::Event, n) = sc.scan(&doc.as_bytes()[pos..]).unwrap() {
+                pos += n;
+                let e = sc.event();
+                whole.add(&e);
+                let names = TraceSummary::reads_names(e.ph);
+                let (ts, dur) = TraceSummary::reads_times(e.ph);
+                let thread = TraceSummary::reads_thread(e.ph);
+                masked.add(&Event {
+                    ph: e.ph,
+                    cat: if names { e.cat } else { None },
+                    name: if names { e.name } else { None },
+                    ts_ns: if ts { e.ts_ns } else { NumField::Missing },
+                    dur_ns: if dur { e.dur_ns } else { NumField::Missing },
+                    pid: if thread { e.pid } else { IdField::Missing },
+                    tid: if thread { e.tid } else { IdField::Missing },
+                    id: IdField::Missing,
+                    scope: IdField::Missing,
+                });
+                let key = (e.cat.map(<[u8]>::to_vec), e.name.map(<[u8]>::to_vec));
+                memoized.add_memo(&e, memos.entry(key).or_default());
+            }
+            let end = sc.finish();
+            let w = *sc.warnings();
+            let whole = whole.finish("t", &end, &w, 40);
+            assert!(whole.totals.duration_events > 20, "round {round}");
+            assert!(memos.values().filter(|m| m.is_some()).count() > 3);
+            if round % 3 == 2 {
+                assert!(
+                    whole
+                        .approximations
+                        .is_some_and(|a| a.ops_folded_into_other)
+                );
+            }
+            assert_eq!(
+                whole.to_json(),
+                masked.finish("t", &end, &w, 40).to_json(),
+                "round {round}"
+            );
+            assert_eq!(
+                whole.to_json(),
+                memoized.finish("t", &end, &w, 40).to_json(),
+                "round {round}"
+            );
+        }
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //! and summarizing are the two other stages: on the ~1 GB benchmark trace the scanner takes about
 //! three quarters of the CPU time and the summary the rest, so running them one after the other
 //! on one thread made the scan thread the bottleneck (BENCHMARKS.md, "Trace engine"). Here the
-//! scan thread copies each event into a compact record ([`Rec`]: its fields, and its `ph`, `cat`
-//! and `name` bytes in the batch's text arena) and hands batches of them to the summary through a
-//! bounded ring of recycled batches ([`RING_BATCHES`]): no allocation per event, and memory fixed
-//! at about `RING_BATCHES × (BATCH_EVENTS × 144 + BATCH_TEXT_BYTES + 2 × max_string_bytes)`
-//! bytes (~3 MiB).
+//! scan thread copies each event into a compact record ([`Rec`]: the fields the summary reads, and
+//! their `ph`, `cat` and `name` bytes in the batch's text arena) and hands batches of them to the
+//! summary through a bounded ring of recycled batches ([`RING_BATCHES`]): no allocation per event,
+//! and memory fixed at about
+//! `RING_BATCHES × (BATCH_EVENTS × 100 + BATCH_TEXT_BYTES + 2 × max_string_bytes)` bytes
+//! (~1.4 MiB): per event slot a 40-byte record, and room for its thread ids, its (cat, name)
+//! pair and that pair's op.
 //!
 //! The result is the one `flinch_core::analyzer::Analyzer` gives for the same bytes (same scanner,
 //! same summary, same events in the same order, the same error texts and cut-gzip warning); the
@@ -25,7 +27,7 @@ use flinch_core::analyzer::{
 use flinch_core::json::{
     Event, EventScanner, IdField, NumField, Scan, ScanEnd, ScanError, ScanWarnings,
 };
-use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
+use flinch_core::summary::{DEFAULT_TOP_OPS, OpMemo, TraceSummary, TraceSummaryResult};
 
 use crate::input::{Input, InputError};
 
@@ -48,24 +50,99 @@ const NONE: Span = Span {
     len: u32::MAX,
 };
 
-/// One event, its strings in the batch's text arena.
+/// One event: what [`TraceSummary::add`] reads of it (as `TraceSummary::reads_names`,
+/// `reads_times` and `reads_thread` say; the rest is left out), in 40 bytes, its strings in the
+/// batch's text arena. The summary thread reads every record once, from the scan thread's
+/// cache: the smaller, the less it waits.
 #[derive(Clone, Copy, Debug)]
 struct Rec {
+    /// `ts_ns`, `dur_ns`: the value of `NumField::Ns` (else 0), the kind in `kinds`.
+    ts_ns: i64,
+    dur_ns: i64,
+    /// `ph` when it is not one byte (else `NONE`, and the byte is `ph_byte`).
     ph: Span,
-    cat: Span,
-    name: Span,
-    ts_ns: NumField,
-    dur_ns: NumField,
-    pid: IdField,
-    tid: IdField,
-    id: IdField,
-    scope: IdField,
+    /// Index of the event's (`cat`, `name`) in the batch's `pairs`; `u32::MAX` when not kept.
+    pair: u32,
+    /// Index of the event's (pid, tid) in the batch's `threads`; `u32::MAX` when not kept.
+    thread: u32,
+    /// The `NumField` kinds of `ts_ns` (bits 0-1) and `dur_ns` (bits 2-3).
+    kinds: u8,
+    ph_byte: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Rec>() == 40);
+
+const MISSING: u8 = 0;
+const NS: u8 = 1;
+const NOT_NUMBER: u8 = 2;
+
+fn num_kind(n: NumField) -> (u8, i64) {
+    match n {
+        NumField::Missing => (MISSING, 0),
+        NumField::Ns(v) => (NS, v),
+        NumField::NotNumber => (NOT_NUMBER, 0),
+    }
+}
+
+fn num_field(kind: u8, v: i64) -> NumField {
+    match kind & 3 {
+        NS => NumField::Ns(v),
+        NOT_NUMBER => NumField::NotNumber,
+        _ => NumField::Missing,
+    }
+}
+
+fn str_in(text: &[u8], s: Span) -> Option<&[u8]> {
+    (s.len != u32::MAX).then(|| &text[s.start as usize..(s.start + s.len) as usize])
+}
+
+/// Slots of a batch's table of recent (cat, name) pairs (direct-mapped).
+const RECENT_SLOTS: usize = 1024;
+
+/// The slot of a (cat, name) pair in `Batch::recent`: from the lengths and the first, middle
+/// and last 8 bytes only (a few loads, while the bytes are hot), since a slot is only a guess
+/// that `Batch::pair` checks byte by byte.
+fn recent_slot(cat: Option<&[u8]>, name: Option<&[u8]>) -> usize {
+    fn part(s: Option<&[u8]>) -> u64 {
+        let Some(s) = s else {
+            return 0x9E37_79B9_7F4A_7C15;
+        };
+        let n = s.len();
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&s[i..i + 8]);
+            u64::from_le_bytes(w)
+        };
+        if n >= 8 {
+            (n as u64) ^ word(0) ^ word((n - 8) / 2).rotate_left(21) ^ word(n - 8).rotate_left(43)
+        } else {
+            s.iter().fold(n as u64, |h, &b| h << 8 | u64::from(b))
+        }
+    }
+    let h = (part(name).wrapping_mul(0xA076_1D64_78BD_642F) ^ part(cat))
+        .wrapping_mul(0xE703_7ED1_A0B4_28DB);
+    (h >> 54) as usize % RECENT_SLOTS
 }
 
 /// A batch of scanned events, recycled through the ring.
+///
+/// Events that share a (cat, name) pair (most do: a trace has far fewer ops than events)
+/// share one entry of `pairs` when the scan thread finds the earlier one through `recent`, so
+/// the batch holds their strings once and the summary looks the op up once per batch
+/// ([`TraceSummary::add_memo`]) instead of once per event. A pair that is not found (its slot
+/// taken by another pair) gets an entry of its own: the same op, found again by the summary.
 pub(super) struct Batch {
     recs: Vec<Rec>,
     text: Vec<u8>,
+    /// (pid, tid) of the records that keep them.
+    threads: Vec<(IdField, IdField)>,
+    /// The (cat, name) pairs of the records, each stored once as far as `recent` finds them.
+    pairs: Vec<(Span, Span)>,
+    /// Per slot ([`recent_slot`]): the index in `pairs` of the last pair seen there, or
+    /// `u32::MAX`.
+    recent: Vec<u32>,
+    /// Per pair: its op in the summary, once looked up (`Batch::add_to`).
+    memos: Vec<Option<OpMemo>>,
 }
 
 impl Batch {
@@ -75,6 +152,10 @@ impl Batch {
         Batch {
             recs: Vec::with_capacity(BATCH_EVENTS),
             text: Vec::with_capacity(BATCH_TEXT_BYTES + 2 * max_string_bytes + 64),
+            threads: Vec::with_capacity(BATCH_EVENTS),
+            pairs: Vec::with_capacity(BATCH_EVENTS),
+            recent: vec![u32::MAX; RECENT_SLOTS],
+            memos: Vec::with_capacity(BATCH_EVENTS),
         }
     }
 
@@ -96,45 +177,96 @@ impl Batch {
         }
     }
 
+    /// The index in `pairs` of (cat, name): the recent one when its slot holds the same bytes,
+    /// else a new entry.
+    fn pair(&mut self, cat: Option<&[u8]>, name: Option<&[u8]>) -> u32 {
+        let slot = recent_slot(cat, name);
+        let seen = self.recent[slot];
+        if let Some(&(c, n)) = self.pairs.get(seen as usize)
+            && str_in(&self.text, n) == name
+            && str_in(&self.text, c) == cat
+        {
+            return seen;
+        }
+        let c = self.span(cat);
+        let n = self.span(name);
+        self.pairs.push((c, n));
+        let index = (self.pairs.len() - 1) as u32;
+        self.recent[slot] = index;
+        index
+    }
+
     pub(super) fn push(&mut self, e: &Event<'_>) {
-        let ph = self.span(Some(e.ph));
-        let cat = self.span(e.cat);
-        let name = self.span(e.name);
+        let (ph, ph_byte) = match e.ph {
+            [b] => (NONE, *b),
+            ph => (self.span(Some(ph)), 0),
+        };
+        let pair = if TraceSummary::reads_names(e.ph) {
+            self.pair(e.cat, e.name)
+        } else {
+            u32::MAX
+        };
+        let (ts, dur) = TraceSummary::reads_times(e.ph);
+        let (ts_kind, ts_ns) = if ts { num_kind(e.ts_ns) } else { (MISSING, 0) };
+        let (dur_kind, dur_ns) = if dur {
+            num_kind(e.dur_ns)
+        } else {
+            (MISSING, 0)
+        };
+        let thread = if TraceSummary::reads_thread(e.ph) {
+            self.threads.push((e.pid, e.tid));
+            (self.threads.len() - 1) as u32
+        } else {
+            u32::MAX
+        };
         self.recs.push(Rec {
+            ts_ns,
+            dur_ns,
             ph,
-            cat,
-            name,
-            ts_ns: e.ts_ns,
-            dur_ns: e.dur_ns,
-            pid: e.pid,
-            tid: e.tid,
-            id: e.id,
-            scope: e.scope,
+            pair,
+            thread,
+            kinds: ts_kind | dur_kind << 2,
+            ph_byte,
         });
     }
 
-    fn str(&self, s: Span) -> Option<&[u8]> {
-        (s.len != u32::MAX).then(|| &self.text[s.start as usize..(s.start + s.len) as usize])
-    }
-
-    fn event(&self, r: &Rec) -> Event<'_> {
-        Event {
-            ph: self.str(r.ph).unwrap_or_default(),
-            cat: self.str(r.cat),
-            name: self.str(r.name),
-            ts_ns: r.ts_ns,
-            dur_ns: r.dur_ns,
-            pid: r.pid,
-            tid: r.tid,
-            id: r.id,
-            scope: r.scope,
-        }
-    }
-
-    /// Adds every event of the batch to `summary`, in order.
-    pub(super) fn add_to(&self, summary: &mut TraceSummary) {
-        for r in &self.recs {
-            summary.add(&self.event(r));
+    /// Adds every event of the batch to `summary`, in order, looking each pair's op up once.
+    pub(super) fn add_to(&mut self, summary: &mut TraceSummary) {
+        let Batch {
+            recs,
+            text,
+            threads,
+            pairs,
+            memos,
+            ..
+        } = self;
+        memos.clear();
+        memos.resize(pairs.len(), None);
+        let mut no_memo = None;
+        for r in recs.iter() {
+            let ((cat, name), memo) = match pairs.get(r.pair as usize) {
+                Some(&(c, n)) => (
+                    (str_in(text, c), str_in(text, n)),
+                    &mut memos[r.pair as usize],
+                ),
+                None => ((None, None), &mut no_memo),
+            };
+            let (pid, tid) = threads.get(r.thread as usize).copied().unwrap_or_default();
+            let e = Event {
+                ph: match str_in(text, r.ph) {
+                    Some(ph) => ph,
+                    None => std::slice::from_ref(&r.ph_byte),
+                },
+                cat,
+                name,
+                ts_ns: num_field(r.kinds, r.ts_ns),
+                dur_ns: num_field(r.kinds >> 2, r.dur_ns),
+                pid,
+                tid,
+                id: IdField::Missing,
+                scope: IdField::Missing,
+            };
+            summary.add_memo(&e, memo);
         }
     }
 
@@ -145,6 +277,9 @@ impl Batch {
     pub(super) fn clear(&mut self) {
         self.recs.clear();
         self.text.clear();
+        self.threads.clear();
+        self.pairs.clear();
+        self.recent.fill(u32::MAX);
     }
 }
 
