@@ -14,6 +14,9 @@ use flinch_core::Limits;
 use flinch_core::json::{Event, EventScanner, IdField, NumField, Scan, ScanEnd, ScanWarnings};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary};
 
+/// A (cat, name) pair, owned.
+type Pair = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A string in the arena: `(start, len)`; `len == u32::MAX` for `None`.
 type Span = (u32, u32);
 
@@ -76,8 +79,7 @@ fn main() {
     let limits = Limits::NATIVE;
     let mut recs = Vec::new();
     let mut text = Vec::new();
-    let mut pairs: std::collections::HashMap<(Option<Vec<u8>>, Option<Vec<u8>>), u32> =
-        std::collections::HashMap::new();
+    let mut pairs: std::collections::HashMap<Pair, u32> = std::collections::HashMap::new();
     let mut sc = EventScanner::new(limits);
     for chunk in data.chunks(1 << 20) {
         let mut pos = 0;
