@@ -333,6 +333,35 @@ impl Fsum {
         }
     }
 
+    /// Adds `sum × 2^offset` units of 2^-1074, exactly: what [`add`](Self::add) of several
+    /// positive values whose units share one `offset` (one biased exponent `offset + 1`, or
+    /// subnormals at offset 0) adds, their integer significands summed first. For a caller
+    /// that groups values by exponent (one add per exponent instead of one per value).
+    /// `offset` must be below 2046 (as any f64's is).
+    pub(crate) fn add_significands(&mut self, sum: u128, offset: usize) {
+        let (word, sh) = (offset / 64, offset % 64);
+        let (lo, hi) = (sum as u64, (sum >> 64) as u64);
+        let parts = if sh == 0 {
+            [lo, hi, 0]
+        } else {
+            [lo << sh, (lo >> (64 - sh)) | (hi << sh), hi >> (64 - sh)]
+        };
+        let mut carry = false;
+        for (k, part) in parts.into_iter().enumerate() {
+            let (w1, c1) = self.words[word + k].overflowing_add(part);
+            let (w2, c2) = w1.overflowing_add(u64::from(carry));
+            self.words[word + k] = w2;
+            carry = c1 || c2;
+        }
+        let mut i = word + 3;
+        while carry && i < FSUM_WORDS {
+            let (w, c) = self.words[i].overflowing_add(1);
+            self.words[i] = w;
+            carry = c;
+            i += 1;
+        }
+    }
+
     /// Adds another accumulator's exact sum to this one.
     pub fn merge(&mut self, other: &Fsum) {
         let mut carry = false;
@@ -601,6 +630,49 @@ pub fn stats(values: &[Num]) -> Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Significands summed per exponent and added once equal the values added one by one,
+    /// for every offset class: subnormals (offset 0), word boundaries (offsets that are
+    /// multiples of 64, where the shift is 0), the top of the range, and sums that carry
+    /// across words.
+    #[test]
+    fn add_significands_equals_adding_each_value() {
+        let mut rng = crate::testutil::Rng(61);
+        let offsets = [
+            0usize, 1, 52, 63, 64, 65, 127, 128, 500, 1000, 1023, 1088, 2000, 2045,
+        ];
+        for round in 0..200 {
+            let mut each = Fsum::new();
+            let mut grouped = Fsum::new();
+            // Some values first, so the words hold carries to propagate into.
+            for _ in 0..rng.below(5) {
+                let x = f64::from_bits(rng.next_u64() >> 2);
+                each.add(x);
+                grouped.add(x);
+            }
+            for &offset in &offsets {
+                let n = 1 + rng.below(if round % 2 == 0 { 5 } else { 3000 });
+                let mut sum: u128 = 0;
+                for _ in 0..n {
+                    let frac = if round % 3 == 0 {
+                        (1u64 << 52) - 1
+                    } else {
+                        rng.next_u64() & ((1u64 << 52) - 1)
+                    };
+                    let (significand, bits) = if offset == 0 {
+                        (frac, frac)
+                    } else {
+                        (frac | 1 << 52, ((offset as u64 + 1) << 52) | frac)
+                    };
+                    each.add(f64::from_bits(bits));
+                    sum += u128::from(significand);
+                }
+                grouped.add_significands(sum, offset);
+            }
+            assert_eq!(grouped, each, "round {round}");
+            assert_eq!(grouped.value().to_bits(), each.value().to_bits());
+        }
+    }
     use crate::testutil::Rng;
     use std::vec::Vec;
 

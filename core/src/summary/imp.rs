@@ -96,11 +96,34 @@ fn stats_ns_in_place<T: Copy + Ord + Into<u64>>(values: &mut [T]) -> Stats {
     // every value is finite, and min/max of the integers are those of the µs values (equal
     // integers give equal values, so "first of equals" cannot tell them apart).
     let (mut lo, mut hi) = (first, first);
-    let mut sum = Fsum::new();
     for &v in values.iter() {
-        sum.add(us(v));
         lo = lo.min(v);
         hi = hi.max(v);
+    }
+    // The exact sum of the µs values: their significands summed per exponent (all values are
+    // finite and non-negative, and their exponents lie between those of the smallest and the
+    // largest), then one exact add per exponent. Fsum is exact, so this is its sum of each.
+    let split = |x: f64| {
+        let bits = x.to_bits();
+        let exp = ((bits >> 52) & 0x7ff) as usize;
+        let frac = bits & ((1u64 << 52) - 1);
+        if exp == 0 {
+            (frac, 0)
+        } else {
+            (frac | (1u64 << 52), exp - 1)
+        }
+    };
+    let (first_offset, last_offset) = (split(us(lo)).1, split(us(hi)).1);
+    let mut by_offset = alloc::vec![0u128; last_offset - first_offset + 1];
+    for &v in values.iter() {
+        let (significand, offset) = split(us(v));
+        by_offset[offset - first_offset] += u128::from(significand);
+    }
+    let mut sum = Fsum::new();
+    for (k, &s) in by_offset.iter().enumerate() {
+        if s != 0 {
+            sum.add_significands(s, first_offset + k);
+        }
     }
     let moments = Moments {
         n: values.len() as u64,

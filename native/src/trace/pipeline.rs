@@ -98,6 +98,7 @@ fn str_in(text: &[u8], s: Span) -> Option<&[u8]> {
 
 /// Slots of a batch's table of recent (cat, name) pairs (direct-mapped).
 const RECENT_SLOTS: usize = 1024;
+const _: () = assert!(BATCH_EVENTS < u16::MAX as usize);
 
 /// The slot of a (cat, name) pair in `Batch::recent`: from the lengths and the first, middle
 /// and last 8 bytes only (a few loads, while the bytes are hot), since a slot is only a guess
@@ -139,8 +140,9 @@ pub(super) struct Batch {
     /// The (cat, name) pairs of the records, each stored once as far as `recent` finds them.
     pairs: Vec<(Span, Span)>,
     /// Per slot ([`recent_slot`]): the index in `pairs` of the last pair seen there, or
-    /// `u32::MAX`.
-    recent: Vec<u32>,
+    /// `u16::MAX` (pairs number fewer than [`BATCH_EVENTS`]; 2 bytes a slot keep the table
+    /// small in the scan thread's cache).
+    recent: Vec<u16>,
     /// Per pair: its op in the summary, once looked up (`Batch::add_to`).
     memos: Vec<Option<OpMemo>>,
 }
@@ -154,7 +156,7 @@ impl Batch {
             text: Vec::with_capacity(BATCH_TEXT_BYTES + 2 * max_string_bytes + 64),
             threads: Vec::with_capacity(BATCH_EVENTS),
             pairs: Vec::with_capacity(BATCH_EVENTS),
-            recent: vec![u32::MAX; RECENT_SLOTS],
+            recent: vec![u16::MAX; RECENT_SLOTS],
             memos: Vec::with_capacity(BATCH_EVENTS),
         }
     }
@@ -182,18 +184,18 @@ impl Batch {
     fn pair(&mut self, cat: Option<&[u8]>, name: Option<&[u8]>) -> u32 {
         let slot = recent_slot(cat, name);
         let seen = self.recent[slot];
-        if let Some(&(c, n)) = self.pairs.get(seen as usize)
+        if let Some(&(c, n)) = self.pairs.get(usize::from(seen))
             && str_in(&self.text, n) == name
             && str_in(&self.text, c) == cat
         {
-            return seen;
+            return u32::from(seen);
         }
         let c = self.span(cat);
         let n = self.span(name);
         self.pairs.push((c, n));
-        let index = (self.pairs.len() - 1) as u32;
-        self.recent[slot] = index;
-        index
+        let index = self.pairs.len() - 1;
+        self.recent[slot] = index as u16;
+        index as u32
     }
 
     pub(super) fn push(&mut self, e: &Event<'_>) {
@@ -279,7 +281,7 @@ impl Batch {
         self.text.clear();
         self.threads.clear();
         self.pairs.clear();
-        self.recent.fill(u32::MAX);
+        self.recent.fill(u16::MAX);
     }
 }
 
