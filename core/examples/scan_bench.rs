@@ -59,9 +59,20 @@ fn kineto_like(target_bytes: usize) -> Vec<u8> {
     out
 }
 
-/// CPU seconds used by this thread (utime + stime from /proc, 100 Hz ticks): the machine is
-/// shared, so wall time alone would mostly measure the neighbours.
+/// CPU seconds used by this thread: the scheduler's exact run time from
+/// `/proc/thread-self/sched` where the kernel offers it, else utime + stime from
+/// `/proc/thread-self/stat` (100 Hz ticks). The machine is shared, so wall time alone would
+/// mostly measure the neighbours.
 fn cpu_s() -> f64 {
+    let sched = std::fs::read_to_string("/proc/thread-self/sched").unwrap_or_default();
+    if let Some(ms) = sched
+        .lines()
+        .find(|l| l.starts_with("se.sum_exec_runtime"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return ms / 1000.0;
+    }
     let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
     let after = stat.rsplit(')').next().unwrap_or("");
     let f: Vec<&str> = after.split_whitespace().collect();

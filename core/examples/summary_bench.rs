@@ -3,6 +3,8 @@
 //! Scans the file once (untimed) into an in-memory list of events (their strings in one arena,
 //! as the native pipeline's batches hold them), then times `TraceSummary` (`Limits::NATIVE`, the
 //! CLI's default) over that list, `add` and `finish` separately, `PASSES` times (default 3).
+//! With `SUMMARY_BENCH_MEMO=1`, through `add_memo` with one memo per (cat, name) per 2048
+//! events, as the native pipeline's batches do (the pairs are numbered untimed, at the scan).
 //! Prints CPU seconds per pass, ns per event, and a hash of the `--json` text, which must not
 //! change when the summary is made faster. For instruction counts of the summary alone (the
 //! machine is shared, so CPU time is noisy), see [`add_all`].
@@ -12,10 +14,15 @@ use flinch_core::Limits;
 use flinch_core::json::{Event, EventScanner, IdField, NumField, Scan, ScanEnd, ScanWarnings};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary};
 
+/// A (cat, name) pair, owned.
+type Pair = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A string in the arena: `(start, len)`; `len == u32::MAX` for `None`.
 type Span = (u32, u32);
 
 struct Rec {
+    /// The event's (cat, name) pair, numbered in first-seen order over the file.
+    pair: u32,
     ph: Span,
     cat: Span,
     name: Span,
@@ -67,10 +74,12 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
     let path = std::env::var("SUMMARY_BENCH_FILE").expect("set SUMMARY_BENCH_FILE to a trace");
+    let memo = std::env::var_os("SUMMARY_BENCH_MEMO").is_some();
     let data = std::fs::read(&path).expect("SUMMARY_BENCH_FILE");
     let limits = Limits::NATIVE;
     let mut recs = Vec::new();
     let mut text = Vec::new();
+    let mut pairs: std::collections::HashMap<Pair, u32> = std::collections::HashMap::new();
     let mut sc = EventScanner::new(limits);
     for chunk in data.chunks(1 << 20) {
         let mut pos = 0;
@@ -80,7 +89,11 @@ fn main() {
             match s {
                 Scan::Event => {
                     let e = sc.event();
+                    let key = (e.cat.map(<[u8]>::to_vec), e.name.map(<[u8]>::to_vec));
+                    let next = pairs.len() as u32;
+                    let pair = *pairs.entry(key).or_insert(next);
                     recs.push(Rec {
+                        pair,
                         ph: span(&mut text, Some(e.ph)),
                         cat: span(&mut text, e.cat),
                         name: span(&mut text, e.name),
@@ -106,7 +119,11 @@ fn main() {
     );
     for pass in 0..passes {
         let (c0, t0) = (cpu_s(), Instant::now());
-        let summary = add_all(&recs, &text, limits);
+        let summary = if memo {
+            add_all_memo(&recs, &text, limits, pairs.len())
+        } else {
+            add_all(&recs, &text, limits)
+        };
         let (c1, t1) = (cpu_s(), Instant::now());
         let json = finish(summary, &path, &end, &warnings);
         let (c2, t2) = (cpu_s(), Instant::now());
@@ -139,6 +156,32 @@ fn add_all(recs: &[Rec], text: &[u8], limits: Limits) -> TraceSummary {
             id: r.id,
             scope: r.scope,
         });
+    }
+    summary
+}
+
+/// As [`add_all`], through `TraceSummary::add_memo` with one memo per pair, forgotten every
+/// 2048 events: as the native pipeline's batches do (`SUMMARY_BENCH_MEMO=1`).
+#[inline(never)]
+fn add_all_memo(recs: &[Rec], text: &[u8], limits: Limits, pairs: usize) -> TraceSummary {
+    let mut summary = TraceSummary::new(limits);
+    let mut memos = vec![None; pairs];
+    for batch in recs.chunks(2048) {
+        memos.iter_mut().for_each(|m| *m = None);
+        for r in batch {
+            let e = Event {
+                ph: get(text, r.ph).unwrap_or_default(),
+                cat: get(text, r.cat),
+                name: get(text, r.name),
+                ts_ns: r.ts_ns,
+                dur_ns: r.dur_ns,
+                pid: r.pid,
+                tid: r.tid,
+                id: r.id,
+                scope: r.scope,
+            };
+            summary.add_memo(&e, &mut memos[r.pair as usize]);
+        }
     }
     summary
 }

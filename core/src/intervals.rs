@@ -423,25 +423,62 @@ impl<S: IntervalStorage> IntervalSet<S> {
             let grown = self.storage.grow(self.set_len + p, 0);
             debug_assert!(grown);
         }
-        // Backward merge by end: the set is read from set_len - 1 down, the batch from p - 1 down, and
-        // the output written from set_len + p - 1 down; the write index never falls below the
-        // unread set index, so no unread interval is overwritten.
+        // Backward merge by end, galloping over the set: the batch (p intervals) is read from
+        // p - 1 down; for each batch interval, the set's intervals that end at or after it
+        // (found by binary search) come first, and of those only the ones that meet the
+        // interval being built (`cur`) are read one by one: the others move as one block (a
+        // memmove), since set intervals never touch each other. Output is written from
+        // set_len + p - 1 down; the write index never falls below the unread set index (it
+        // stays at least i + j, plus one while `cur` is held), so no unread interval is
+        // overwritten. Set intervals below the lowest batch interval's reach stay in place.
         let (set, pending) = self.storage.split();
         let mut i = self.set_len;
         let mut j = p;
         let mut w = self.set_len + p;
         let mut cur: Option<Interval> = None;
-        while i > 0 || j > 0 {
-            // Both runs are disjoint, so sorted by end as well as by start; taking the larger
-            // end first mirrors a forward sort-and-merge, and an emitted interval can never
-            // overlap a later (smaller-end) one.
-            let next = if j == 0 || (i > 0 && set[i - 1].end_ns >= pending[j - 1].end_ns) {
-                i -= 1;
-                set[i]
-            } else {
-                j -= 1;
-                pending[j]
+        // Lengths of the set intervals read one by one, and of the intervals written one by
+        // one (blocks keep their lengths): set_total_ns follows from them.
+        let mut removed_ns: u64 = 0;
+        let mut added_ns: u64 = 0;
+        loop {
+            // The set intervals that come before the next batch interval (all, when none is
+            // left): those ending at or after its end (taking the set's first on a tie).
+            let k = match j {
+                0 => 0,
+                _ => {
+                    let end = pending[j - 1].end_ns;
+                    set[..i].partition_point(|iv| iv.end_ns < end)
+                }
             };
+            // The highest of them may meet `cur`: merge while they do.
+            if let Some(c) = cur.as_mut() {
+                while i > k && set[i - 1].end_ns >= c.start_ns {
+                    i -= 1;
+                    removed_ns += set[i].len_ns();
+                    c.start_ns = c.start_ns.min(set[i].start_ns);
+                }
+            }
+            if j == 0 {
+                // The rest of the set stays where it is.
+                break;
+            }
+            if i > k {
+                // `cur` is done; set[k + 1..i] keep their places in order; set[k] may still
+                // meet the batch interval, so it becomes `cur`.
+                if let Some(c) = cur {
+                    w -= 1;
+                    set[w] = c;
+                    added_ns += c.len_ns();
+                }
+                let m = i - (k + 1);
+                set.copy_within(k + 1..i, w - m);
+                w -= m;
+                i = k;
+                removed_ns += set[k].len_ns();
+                cur = Some(set[k]);
+            }
+            j -= 1;
+            let next = pending[j];
             match cur.as_mut() {
                 Some(c) if next.end_ns >= c.start_ns => {
                     c.start_ns = c.start_ns.min(next.start_ns);
@@ -449,6 +486,7 @@ impl<S: IntervalStorage> IntervalSet<S> {
                 Some(c) => {
                     w -= 1;
                     set[w] = *c;
+                    added_ns += c.len_ns();
                     cur = Some(next);
                 }
                 None => cur = Some(next),
@@ -457,11 +495,19 @@ impl<S: IntervalStorage> IntervalSet<S> {
         if let Some(c) = cur {
             w -= 1;
             set[w] = c;
+            added_ns += c.len_ns();
         }
         let n = self.set_len + p - w;
-        set.copy_within(w..w + n, 0);
-        self.set_len = n;
-        self.set_total_ns = set[..n].iter().map(|iv| iv.len_ns()).sum();
+        set.copy_within(w..w + n, i);
+        self.set_len = i + n;
+        self.set_total_ns = self.set_total_ns - removed_ns + added_ns;
+        debug_assert_eq!(
+            self.set_total_ns,
+            set[..self.set_len]
+                .iter()
+                .map(|iv| iv.len_ns())
+                .sum::<u64>()
+        );
     }
 
     /// Coalesces the smallest gaps until at most `target` intervals remain (target >= 1),
@@ -725,6 +771,40 @@ mod tests {
             assert_eq!(fixed.union_ns(), grown.union_ns());
             assert_eq!(fixed.error_bound_ns(), grown.error_bound_ns());
             assert_eq!(fixed.intervals(), grown.intervals());
+        }
+    }
+
+    /// A pending batch that meets the set in its middle: it merges with the interval it
+    /// touches (end == start), leaves the ones before alone, and swallows the ones it covers.
+    #[test]
+    fn flush_merges_from_where_the_batch_meets_the_set() {
+        for mut u in [IntervalUnion::exact(), IntervalUnion::bounded(64)] {
+            for k in 0..10 {
+                u.insert(k * 100, k * 100 + 10);
+            }
+            // Out of order (before the last start): pending, then flushed by the read.
+            u.insert(310, 320); // touches [300, 310)
+            u.insert(405, 620); // covers [500, 510) and [600, 610), overlaps [400, 410)
+            u.insert(95, 100); // touches [100, 110) only
+            let got: Vec<(i64, i64)> = u
+                .intervals()
+                .iter()
+                .map(|iv| (iv.start_ns, iv.end_ns))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (0, 10),
+                    (95, 110),
+                    (200, 210),
+                    (300, 320),
+                    (400, 620),
+                    (700, 710),
+                    (800, 810),
+                    (900, 910)
+                ]
+            );
+            assert_eq!(u.union_ns(), 10 + 15 + 10 + 20 + 220 + 30);
         }
     }
 

@@ -209,15 +209,20 @@ mod sse2 {
 /// First index at or after `i` whose byte is in `class` (one of STR, SKIP, DELIM; WS means
 /// "first non-whitespace"), or `input.len()`.
 #[inline(always)]
-pub(super) fn find(input: &[u8], mut i: usize, class: u8) -> usize {
+pub(super) fn find(input: &[u8], i: usize, class: u8) -> usize {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    while i + 16 <= input.len() {
-        let m = sse2::mask16(sse2::load16(input, i), class);
-        if m != 0 {
-            return i + m.trailing_zeros() as usize;
+    {
+        let mut i = i;
+        while i + 16 <= input.len() {
+            let m = sse2::mask16(sse2::load16(input, i), class);
+            if m != 0 {
+                return i + m.trailing_zeros() as usize;
+            }
+            i += 16;
         }
-        i += 16;
+        find_swar(input, i, class)
     }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
     find_swar(input, i, class)
 }
 

@@ -71,6 +71,57 @@ fn colon_ws(s: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
+/// Fast path: from the end of a value (or, with `first`, from just after the event's opening
+/// brace) over the separator, the key, the colon and the whitespace to the next value; or
+/// the index after the closing brace.
+#[inline(always)]
+fn fast_gap(s: &[u8], mut i: usize, first: bool) -> Option<Step> {
+    let n = s.len();
+    if first {
+        i = nonws(s, i)?;
+        if s[i] == b'}' {
+            return Some(Step::End(i + 1));
+        }
+    } else if i + 2 < n && s[i] == b',' {
+        // `, "` or `,` and a line break.
+        i = if s[i + 1] == b' ' && s[i + 2] == b'"' {
+            i + 2
+        } else {
+            nonws(s, i + 1)?
+        };
+    } else {
+        i = nonws(s, i)?;
+        match s[i] {
+            b',' => i = nonws(s, i + 1)?,
+            b'}' => return Some(Step::End(i + 1)),
+            _ => return None,
+        }
+    }
+    if s[i] != b'"' {
+        return None;
+    }
+    // The key, the colon and the whitespace before the value.
+    match known_key(s, i) {
+        Some((field, ke, spaced)) => {
+            // `"key": v`, the usual layout: one check for the colon and the space.
+            let v = if spaced && ke + 3 < n && s[ke + 3] > b' ' {
+                ke + 3
+            } else {
+                colon_ws(s, ke + 1)?
+            };
+            Some(Step::Value(field, v))
+        }
+        None => {
+            let ke = find(s, i + 1, STR);
+            if ke >= n || s[ke] != b'"' {
+                return None;
+            }
+            let field = classify(&s[i + 1..ke]);
+            Some(Step::Value(field, colon_ws(s, ke + 1)?))
+        }
+    }
+}
+
 const KEY_CAP: usize = 16;
 const WORD_CAP: usize = 128;
 const PH_CAP: usize = 8;
@@ -98,6 +149,7 @@ enum St {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum Field {
     Ph,
     Cat,
@@ -109,6 +161,73 @@ enum Field {
     Id,
     Scope,
     Other,
+}
+
+/// Gap rows: one per field a gap can follow, and one for the gap after the opening brace.
+const GAP_ROWS: usize = Field::Other as usize + 2;
+const GAP_AFTER_BRACE: usize = GAP_ROWS - 1;
+/// Gap columns: the events' `ph` (its first byte's low bits) picks one.
+const GAP_COLS: usize = 8;
+
+/// The bytes from the end of a value (or the opening brace) to the start of the next value,
+/// as the fast path last parsed them at the same place of an event (e.g. `, "cat": `), and
+/// the field they led to. Where the input holds the same bytes again, followed by a byte that
+/// is not whitespace, parsing them again would give the same field and value start, so the
+/// fast path takes them in one compare. A learned shape, never a guess: a mismatch parses.
+#[derive(Clone, Copy)]
+struct Gap {
+    /// The bytes, little-endian, first eight then next eight (zero past `len`).
+    bytes: [u64; 2],
+    /// Masks of the first `len` bytes in `bytes`.
+    masks: [u64; 2],
+    /// 1..=15, or 0 when nothing was learned.
+    len: u8,
+    field: Field,
+}
+
+impl Gap {
+    const EMPTY: Gap = Gap {
+        bytes: [0, 0],
+        masks: [0, 0],
+        len: 0,
+        field: Field::Other,
+    };
+
+    /// The gap `s[..len]` (`s` holds at least 16 bytes, `len` is below 16).
+    #[inline(always)]
+    fn new(s: &[u8], len: usize, field: Field) -> Gap {
+        let m0 = if len >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * len)) - 1
+        };
+        let m1 = if len > 8 {
+            (1u64 << (8 * (len - 8))) - 1
+        } else {
+            0
+        };
+        Gap {
+            bytes: [load(s, 0) & m0, load(s, 8) & m1],
+            masks: [m0, m1],
+            len: len as u8,
+            field,
+        }
+    }
+
+    /// Whether the input at `i` (16 bytes at least) starts with this gap.
+    #[inline(always)]
+    fn matches(&self, s: &[u8], i: usize) -> bool {
+        let d0 = (load(s, i) ^ self.bytes[0]) & self.masks[0];
+        let d1 = (load(s, i + 8) ^ self.bytes[1]) & self.masks[1];
+        self.len != 0 && d0 | d1 == 0
+    }
+}
+
+/// What the fast path found after a value: the next value's field and first index, or the
+/// index after the event's closing brace.
+enum Step {
+    Value(Field, usize),
+    End(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +297,8 @@ pub struct EventScanner<S = DefaultStorage> {
     tid: IdField,
     id: IdField,
     scope: IdField,
+    // fast path: gaps learned per (`ph` column, preceding field)
+    gaps: [Gap; GAP_ROWS * GAP_COLS],
 }
 
 #[cfg(feature = "alloc")]
@@ -260,6 +381,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             tid: IdField::Missing,
             id: IdField::Missing,
             scope: IdField::Missing,
+            gaps: [Gap::EMPTY; GAP_ROWS * GAP_COLS],
         }
     }
 
@@ -367,6 +489,15 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     fn run(&mut self, input: &[u8]) -> Result<(Scan, usize), ScanError> {
         let n = input.len();
         let mut i = 0usize;
+        // The usual place, between two events: `,` and whitespace before `{` are passed here
+        // (what the loop below does through one more state).
+        if self.st == St::ArrCommaOrEnd && n > 1 && input[0] == b',' {
+            let j = skip_ws(input, 1);
+            if j < n && input[j] == b'{' {
+                self.st = St::ArrElem;
+                i = j;
+            }
+        }
         loop {
             match self.st {
                 St::Str => {
@@ -604,35 +735,30 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     #[inline(always)]
     fn fast_event_inner(&mut self, s: &[u8], start: usize) -> Option<usize> {
         let n = s.len();
-        let mut i = nonws(s, start + 1)?;
-        if s[i] == b'}' {
-            return Some(i + 1);
-        }
+        let mut i = start + 1;
+        let mut row = GAP_AFTER_BRACE;
+        let mut col = 0;
         loop {
-            if s[i] != b'"' {
-                return None;
-            }
-            // The key, the colon and the whitespace before the value.
-            let field = match known_key(s, i) {
-                Some((field, ke, spaced)) => {
-                    // `"key": v`, the usual layout: one check for the colon and the space.
-                    i = if spaced && ke + 3 < n && s[ke + 3] > b' ' {
-                        ke + 3
-                    } else {
-                        colon_ws(s, ke + 1)?
-                    };
-                    field
+            // From the end of a value (or the brace) to the next value: in one compare when
+            // the bytes are those learned at this place, else parsed (and learned).
+            let at = col + row;
+            let gap = &self.gaps[at];
+            let field = if i + 16 <= n && gap.matches(s, i) && s[i + usize::from(gap.len)] > b' ' {
+                i += usize::from(gap.len);
+                gap.field
+            } else {
+                let from = i;
+                let (field, v) = match fast_gap(s, i, row == GAP_AFTER_BRACE)? {
+                    Step::Value(field, v) => (field, v),
+                    Step::End(e) => return Some(e),
+                };
+                if v - from < 16 && from + 16 <= n {
+                    self.gaps[at] = Gap::new(&s[from..], v - from, field);
                 }
-                None => {
-                    let ke = find(s, i + 1, STR);
-                    if ke >= n || s[ke] != b'"' {
-                        return None;
-                    }
-                    let field = classify(&s[i + 1..ke]);
-                    i = colon_ws(s, ke + 1)?;
-                    field
-                }
+                i = v;
+                field
             };
+            row = field as usize;
             match field {
                 Field::Other => i = skip_value_fast(s, i)?,
                 Field::Cat | Field::Name => {
@@ -695,6 +821,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     self.ph[0] = s[i + 1];
                     self.ph_len = 1;
                     i += 3;
+                    col = usize::from(s[i - 2]) % GAP_COLS * GAP_ROWS;
                 }
                 Field::Pid | Field::Tid | Field::Id if s[i] != b'"' => {
                     if let Some((v, e)) = fast_int(s, i) {
@@ -709,22 +836,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         i = self.fast_word(s, i, field)?;
                     }
                 }
-                _ => i = self.fast_word(s, i, field)?,
-            }
-            // The separator: `, "` or `,` and a line break, or the closing brace.
-            if i + 2 < n && s[i] == b',' {
-                i = if s[i + 1] == b' ' && s[i + 2] == b'"' {
-                    i + 2
-                } else {
-                    nonws(s, i + 1)?
-                };
-                continue;
-            }
-            i = nonws(s, i)?;
-            match s[i] {
-                b',' => i = nonws(s, i + 1)?,
-                b'}' => return Some(i + 1),
-                _ => return None,
+                _ => {
+                    i = self.fast_word(s, i, field)?;
+                    if field == Field::Ph {
+                        col = usize::from(self.ph[0]) % GAP_COLS * GAP_ROWS;
+                    }
+                }
             }
         }
     }
@@ -1361,7 +1478,18 @@ fn fast_us(s: &[u8], i: usize) -> Option<(i64, usize)> {
         return None;
     }
     let mut scale = 1000;
-    if j < n && s[j] == b'.' {
+    if j + 4 < n
+        && s[j] == b'.'
+        && s[j + 1].is_ascii_digit()
+        && s[j + 2].is_ascii_digit()
+        && s[j + 3].is_ascii_digit()
+    {
+        // The usual three decimals (a fourth one fails the delimiter test below).
+        let d = |k: usize| u64::from(s[j + k] - b'0');
+        acc = acc * 1000 + d(1) * 100 + d(2) * 10 + d(3);
+        scale = 1;
+        j += 4;
+    } else if j < n && s[j] == b'.' {
         j += 1;
         let f0 = j;
         while j < n && j - f0 < 3 && s[j].is_ascii_digit() {

@@ -1076,7 +1076,7 @@ fn mutated_kineto_layout_fast_and_resumable_paths_agree() {
     const BYTES: &[u8] = b"\"\\{}[],: \n\t\x01\x00-.0123456789eE+xu\xc3\xa9\xff";
     let mut rng = Rng::from_env(79);
     for round in 0..400 {
-        let events = 1 + rng.below(6) as usize;
+        let events = 1 + rng.below(12) as usize;
         let mut doc = kineto_layout_doc(&mut rng, events);
         if round > 0 {
             for _ in 0..1 + rng.below(3) {
@@ -1096,5 +1096,41 @@ fn mutated_kineto_layout_fast_and_resumable_paths_agree() {
             assert_eq!(whole.events.len(), events);
             assert!(whole.end.complete);
         }
+    }
+}
+
+/// The fast path takes a gap (`, "key": `) in one compare where an earlier event taught it;
+/// each variant below differs from the taught events just around a gap, and must give what
+/// the resumable path gives.
+#[test]
+fn learned_gaps_are_taken_only_where_parsing_agrees() {
+    let teach = r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#;
+    let variants = [
+        r#"{"ph": "f", "id": 7, "bp":  , "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp":  "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat":  "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args":  , "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": , "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts":  , "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur":	2}"#,
+        r#"{"ph": "f", "id":  7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2 }"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": }"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5,, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5 , "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "nam": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2, }"#,
+        r#"{ "ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#,
+        r#"{"ph":  "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "X", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2, "tid": 3}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2, "x"}"#,
+        r#"{"ph": "f", "id": 7, "bp": "e", "cat": "ac2g", "name": "n", "args": {"a": 1}, "ts": 1.5, "dur": 2,
+"x": 1}"#,
+    ];
+    for variant in variants {
+        let doc = std::format!("[{teach},\n{teach},\n{teach},\n{variant},\n{teach},\n{teach}]");
+        let whole = check_splits(doc.as_bytes(), 2, 5);
+        assert!(whole.end.complete, "{variant}");
     }
 }
