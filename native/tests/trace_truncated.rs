@@ -59,7 +59,11 @@ fn run_cut(path: &PathBuf, keep: u64) -> (Option<i32>, String) {
     child.stdin.take().unwrap().write_all(b"\n").unwrap();
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
-    (child.wait().unwrap().code(), rest)
+    let code = child.wait().unwrap().code();
+    let _ = std::fs::remove_file(path);
+    // The last test to finish removes the folder (it fails while others' files are there).
+    let _ = std::fs::remove_dir(path.parent().unwrap());
+    (code, rest)
 }
 
 #[test]

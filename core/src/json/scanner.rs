@@ -4,6 +4,14 @@
 //! a tight loop over a byte-class table before returning to the dispatch, so an event wholly
 //! inside the chunk is read without ever saving or restoring partial state, and an event split
 //! across chunks resumes exactly where it stopped. Each input byte is examined once.
+//!
+//! An event wholly inside the chunk is first tried by a fast path (`fast_event`) that reads
+//! it in one pass without states: byte searches and the skip of `args` come from
+//! [`classify`](super::classify) (SSE2 on x86_64), known keys from a perfect-hash table, and
+//! the bytes between two values (`, "cat": `) from a small table of gaps learned from earlier
+//! events ([`Gap`]). It gives up (`None`, nothing counted) on anything that needs a warning, an
+//! escape decoded or the chunk's end, and the resumable path then reads the event from its
+//! brace: that path is the reference, and the tests hold the two to the same results.
 
 use super::classify::{CLASS, DELIM, SKIP, STR, WS, find, load, skip_container, skip_str};
 use super::decimal::parse_us_to_ns;
@@ -161,6 +169,8 @@ enum Field {
     Id,
     Scope,
     Other,
+    /// Fast path only: a learned gap that ends at the event's closing brace.
+    End,
 }
 
 /// Gap rows: one per field a gap can follow, and one for the gap after the opening brace.
@@ -750,7 +760,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 let from = i;
                 let (field, v) = match fast_gap(s, i, row == GAP_AFTER_BRACE)? {
                     Step::Value(field, v) => (field, v),
-                    Step::End(e) => return Some(e),
+                    Step::End(e) => {
+                        // Whitespace and `}` end the event whatever follows; learned where a
+                        // non-space byte follows, as the gaps before values are.
+                        if e - from < 16 && from + 16 <= n && e < n && s[e] > b' ' {
+                            self.gaps[at] = Gap::new(&s[from..], e - from, Field::End);
+                        }
+                        return Some(e);
+                    }
                 };
                 if v - from < 16 && from + 16 <= n {
                     self.gaps[at] = Gap::new(&s[from..], v - from, field);
@@ -760,6 +777,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             };
             row = field as usize;
             match field {
+                Field::End => return Some(i),
                 Field::Other => i = skip_value_fast(s, i)?,
                 Field::Cat | Field::Name => {
                     if s[i] != b'"' {
@@ -1297,7 +1315,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 self.ph[..k].copy_from_slice(&text[..k]);
                 self.ph_len = k;
             }
-            Field::Cat | Field::Name | Field::Other => {}
+            Field::Cat | Field::Name | Field::Other | Field::End => {}
         }
         true
     }
@@ -1314,7 +1332,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             Field::Tid => self.tid = IdField::Missing,
             Field::Id => self.id = IdField::Missing,
             Field::Scope => self.scope = IdField::Missing,
-            Field::Other => {}
+            Field::Other | Field::End => {}
         }
     }
 }

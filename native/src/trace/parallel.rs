@@ -30,10 +30,10 @@
 //! Read instead: one 1 MiB read buffer per scan thread, and one on the summary side for a
 //! wrong guess.
 //!
-//! Why mapped: copying the file out of the page cache (`pread`) took ~13% of the CPU time on
-//! the 1 GB benchmark trace; mapped, the kernel's share falls from ~0.23 to ~0.12 CPU-s per GB,
-//! of which the scanner gives back part as cache and TLB misses of its own (BENCHMARKS.md,
-//! "Trace engine").
+//! Why mapped: copying the file out of the page cache (`pread`) took ~13-20% of the CPU time
+//! on the 1 GB benchmark trace. Mapped, the kernel's share falls by ~0.1 CPU-s per GB, but the
+//! scanner takes most of it back as the cache misses the copy used to take: net about -5% CPU,
+//! within the noise of the 2-core development VM (BENCHMARKS.md, "Trace engine").
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
