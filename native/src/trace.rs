@@ -22,8 +22,6 @@ use crate::input::open_input;
 use crate::progress::ProgressLine;
 
 #[cfg(unix)]
-mod mapped;
-#[cfg(unix)]
 mod parallel;
 mod pipeline;
 #[cfg(test)]

@@ -8,9 +8,7 @@
 //! `}` `,` and whitespace, preferably with a line break). Segment 0 is scanned from the start of
 //! the file as usual; every other segment by a scanner
 //! [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on one of two scan
-//! threads (even and odd segments). The threads scan the file in place, mapped read-only
-//! ([`super::mapped`], which turns a file cut meanwhile into a clear error), or, where it cannot
-//! be mapped, read it with positioned reads.
+//! threads (even and odd segments), reading the file with positioned reads.
 //! The summary takes the segments in order and keeps a segment's events only when the scanner
 //! of the segment before it ended exactly at that guess
 //! ([`element_boundary`](flinch_core::json::EventScanner::element_boundary)): then the resumed
@@ -23,17 +21,14 @@
 //! more than a quarter of the guesses fail (past the first four), guessing stops and the summary
 //! scans the rest itself, as one thread would, instead of the scan threads wasting CPU time.
 //!
-//! Memory: per scan thread a ring of 12 event batches (~0.4 MiB each): ~10 MiB. Mapped, the
-//! pages of the file that the process has touched count in its resident size (shared page
-//! cache, not memory of its own): the readers drop them (`MADV_DONTNEED`) [`RELEASE_BYTES`]
-//! at a time once done with them, so that at most ~12 MiB of the file are resident at once.
-//! Read instead: one 1 MiB read buffer per scan thread, and one on the summary side for a
-//! wrong guess.
+//! Memory: per scan thread one 1 MiB read buffer and a ring of 12 event batches (~0.33 MiB
+//! each), plus one read buffer on the summary side for a wrong guess: ~11 MiB.
 //!
-//! Why mapped: copying the file out of the page cache (`pread`) took ~13-20% of the CPU time
-//! on the 1 GB benchmark trace. Mapped, the kernel's share falls by ~0.1 CPU-s per GB, but the
-//! scanner takes most of it back as the cache misses the copy used to take: net about -5% CPU,
-//! within the noise of the 2-core development VM (BENCHMARKS.md, "Trace engine").
+//! Why positioned reads and not a mapping of the file: a read-only mapping (with a SIGBUS
+//! handler for a file cut meanwhile) was built and measured. It removes the kernel's copy, but
+//! the scanner then takes the cache misses the copy used to take, and faulting pages in and
+//! dropping them again costs more: on the quiet 2-core VM it took ~10% more wall and CPU time,
+//! with a larger resident size (BENCHMARKS.md, "Trace engine"), so it was reverted.
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -46,7 +41,6 @@ use flinch_core::gzip::is_gzip;
 use flinch_core::json::{ElementBoundary, EventScanner, Scan, ScanWarnings};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
 
-use super::mapped::{self, Mapping};
 use super::pipeline::{Batch, scan_error};
 
 /// Files smaller than this take the one-scan-thread pipeline.
@@ -59,10 +53,6 @@ pub const SEGMENT_BYTES: u64 = READ_BYTES as u64;
 const RING: usize = 12;
 /// Bytes per positioned read (and per scanner call).
 const READ_BYTES: usize = 1 << 20;
-/// Mapped: the least a reader drops from the process at once ([`Mapping::release`]); each
-/// call interrupts the other CPUs to flush their TLBs. 2, 4 and 8 MiB cost the same CPU time
-/// on the benchmark trace; peak RSS 44, 45 and 50 MiB.
-const RELEASE_BYTES: usize = 4 << 20;
 /// How far past a nominal segment start to look for a guess (none found: no segment starts
 /// there).
 const PROBE_BYTES: usize = 16 << 10;
@@ -70,8 +60,6 @@ const PROBE_BYTES: usize = 16 << 10;
 /// A plain file cut into segments.
 pub struct Plan {
     file: File,
-    /// The file mapped read-only; `None`: read it with positioned reads.
-    map: Option<Mapping>,
     /// Byte offset of each segment's first byte; `starts[0] == 0`.
     starts: Vec<u64>,
     /// The document starts with `[` (bare-array form).
@@ -111,10 +99,6 @@ fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Pla
         .iter()
         .find(|&&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))?;
     let bare = *first == b'[';
-    let map = Mapping::new(&file, size, &path.display().to_string());
-    if map.is_some() {
-        mapped::test_pause();
-    }
     let mut starts = vec![0u64];
     let mut probe = vec![0u8; PROBE_BYTES];
     let mut nominal = segment_bytes;
@@ -130,7 +114,6 @@ fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Pla
     }
     Some(Plan {
         file,
-        map,
         starts,
         bare,
         size,
@@ -194,39 +177,25 @@ enum Msg {
     End(Result<Box<EventScanner>, String>),
 }
 
-/// Scans the planned file from `start` to `end` (`None`: to the end of the file) with
-/// `scanner`, [`READ_BYTES`] at a time, handing each event to `sink`: in place when the file
-/// is mapped, else read into `buf` (sized on first use). Stops at a read or scan error, with
-/// its message.
+/// Scans `file` from `start` to `end` (`None`: to the end of the file) with `scanner`, handing
+/// each event to `sink`. Stops at a read or scan error, with its message.
 fn scan_range(
-    plan: &Plan,
+    file: &File,
     start: u64,
     end: Option<u64>,
     scanner: &mut EventScanner,
-    buf: &mut Vec<u8>,
+    buf: &mut [u8],
     mut sink: impl FnMut(&EventScanner) -> bool,
 ) -> Result<(), String> {
     let mut at = start;
-    // Mapped: the pages from `start` to here were dropped.
-    let mut released = start as usize;
     loop {
-        if end.is_some_and(|e| e <= at) {
-            return Ok(());
-        }
-        let chunk: &[u8] = if let Some(map) = &plan.map {
-            // The plan's starts lie below the size mapped.
-            let bytes = map.bytes();
-            let stop = end.map_or(bytes.len(), |e| (e as usize).min(bytes.len()));
-            let from = (at as usize).min(stop);
-            &bytes[from..stop.min(from + READ_BYTES)]
-        } else {
-            let want = end.map_or(READ_BYTES, |e| READ_BYTES.min((e - at) as usize));
-            buf.resize(READ_BYTES, 0);
-            let n = read_full_at(&plan.file, &mut buf[..want], at)
-                .map_err(|e| format!("read error at byte {at}: {e}"))?;
-            &buf[..n]
+        let want = match end {
+            Some(e) if e <= at => return Ok(()),
+            Some(e) => buf.len().min((e - at) as usize),
+            None => buf.len(),
         };
-        let n = chunk.len();
+        let n = read_full_at(file, &mut buf[..want], at)
+            .map_err(|e| format!("read error at byte {at}: {e}"))?;
         if n == 0 {
             return match end {
                 None => Ok(()),
@@ -235,40 +204,21 @@ fn scan_range(
                 )),
             };
         }
-        let go_on = scan_chunk(chunk, scanner, &mut sink)?;
-        at += n as u64;
-        if let Some(map) = &plan.map
-            && at as usize >= released + RELEASE_BYTES
-        {
-            // A long segment (no guess found in it): this reader alone is done with what it
-            // scanned of it. (The summary drops the rest; see `collect`.)
-            released = map.release(released, at as usize);
-        }
-        if !go_on {
-            return Ok(());
-        }
-    }
-}
-
-/// Scans `chunk` with `scanner`, handing each event to `sink`; `false` when `sink` asked to
-/// stop.
-fn scan_chunk(
-    chunk: &[u8],
-    scanner: &mut EventScanner,
-    sink: &mut impl FnMut(&EventScanner) -> bool,
-) -> Result<bool, String> {
-    let mut pos = 0;
-    loop {
-        match scanner.scan(&chunk[pos..]) {
-            Ok((Scan::Event, nin)) => {
-                pos += nin;
-                if !sink(scanner) {
-                    return Ok(false);
+        let chunk = &buf[..n];
+        let mut pos = 0;
+        loop {
+            match scanner.scan(&chunk[pos..]) {
+                Ok((Scan::Event, nin)) => {
+                    pos += nin;
+                    if !sink(scanner) {
+                        return Ok(());
+                    }
                 }
+                Ok((Scan::NeedsInput, _)) => break,
+                Err(e) => return Err(scan_error(e, false)),
             }
-            Ok((Scan::NeedsInput, _)) => return Ok(true),
-            Err(e) => return Err(scan_error(e, false)),
         }
+        at += n as u64;
     }
 }
 
@@ -281,7 +231,7 @@ fn scan_thread(
     tx: &SyncSender<Msg>,
     free: &Receiver<Batch>,
 ) {
-    let mut buf = Vec::new();
+    let mut buf = vec![0u8; READ_BYTES];
     let mut batch: Option<Batch> = None;
     let m = plan.starts.len();
     for k in (first..m).step_by(2) {
@@ -312,7 +262,7 @@ fn scan_thread(
             }
         }
         let mut gone = false;
-        let result = scan_range(plan, start, end, &mut scanner, &mut buf, |sc| {
+        let result = scan_range(&plan.file, start, end, &mut scanner, &mut buf, |sc| {
             let Some(b) = batch.as_mut() else {
                 return false;
             };
@@ -402,7 +352,7 @@ fn summarize_counting(
                 break;
             }
         }
-        let mut result = match spawn_error {
+        let result = match spawn_error {
             Some(e) => Err(e),
             None => collect(
                 plan,
@@ -414,12 +364,6 @@ fn summarize_counting(
                 &mut rescanned,
             ),
         };
-        // A mapped file cut within its last page read as zeros there instead of faulting.
-        if plan.map.is_some()
-            && let Err(e) = mapped::check_size(&plan.file, plan.size)
-        {
-            result = Err(e);
-        }
         // Dropping the channels frees a scan thread that waits on them; the scope joins.
         drop(rxs);
         drop(frees);
@@ -456,8 +400,6 @@ fn collect(
     // The scanner to go on with when a segment did not end at the next segment's guess.
     let mut carry: Option<Box<EventScanner>> = None;
     let mut buf: Vec<u8> = Vec::new();
-    // Mapped: the pages before this offset were dropped.
-    let mut released = 0usize;
     for k in 0..m {
         let (rx, free) = (&rxs[k % 2], &frees[k % 2]);
         let start = plan.starts[k];
@@ -483,7 +425,10 @@ fn collect(
                     batch.clear();
                     let _ = free.try_send(batch);
                 }
-                scan_range(plan, start, next, &mut scanner, &mut buf, |sc| {
+                if buf.is_empty() {
+                    buf = vec![0u8; READ_BYTES];
+                }
+                scan_range(&plan.file, start, next, &mut scanner, &mut buf, |sc| {
                     summary.add(&sc.event());
                     true
                 })?;
@@ -494,12 +439,6 @@ fn collect(
         let Some(next) = next else {
             return Ok((summary, scanner, warnings, events));
         };
-        if let Some(map) = &plan.map
-            && next as usize >= released + RELEASE_BYTES
-        {
-            // Every reader is done with this segment and those before it.
-            released = map.release(released, next as usize);
-        }
         let guess = ElementBoundary {
             offset: next,
             bare: plan.bare,
