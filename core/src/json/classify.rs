@@ -1,13 +1,15 @@
 //! Byte classes of the scanner and the searches over them.
 //!
 //! Every search answers "the first index at or after `i` whose byte is in class X" (or the
-//! input's length). On x86_64 the searches look at 16 bytes per step with SSE2 (part of the
-//! x86_64 baseline) through `safe_arch`, whose safe wrappers are selected by `#[cfg]` so that
-//! the crate stays `forbid(unsafe_code)`; elsewhere (wasm32, thumbv7em, aarch64) they look at
-//! 8 bytes per step in plain integer code (SWAR). The fast path's skip of a nested value
-//! ([`skip_container`]) classifies 64 bytes at a time into bit masks on x86_64, as simdjson's
-//! first stage does: the quotes' prefix XOR marks the bytes inside strings, and only the
-//! brackets outside them are walked.
+//! input's length). On x86_64 (SSE2, part of its baseline, through `safe_arch`, whose safe
+//! wrappers are selected by `#[cfg]`) and on wasm32 built with `simd128` (the page's build,
+//! `scripts/build-web.sh`; `core::arch::wasm32`'s intrinsics are safe functions) the searches
+//! look at 16 bytes per step, through the few lane operations of `lanes`, so the crate stays
+//! `forbid(unsafe_code)`; elsewhere (wasm32 without simd128, thumbv7em, aarch64) they look at
+//! 8 bytes per step in plain integer code (SWAR). With 16-byte lanes the fast path's skip of a
+//! nested value ([`skip_container`]) classifies 64 bytes at a time into bit masks, as
+//! simdjson's first stage does: the quotes' prefix XOR marks the bytes inside strings, and only
+//! the brackets outside them are walked.
 
 /// Bytes up to U+0020 (whitespace outside strings).
 pub(super) const WS: u8 = 1;
@@ -117,53 +119,109 @@ pub(super) fn find_swar(input: &[u8], mut i: usize, class: u8) -> usize {
     input.len()
 }
 
+/// The 16-byte lane operations of the searches: SSE2 through `safe_arch` on x86_64.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-mod sse2 {
-    use super::{DELIM, SKIP, STR};
+mod lanes {
     use safe_arch::{
         bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, move_mask_i8_m128i,
         set_splat_i8_m128i, sub_saturating_u8_m128i, zeroed_m128i,
     };
 
+    /// 16 bytes.
+    pub(super) type V = m128i;
+
     #[inline(always)]
-    pub(super) fn load16(s: &[u8], i: usize) -> m128i {
+    pub(super) fn load16(s: &[u8], i: usize) -> V {
         let mut w = [0u8; 16];
         w.copy_from_slice(&s[i..i + 16]);
         load_unaligned_m128i(&w)
     }
     #[inline(always)]
-    pub(super) fn eq(x: m128i, b: u8) -> m128i {
-        cmp_eq_mask_i8_m128i(x, set_splat_i8_m128i(b as i8))
+    pub(super) fn splat(b: u8) -> V {
+        set_splat_i8_m128i(b as i8)
+    }
+    #[inline(always)]
+    pub(super) fn eq(x: V, b: u8) -> V {
+        cmp_eq_mask_i8_m128i(x, splat(b))
     }
     /// Lanes whose unsigned byte is at most `n`.
     #[inline(always)]
-    pub(super) fn le(x: m128i, n: u8) -> m128i {
-        cmp_eq_mask_i8_m128i(
-            sub_saturating_u8_m128i(x, set_splat_i8_m128i(n as i8)),
-            zeroed_m128i(),
-        )
+    pub(super) fn le(x: V, n: u8) -> V {
+        cmp_eq_mask_i8_m128i(sub_saturating_u8_m128i(x, splat(n)), zeroed_m128i())
     }
     #[inline(always)]
-    pub(super) fn or(a: m128i, b: m128i) -> m128i {
+    pub(super) fn or(a: V, b: V) -> V {
         bitor_m128i(a, b)
     }
+    /// The high bit of each lane, lane k in bit k.
     #[inline(always)]
-    pub(super) fn bits(x: m128i) -> u32 {
+    pub(super) fn bits(x: V) -> u32 {
         move_mask_i8_m128i(x) as u32
     }
+}
+
+/// The 16-byte lane operations of the searches: wasm simd128 (when the build enables it; its
+/// intrinsics are safe functions). The load builds the vector from two little-endian words,
+/// so it needs no pointer.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod lanes {
+    use core::arch::wasm32::{
+        u8x16_bitmask, u8x16_eq, u8x16_le, u8x16_splat, u64x2, v128, v128_or,
+    };
+
+    /// 16 bytes.
+    pub(super) type V = v128;
+
+    #[inline(always)]
+    pub(super) fn load16(s: &[u8], i: usize) -> V {
+        let s = &s[i..i + 16];
+        u64x2(super::load(s, 0), super::load(s, 8))
+    }
+    #[inline(always)]
+    pub(super) fn splat(b: u8) -> V {
+        u8x16_splat(b)
+    }
+    #[inline(always)]
+    pub(super) fn eq(x: V, b: u8) -> V {
+        u8x16_eq(x, splat(b))
+    }
+    /// Lanes whose unsigned byte is at most `n`.
+    #[inline(always)]
+    pub(super) fn le(x: V, n: u8) -> V {
+        u8x16_le(x, splat(n))
+    }
+    #[inline(always)]
+    pub(super) fn or(a: V, b: V) -> V {
+        v128_or(a, b)
+    }
+    /// The high bit of each lane, lane k in bit k.
+    #[inline(always)]
+    pub(super) fn bits(x: V) -> u32 {
+        u32::from(u8x16_bitmask(x))
+    }
+}
+
+/// The 16-byte searches and the 64-byte block masks, over [`lanes`].
+#[cfg(any(
+    all(target_arch = "x86_64", target_feature = "sse2"),
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+mod simd {
+    use super::lanes::{V, bits, eq, le, load16, or, splat};
+    use super::{DELIM, SKIP, STR};
 
     /// One bit per byte of the 16 bytes in `x` (bit k for byte k) where the byte is a hit of a
     /// search for `class`.
     #[inline(always)]
-    pub(super) fn mask16(x: m128i, class: u8) -> u32 {
+    pub(super) fn mask16(x: V, class: u8) -> u32 {
         match class {
             STR => bits(or(or(eq(x, b'"'), eq(x, b'\\')), le(x, 0x1F))),
             SKIP => {
-                let y = or(x, set_splat_i8_m128i(0x20));
+                let y = or(x, splat(0x20));
                 bits(or(eq(x, b'"'), or(eq(y, b'{'), eq(y, b'}'))))
             }
             DELIM => {
-                let y = or(x, set_splat_i8_m128i(0x20));
+                let y = or(x, splat(0x20));
                 let a = or(le(x, 0x20), eq(x, b'"'));
                 let b = or(eq(x, b','), eq(x, b':'));
                 let c = or(eq(y, b'{'), eq(y, b'}'));
@@ -195,7 +253,7 @@ mod sse2 {
         while k < 4 {
             let x = load16(s, p + 16 * k);
             // `[`/`]` become `{`/`}`.
-            let y = or(x, set_splat_i8_m128i(0x20));
+            let y = or(x, splat(0x20));
             let sh = 16 * k as u32;
             b.quote |= u64::from(bits(eq(x, b'"'))) << sh;
             b.special |= u64::from(bits(or(eq(x, b'\\'), le(x, 0x1F)))) << sh;
@@ -210,11 +268,14 @@ mod sse2 {
 /// "first non-whitespace"), or `input.len()`.
 #[inline(always)]
 pub(super) fn find(input: &[u8], i: usize, class: u8) -> usize {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[cfg(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "wasm32", target_feature = "simd128")
+    ))]
     {
         let mut i = i;
         while i + 16 <= input.len() {
-            let m = sse2::mask16(sse2::load16(input, i), class);
+            let m = simd::mask16(lanes::load16(input, i), class);
             if m != 0 {
                 return i + m.trailing_zeros() as usize;
             }
@@ -222,7 +283,10 @@ pub(super) fn find(input: &[u8], i: usize, class: u8) -> usize {
         }
         find_swar(input, i, class)
     }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "wasm32", target_feature = "simd128")
+    )))]
     find_swar(input, i, class)
 }
 
@@ -281,14 +345,17 @@ pub(super) fn skip_nested_tokens(s: &[u8], mut j: usize, mut depth: usize) -> Op
 /// a string (the resumable path counts it).
 #[inline(always)]
 pub(super) fn skip_container(s: &[u8], i: usize) -> Option<usize> {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[cfg(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "wasm32", target_feature = "simd128")
+    ))]
     {
         let mut depth = 1usize;
         let mut p = i + 1;
         // All ones while a string is open across the block boundary.
         let mut carry = 0u64;
         while p + 64 <= s.len() {
-            let b = sse2::block(s, p);
+            let b = simd::block(s, p);
             // Bit k: byte k is inside a string (its opening quote included, closing excluded),
             // exact up to the first escape or control character inside a string.
             let inside = prefix_xor(b.quote) ^ carry;
@@ -326,14 +393,20 @@ pub(super) fn skip_container(s: &[u8], i: usize) -> Option<usize> {
         }
         skip_nested_tokens(s, p, depth)
     }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "wasm32", target_feature = "simd128")
+    )))]
     skip_nested_tokens(s, i + 1, 1)
 }
 
 /// Bit k of the result: the XOR of bits 0..=k of `x`.
 #[inline(always)]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    not(any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "wasm32", target_feature = "simd128")
+    )),
     allow(dead_code)
 )]
 fn prefix_xor(mut x: u64) -> u64 {
