@@ -49,6 +49,21 @@ fn get(text: &[u8], (start, len): Span) -> Option<&[u8]> {
     (len != u32::MAX).then(|| &text[start as usize..(start + len) as usize])
 }
 
+/// The event a record stands for, its strings in `text`.
+fn event<'a>(r: &Rec, text: &'a [u8]) -> Event<'a> {
+    Event {
+        ph: get(text, r.ph).unwrap_or_default(),
+        cat: get(text, r.cat),
+        name: get(text, r.name),
+        ts_ns: r.ts_ns,
+        dur_ns: r.dur_ns,
+        pid: r.pid,
+        tid: r.tid,
+        id: r.id,
+        scope: r.scope,
+    }
+}
+
 /// CPU seconds of this thread: the scheduler's run time in ns (`/proc/thread-self/schedstat`),
 /// finer than the 10 ms ticks of `stat`.
 fn cpu_s() -> f64 {
@@ -145,17 +160,7 @@ fn main() {
 fn add_all(recs: &[Rec], text: &[u8], limits: Limits) -> TraceSummary {
     let mut summary = TraceSummary::new(limits);
     for r in recs {
-        summary.add(&Event {
-            ph: get(text, r.ph).unwrap_or_default(),
-            cat: get(text, r.cat),
-            name: get(text, r.name),
-            ts_ns: r.ts_ns,
-            dur_ns: r.dur_ns,
-            pid: r.pid,
-            tid: r.tid,
-            id: r.id,
-            scope: r.scope,
-        });
+        summary.add(&event(r, text));
     }
     summary
 }
@@ -169,18 +174,7 @@ fn add_all_memo(recs: &[Rec], text: &[u8], limits: Limits, pairs: usize) -> Trac
     for batch in recs.chunks(2048) {
         memos.iter_mut().for_each(|m| *m = None);
         for r in batch {
-            let e = Event {
-                ph: get(text, r.ph).unwrap_or_default(),
-                cat: get(text, r.cat),
-                name: get(text, r.name),
-                ts_ns: r.ts_ns,
-                dur_ns: r.dur_ns,
-                pid: r.pid,
-                tid: r.tid,
-                id: r.id,
-                scope: r.scope,
-            };
-            summary.add_memo(&e, &mut memos[r.pair as usize]);
+            summary.add_memo(&event(r, text), &mut memos[r.pair as usize]);
         }
     }
     summary

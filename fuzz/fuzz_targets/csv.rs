@@ -16,7 +16,9 @@ fuzz_target!(|data: &[u8]| {
     let chunk_max = 1 + knobs[0] as usize * 16;
     let mut seed = knobs[1] as u64 | 1;
     let mut next_len = |rest: usize| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (1 + (seed >> 33) as usize % chunk_max).min(rest)
     };
 

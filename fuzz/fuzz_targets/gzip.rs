@@ -21,7 +21,9 @@ fuzz_target!(|data: &[u8]| {
     let mut rest = stream;
     let mut failed = false;
     'outer: while !rest.is_empty() {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let n = (1 + (seed >> 33) as usize % chunk_max).min(rest.len());
         let mut input = &rest[..n];
         rest = &rest[n..];

@@ -2,14 +2,18 @@
 //! `TraceSummary`) whole and in fuzzer-chosen splits. Must never panic or hang, and the split
 //! run must give exactly what the whole run gives (events, warnings, end state, error); so must
 //! a scan in two pieces, the second by a scanner resumed where the first ended between events
-//! (`element_boundary` / `resume_at`, what native's two-thread scan relies on).
+//! (`element_boundary` / `resume_at`, what native's two-thread scan relies on). A second summary
+//! fed through `add_memo`, one memo per (cat, name) pair forgotten every few events (as native's
+//! batches do), must give the same result as `add`.
 #![no_main]
 
 use flinch_core::Limits;
 use flinch_core::json::{EventScanner, Scan, ScanEnd, ScanError, ScanWarnings};
 
 type Event = (Vec<u8>, Option<Vec<u8>>, Option<i64>);
-use flinch_core::summary::TraceSummary;
+/// An event's (cat, name).
+type Pair = (Option<Vec<u8>>, Option<Vec<u8>>);
+use flinch_core::summary::{OpMemo, TraceSummary};
 use libfuzzer_sys::fuzz_target;
 
 type Outcome = (Vec<Event>, ScanEnd, ScanWarnings, Option<ScanError>);
@@ -17,6 +21,9 @@ type Outcome = (Vec<Event>, ScanEnd, ScanWarnings, Option<ScanError>);
 fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
     let mut sc = EventScanner::new(limits);
     let mut sum = TraceSummary::new(limits);
+    let mut memo_sum = TraceSummary::new(limits);
+    let mut memos: Vec<(Pair, Option<OpMemo>)> = Vec::new();
+    let forget_every = 1 + (seed % 7) as usize;
     let mut events = Vec::new();
     let mut error = None;
     let mut rest = doc;
@@ -40,6 +47,18 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
                             let e = sc.event();
                             events.push((e.ph.to_vec(), e.name.map(<[u8]>::to_vec), e.dur_ns.ns()));
                             sum.add(&e);
+                            if events.len() % forget_every == 0 {
+                                memos.clear();
+                            }
+                            let pair = (e.cat.map(<[u8]>::to_vec), e.name.map(<[u8]>::to_vec));
+                            let k = match memos.iter().position(|(p, _)| *p == pair) {
+                                Some(k) => k,
+                                None => {
+                                    memos.push((pair, None));
+                                    memos.len() - 1
+                                }
+                            };
+                            memo_sum.add_memo(&e, &mut memos[k].1);
                         }
                         Scan::NeedsInput => {
                             assert_eq!(pos, chunk.len());
@@ -62,8 +81,9 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
     let end = sc.finish();
     assert_eq!(end.events, events.len() as u64);
     let warnings = *sc.warnings();
-    let result = sum.finish("fuzz", &end, &warnings, 40);
-    let _ = result.to_json();
+    let result = sum.finish("fuzz", &end, &warnings, 40).to_json();
+    let memo_result = memo_sum.finish("fuzz", &end, &warnings, 40).to_json();
+    assert_eq!(result, memo_result, "add_memo differs from add");
     (events, end, warnings, error)
 }
 
