@@ -79,9 +79,10 @@ function onWorkerMessage(msg) {
       break;
     case 'error':
       fail(msg.message, msg.bytes);
-      // A failed run leaves the other worker waiting: start both afresh.
+      // A failed run leaves the other worker waiting: start both afresh. Not when the analyzer
+      // could not load at all (`fatal`): new workers would fail again, in a loop.
       stopWorker();
-      startWorker();
+      if (!msg.fatal) startWorker();
       break;
   }
 }

@@ -3,9 +3,10 @@
 // In:  {type: 'analyze', options, port}   (options: see AnalyzerOptions in core/src/analyzer.rs)
 // Out: {type: 'ready', memoryBytes}
 //      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes}
-//      {type: 'error', message, bytes}
+//      {type: 'error', message, bytes, fatal?}  (fatal: the analyzer could not load)
 // Cancel = the page terminates both workers and starts fresh ones.
 import init, { Analyzer } from './pkg/flinch_wasm.js';
+import { simdNote } from './simd.js';
 
 let wasm;
 const ready = init().then(
@@ -14,7 +15,13 @@ const ready = init().then(
     postMessage({ type: 'ready', memoryBytes: memoryBytes() });
   },
   (e) => {
-    postMessage({ type: 'error', message: `could not load the analyzer: ${e.message || e}`, bytes: 0 });
+    // `fatal`: a new worker would fail the same way, so the page must not start one.
+    postMessage({
+      type: 'error',
+      fatal: true,
+      message: `could not load the analyzer: ${e.message || e}${simdNote()}`,
+      bytes: 0,
+    });
     throw e;
   },
 );

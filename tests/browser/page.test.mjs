@@ -38,6 +38,35 @@ test('the page loads its analyzer and serves wasm as application/wasm', async ()
   await page.close();
 });
 
+test('an analyzer that cannot load is one clear error, not a loop of new workers', async () => {
+  // This browser runs WebAssembly SIMD, so the probe must say so (a broken probe would blame it).
+  const probe = await openPage(browser.context, server.url);
+  assert.equal(await probe.evaluate(async () => (await import('./simd.js')).hasSimd()), true);
+  await probe.close();
+
+  let fetches = 0;
+  const corrupt = (route) => {
+    fetches += 1;
+    return route.fulfill({ status: 200, contentType: 'application/wasm', body: 'not wasm' });
+  };
+  await browser.context.route('**/flinch_wasm_bg.wasm', corrupt);
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-state="error"]', { timeout: 30_000 });
+    const error = await page.textContent('#error');
+    assert.match(error, /^could not load the analyzer: /);
+    assert.doesNotMatch(error, /SIMD/);
+    // Both workers fetch the module once; a restart loop would fetch it again and again.
+    await page.waitForTimeout(2000);
+    assert.ok(fetches <= 2, `the wasm was fetched ${fetches} times`);
+    assert.equal(await page.getAttribute('body', 'data-state'), 'error');
+    await page.close();
+  } finally {
+    await browser.context.unroute('**/flinch_wasm_bg.wasm', corrupt);
+  }
+});
+
 test('an empty file and a whitespace-only file are clear errors', async () => {
   const page = await openPage(browser.context, server.url);
   const empty = path.join(scratch, 'empty.json');
