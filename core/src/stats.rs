@@ -295,20 +295,24 @@ impl Fsum {
         let lo = shifted as u64;
         let hi = (shifted >> 64) as u64;
         if bits >> 63 == 0 {
-            self.add_at(word, lo, hi);
+            self.add_words(word, [lo, hi]);
         } else {
             self.sub_at(word, lo, hi);
         }
     }
 
-    fn add_at(&mut self, word: usize, lo: u64, hi: u64) {
-        let (w0, c0) = self.words[word].overflowing_add(lo);
-        self.words[word] = w0;
-        let (w1a, c1a) = self.words[word + 1].overflowing_add(hi);
-        let (w1, c1b) = w1a.overflowing_add(c0 as u64);
-        self.words[word + 1] = w1;
-        let mut carry = c1a || c1b;
-        let mut i = word + 2;
+    /// Adds the `N` words `parts` (least significant first) at `words[word..]`, carrying on
+    /// into the words above.
+    #[inline(always)]
+    fn add_words<const N: usize>(&mut self, word: usize, parts: [u64; N]) {
+        let mut carry = false;
+        for (k, part) in parts.into_iter().enumerate() {
+            let (w1, c1) = self.words[word + k].overflowing_add(part);
+            let (w2, c2) = w1.overflowing_add(u64::from(carry));
+            self.words[word + k] = w2;
+            carry = c1 || c2;
+        }
+        let mut i = word + N;
         while carry && i < FSUM_WORDS {
             let (w, c) = self.words[i].overflowing_add(1);
             self.words[i] = w;
@@ -338,6 +342,7 @@ impl Fsum {
     /// subnormals at offset 0) adds, their integer significands summed first. For a caller
     /// that groups values by exponent (one add per exponent instead of one per value).
     /// `offset` must be below 2046 (as any f64's is).
+    #[cfg(feature = "alloc")] // its one caller, the trace summary, needs alloc
     pub(crate) fn add_significands(&mut self, sum: u128, offset: usize) {
         let (word, sh) = (offset / 64, offset % 64);
         let (lo, hi) = (sum as u64, (sum >> 64) as u64);
@@ -346,20 +351,7 @@ impl Fsum {
         } else {
             [lo << sh, (lo >> (64 - sh)) | (hi << sh), hi >> (64 - sh)]
         };
-        let mut carry = false;
-        for (k, part) in parts.into_iter().enumerate() {
-            let (w1, c1) = self.words[word + k].overflowing_add(part);
-            let (w2, c2) = w1.overflowing_add(u64::from(carry));
-            self.words[word + k] = w2;
-            carry = c1 || c2;
-        }
-        let mut i = word + 3;
-        while carry && i < FSUM_WORDS {
-            let (w, c) = self.words[i].overflowing_add(1);
-            self.words[i] = w;
-            carry = c;
-            i += 1;
-        }
+        self.add_words(word, parts);
     }
 
     /// Adds another accumulator's exact sum to this one.
