@@ -608,7 +608,11 @@ impl<S: IntervalStorage> IntervalSet<S> {
         let removed: u64 = set[..k].iter().map(|iv| iv.len_ns()).sum();
         set.copy_within(k..n, 0);
         self.set_len = n - k;
-        self.set_total_ns = set[..n - k].iter().map(|iv| iv.len_ns()).sum();
+        self.set_total_ns -= removed;
+        debug_assert_eq!(
+            self.set_total_ns,
+            set[..n - k].iter().map(|iv| iv.len_ns()).sum::<u64>()
+        );
         removed
     }
 
