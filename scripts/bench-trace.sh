@@ -7,7 +7,7 @@
 # Usage: scripts/bench-trace.sh [MEGABYTES]     (default 1000: a ~1 GB trace)
 # Env:   BENCH_RUNS=3             runs per fast command; the best time and the largest RSS are kept
 #        BENCH_SKIP_REFERENCE=1   skip the Python reference (~40 s per GB, ~500 MB RSS)
-#        FLINCH_REFERENCE=DIR     where summarize_host_telemetry.py lives (default ../shared/reference)
+#        FLINCH_REFERENCE=DIR     the folder holding summarize_host_telemetry.py (without it: skipped)
 # Data:  bench-data/kineto-<MEGABYTES>mb/trace.json{,.gz}, generated once by
 #        native/examples/gen_trace.rs (deterministic; delete the folder to regenerate).
 set -euo pipefail
@@ -16,7 +16,12 @@ ROOT=$(pwd)
 
 MB=${1:-1000}
 RUNS=${BENCH_RUNS:-3}
-REF_DIR=${FLINCH_REFERENCE:-$ROOT/../shared/reference}
+source scripts/reference.sh
+REF_DIR=""
+if [[ ${BENCH_SKIP_REFERENCE:-0} != 1 ]]; then
+    REF=$(reference_optional summarize_host_telemetry.py)
+    [[ -z $REF ]] || REF_DIR=$(dirname "$REF")
+fi
 DATA=bench-data/kineto-${MB}mb
 JSON=$DATA/trace.json
 GZ=$DATA/trace.json.gz
@@ -91,12 +96,12 @@ fi
 measure "flinch-trace trace" "$JSON" "$RUNS" "$BIN" trace "$JSON"
 measure "flinch-trace trace" "$GZ" "$RUNS" "$BIN" trace "$GZ"
 measure "flinch-trace trace --json" "$GZ" 1 "$BIN" trace --json "$GZ"
-if [[ ${BENCH_SKIP_REFERENCE:-0} != 1 && -f $REF_DIR/summarize_host_telemetry.py ]]; then
+if [[ -n $REF_DIR ]]; then
     ref=(python3 -c 'import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); from summarize_host_telemetry import trace_summary; json.dump(trace_summary(Path(sys.argv[2])), sys.stdout)')
     measure "reference trace_summary (python)" "$JSON" 1 "${ref[@]}" "$REF_DIR" "$JSON"
     measure "reference trace_summary (python)" "$GZ" 1 "${ref[@]}" "$REF_DIR" "$GZ"
 else
-    echo "reference trace_summary            (skipped: BENCH_SKIP_REFERENCE=1 or $REF_DIR missing)"
+    echo "reference trace_summary            (skipped: BENCH_SKIP_REFERENCE=1 or FLINCH_REFERENCE unset)"
 fi
 
 # Ratios against the targets of the issue.

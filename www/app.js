@@ -1,5 +1,5 @@
 // The page: file input / drop zone -> analysis worker -> tables, plot, result JSON.
-// Automation hooks (SPEC §7): <body data-state="loading|ready|working|done|error">, #result-json, #error.
+// Automation hooks (docs/cli.md, "The page"): <body data-state="loading|ready|working|done|error">, #result-json, #error.
 // Measurements for tests and users: body data-wasm-memory-before-bytes / data-wasm-memory-bytes
 // (WebAssembly memory size before and after a run), data-bytes, data-seconds.
 

@@ -495,9 +495,9 @@ impl Inflater {
 /// A finished analysis.
 #[derive(Clone, Debug)]
 pub enum Analysis {
-    /// A trace summary (SPEC §5).
+    /// A trace summary (docs/cli.md, "trace").
     Trace(Box<TraceSummaryResult>),
-    /// A trace.csv analysis (SPEC §2): recording-level, or with the selected window.
+    /// A trace.csv analysis (docs/cli.md, "analyze"): recording-level, or with the selected window.
     Recording(Box<RecordingAnalysis>),
 }
 

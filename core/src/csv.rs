@@ -1,4 +1,4 @@
-//! trace.csv reader (SPEC §1) over csv-core: a push parser that finds columns by header name.
+//! trace.csv reader (docs/formats.md) over csv-core: a push parser that finds columns by header name.
 //!
 //! The caller owns the input. [`TraceCsvReader::read`] consumes bytes and returns a [`CsvEvent`]
 //! plus the number of bytes consumed; an empty input means end of data. After

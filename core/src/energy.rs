@@ -1,6 +1,6 @@
 //! Energy from power samples (trapezoid with a maximum-gap rule, optionally clipped to a window
 //! with linear interpolation at its edges) and from cumulative energy counters (with
-//! wraparound), and a side-by-side report of both (SPEC §6, §8).
+//! wraparound), and a side-by-side report of both (docs/numerics.md, "Energy").
 //!
 //! - [`ReferenceTrapezoid`]: the reference telemetry formula in f64 seconds, bit for bit:
 //!   `sum((b0 - a0) * (a1 + b1) / 2 for consecutive (a, b) if 0 < b0 - a0 <= max_gap)`, summed

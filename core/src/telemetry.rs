@@ -1,4 +1,4 @@
-//! Host telemetry accumulator for `flinch-trace summarize` (SPEC §4).
+//! Host telemetry accumulator for `flinch-trace summarize` (docs/cli.md, "summarize").
 //!
 //! Rows of a `telemetry.jsonl` go in once, in file order; every time window (the whole run, the
 //! sustained phase, its first and last five minutes, its last 60 s) is accumulated in the same

@@ -2,7 +2,7 @@
 //! folder exactly as `summarize_host_telemetry.py` does (same keys, nesting, `source` strings
 //! and printed line), keeping the runs the reference would crash on or lose, with `warnings`.
 //!
-//! Layout read (SPEC §4): `<name>-host/telemetry.jsonl`, `<name>-host/status.json`,
+//! Layout read (docs/formats.md): `<name>-host/telemetry.jsonl`, `<name>-host/status.json`,
 //! `<name>-host/command.log`, `<name>/report.json`, `<name>/requests.jsonl`, and
 //! `*trace*/traces/**/*.json[.gz]`.
 //!

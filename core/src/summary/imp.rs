@@ -286,7 +286,7 @@ pub struct SummaryWarnings {
     pub open_slices_dropped: u64,
 }
 
-/// Streaming trace summary (SPEC §5). Memory: the category/op tables and per-op durations
+/// Streaming trace summary (docs/cli.md, "trace"). Memory: the category/op tables and per-op durations
 /// (exact mode), or fixed by [`Limits`] (bounded mode); no allocation per event once the
 /// tables have seen their keys.
 pub struct TraceSummary {
@@ -910,7 +910,7 @@ pub struct OpRow {
     pub name: String,
     /// Sum of the op's durations, µs.
     pub duration_sum_us: f64,
-    /// SPEC §4 stats of the op's durations in µs.
+    /// The `stats` of the op's durations in µs.
     pub duration_us: Stats,
 }
 

@@ -1,4 +1,4 @@
-//! Mark windows, spans and the compute-or-waiting verdict over a trace.csv (SPEC §2, §6, §8).
+//! Mark windows, spans and the compute-or-waiting verdict over a trace.csv (docs/cli.md, "analyze"; docs/numerics.md).
 //!
 //! [`WindowAnalyzer`] reads a trace.csv in one streaming pass (`write(chunk)` … `end()`), so the
 //! same code serves the CLI and the browser. Rows pass through a small bounded reorder buffer
@@ -62,7 +62,7 @@ pub struct AnalyzeOptions {
     pub spans: bool,
     /// Points per GPU in the plotted series (0: no series).
     pub series_points: usize,
-    /// Power/utilization intervals longer than this are skipped (SPEC §6), ns.
+    /// Power/utilization intervals longer than this are skipped (docs/numerics.md, "Energy"), ns.
     pub max_gap_ns: i64,
     /// Rows are held this long behind the newest row to restore time order, ns.
     pub reorder_horizon_ns: i64,

@@ -1,4 +1,4 @@
-//! The compute / waiting / mixed verdict and its evidence (SPEC §8).
+//! The compute / waiting / mixed verdict and its evidence (docs/numerics.md, "The verdict").
 //!
 //! Signals, each with how well it resolves a window of the given length:
 //! - `power_above_idle_floor`: share of the window's time with power above the GPU's busy

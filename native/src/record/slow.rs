@@ -5,7 +5,7 @@
 //! (`scripts/gpu-device-run.sh` and an NVML probe, see BENCHMARKS.md). Read inline, it made a
 //! 10 ms sampler miss 13% of its ticks. While it runs, `nvmlDeviceGetMemoryInfo` waits for it
 //! (3.0 ms median, the driver lock), where power, utilization, clocks and temperature do not. The
-//! counter itself moved only every 100 ms there (SPEC §8: every 10-100 ms, ±1 update period per
+//! counter itself moved only every 100 ms there (docs/numerics.md: every 10-100 ms, ±1 update period per
 //! window edge), and memory use is no fast signal, so both are read on their own grid by this
 //! poller and each SAMPLE row carries the latest values read: their age is at most one interval
 //! plus one read, inside the counter's own update period. The poller's read latency goes to the

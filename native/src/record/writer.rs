@@ -20,7 +20,7 @@ use super::host::HostReading;
 pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
 const FLUSH_BYTES: usize = 64 * 1024;
 
-/// The fixed columns, in order (the first ten are SPEC §1's).
+/// The fixed columns, in order (the first ten are fixed: docs/formats.md).
 pub const FIXED_COLUMNS: [&str; 18] = [
     "t_mono_ns",
     "t_wall_ns",
