@@ -8,6 +8,8 @@
 //! - `alloc` (default): owned buffers allocated once at construction from [`Limits`], exact
 //!   (growable) modes, and JSON rendering of results through serde_json. Without it the crate
 //!   builds for bare-metal targets such as `thumbv7em-none-eabihf`.
+//! - `std`: for hosted targets; implies `alloc` and turns on run-time CPU detection for the
+//!   gzip CRC-32.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
