@@ -52,7 +52,7 @@ async function analyze(options, port) {
           port.postMessage({ type: 'ack', buf: m.buf }, [m.buf]);
         }
       } else if (m.type === 'end' && analyzer) {
-        if (m.cut) analyzer.noteCutGzip(m.cut);
+        if (m.cut != null) analyzer.noteCutGzip(m.cut);
         const json = analyzer.end();
         analyzer.free();
         analyzer = null;

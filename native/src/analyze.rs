@@ -15,7 +15,7 @@ use flinch_core::analyzer::{
 use flinch_core::csv::{Col, CsvEvent, TraceCsvReader, parse_py_float};
 use flinch_core::window::{
     AnalyzeOptions, ParsedKind, ParsedRow, PowerSource, RecordingAnalysis, WindowAnalyzer,
-    WindowResult, WindowSelect,
+    WindowResult,
 };
 
 use crate::CmdResult;
@@ -49,10 +49,10 @@ pub struct Args {
     /// Power intervals longer than this are skipped from the edge energy and reported.
     #[arg(long, default_value_t = 5000, value_name = "MS")]
     max_gap_ms: u64,
-    /// Which NVML power reading gpu_power_W holds: instant, average or unknown. Default: from the
-    /// `<csv>.meta.json` sidecar when it says, else unknown.
-    #[arg(long, value_name = "SOURCE")]
-    power_source: Option<String>,
+    /// Which NVML power reading gpu_power_W holds. Default: from the `<csv>.meta.json` sidecar
+    /// when it says, else unknown.
+    #[arg(long, value_enum, value_name = "SOURCE")]
+    power_source: Option<PowerSource>,
 }
 
 /// Formats as Python's `f"{x:.{prec}f}"` (nan, inf, -inf spelled as Python does).
@@ -312,27 +312,7 @@ fn analysis_for_json(
 /// `--json`: the analysis through `flinch_core::analyzer`, the entry point the web page uses too,
 /// so both print the same bytes for the same file and options (two threads: see
 /// [`analysis_for_json`]).
-fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
-    let options = AnalyzerOptions {
-        kind: Kind::Csv,
-        limits: LimitsPreset::Exact,
-        source: args.csv.display().to_string(),
-        start: args.start.clone(),
-        end: args.end.clone(),
-        occurrence: args.occurrence,
-        gpu: args.gpu,
-        spans: args.spans,
-        max_gap_ms: Some(args.max_gap_ms),
-        power_source: Some(
-            match power_source {
-                PowerSource::Instant => "instant",
-                PowerSource::Average => "average",
-                PowerSource::Unknown => "unknown",
-            }
-            .to_string(),
-        ),
-        top: None,
-    };
+fn json_through_analyzer(args: &Args, options: AnalyzerOptions) -> CmdResult {
     let analysis = analysis_for_json(&args.csv, options, two_cpus())?;
     let Analysis::Recording(r) = analysis else {
         // `Kind::Csv` always gives a recording; render anything else as the page would.
@@ -348,54 +328,58 @@ fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
     writeln!(out)
         .and_then(|()| out.flush())
         .map_err(|e| e.to_string())?;
-    if let Some(message) = r.selection.as_ref().and_then(|s| s.error()) {
-        eprintln!("{message}");
+    if let Some(e) = r.selection.as_ref().and_then(|s| s.error()) {
+        eprintln!("{e}");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// The one mapping of the command line to analysis options; `--json` runs them through
+/// `Analyzer`, the other forms through `AnalyzerOptions::window_options`.
+fn analyzer_options(args: &Args, power_source: PowerSource) -> AnalyzerOptions {
+    AnalyzerOptions {
+        kind: Kind::Csv,
+        limits: LimitsPreset::Exact,
+        source: args.csv.display().to_string(),
+        start: args.start.clone(),
+        end: args.end.clone(),
+        occurrence: args.occurrence,
+        gpu: args.gpu,
+        spans: args.spans,
+        max_gap_ms: Some(args.max_gap_ms),
+        power_source,
+        top: None,
+    }
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    let select = match (&args.start, &args.end) {
-        (Some(s), Some(e)) => Some(WindowSelect {
-            start: s.clone(),
-            end: e.clone(),
-            occurrence: args.occurrence.max(1),
-        }),
-        (None, None) if args.json || args.spans => None,
+    match (&args.start, &args.end) {
+        (Some(_), Some(_)) => {}
+        (None, None) if args.json || args.spans => {}
         _ => {
             eprintln!(
                 "flinch-trace analyze: --start and --end are both required (or use --json / --spans alone)"
             );
             return Ok(ExitCode::from(2));
         }
-    };
-    let power_source = match args.power_source.as_deref() {
-        Some("instant") => PowerSource::Instant,
-        Some("average") => PowerSource::Average,
-        Some("unknown") => PowerSource::Unknown,
-        Some(other) => {
-            eprintln!(
-                "flinch-trace analyze: --power-source must be instant, average or unknown, not {other:?}"
-            );
-            return Ok(ExitCode::from(2));
-        }
-        None => sidecar_power_source(&args.csv).unwrap_or(PowerSource::Unknown),
-    };
-    if args.json {
-        return json_through_analyzer(&args, power_source);
     }
-    let recording_level = select.is_none();
+    let power_source = args
+        .power_source
+        .or_else(|| sidecar_power_source(&args.csv))
+        .unwrap_or_default();
+    let options = analyzer_options(&args, power_source);
+    if args.json {
+        return json_through_analyzer(&args, options);
+    }
+    // The text forms print no plot, and the three lines need only the reference's figures.
     let opts = AnalyzeOptions {
-        select,
-        gpu: args.gpu,
-        spans: args.spans || recording_level,
         series_points: 0,
-        max_gap_ns: (args.max_gap_ms.min(i64::MAX as u64 / 1_000_000) * 1_000_000) as i64,
-        power_source,
         reference_only: !args.spans,
-        ..AnalyzeOptions::default()
+        ..options
+            .window_options()
+            .map_err(|e| format!("flinch-trace analyze: {e}"))?
     };
     let mut analyzer = WindowAnalyzer::new(opts);
     if two_cpus() {
@@ -412,7 +396,7 @@ pub fn run(args: Args) -> CmdResult {
         && let Some(err) = sel.error()
     {
         warn_all(&r);
-        return Err(err);
+        return Err(err.to_string());
     }
     let mut out = std::io::stdout().lock();
     if let Some(w) = &r.window {
@@ -539,7 +523,7 @@ mod tests {
                             gpu: None,
                             spans: false,
                             max_gap_ms: Some(5000),
-                            power_source: None,
+                            power_source: PowerSource::Unknown,
                             top: None,
                         };
                         let one = analysis_for_json(path, options(), false).unwrap().to_json();

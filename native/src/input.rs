@@ -45,8 +45,9 @@ impl Default for InputOptions {
 pub struct InputError {
     /// One line, e.g. "truncated gzip member at byte 1234" (no file name: callers add it).
     pub message: String,
-    /// The gzip stream was cut short: every byte decoded before the cut was delivered.
-    pub truncated: bool,
+    /// The gzip stream was cut short (the decoder's `GzError::Truncated`): every byte decoded
+    /// before the cut was delivered.
+    pub cut: Option<flinch_core::gzip::GzError>,
 }
 
 impl std::fmt::Display for InputError {
@@ -201,7 +202,7 @@ impl Input {
                 self.done = true;
                 Err(InputError {
                     message: "the input reader thread stopped unexpectedly".into(),
-                    truncated: false,
+                    cut: None,
                 })
             }
         }
@@ -223,7 +224,7 @@ impl Read for Input {
                 Ok(Some(_)) => {}
                 Ok(None) => return Ok(0),
                 Err(e) => {
-                    let kind = if e.truncated {
+                    let kind = if e.cut.is_some() {
                         io::ErrorKind::UnexpectedEof
                     } else {
                         io::ErrorKind::InvalidData
@@ -263,7 +264,7 @@ impl Worker {
                 "read error at byte {}: {e}",
                 self.read.load(Ordering::Relaxed)
             ),
-            truncated: false,
+            cut: None,
         }
     }
 
@@ -362,7 +363,7 @@ impl Worker {
 fn gz_error(e: flinch_core::gzip::GzError) -> InputError {
     InputError {
         message: e.to_string(),
-        truncated: e.is_truncated(),
+        cut: e.is_truncated().then_some(e),
     }
 }
 

@@ -852,7 +852,7 @@ fn lossy(b: &[u8]) -> String {
 
 /// Exact integer nanoseconds as f64 microseconds: one correctly rounded division when the
 /// value is below 2^53 ns (104 days).
-pub fn ns_to_us(ns: i128) -> f64 {
+pub(crate) fn ns_to_us(ns: i128) -> f64 {
     ns as f64 / 1000.0
 }
 

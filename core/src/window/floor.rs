@@ -43,16 +43,6 @@ impl PowerHistogram {
         self.n += 1;
     }
 
-    /// Readings added.
-    pub fn len(&self) -> u64 {
-        self.n
-    }
-
-    /// Whether no reading was added.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
     /// The `q`-quantile (0..=1) as the midpoint of its bin; `None` when empty.
     pub fn quantile(&self, q: f64) -> Option<f64> {
         if self.n == 0 {

@@ -23,14 +23,15 @@ mod reorder;
 mod series;
 mod verdict;
 
-pub use acc::{GpuAcc, POWER_BINS, Prev, RaplAcc, RefAcc, Sample, bin_edges, clip, power_bin};
-pub use floor::PowerHistogram;
+pub(crate) use acc::{GpuAcc, Prev, RaplAcc, RefAcc, Sample};
+pub(crate) use floor::PowerHistogram;
 pub use series::{Series, SeriesPoint};
 pub use verdict::{PowerSource, Signal, Verdict};
 
 use alloc::collections::BTreeMap;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt;
 use serde::Serialize;
 
 use crate::Limits;
@@ -280,20 +281,56 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// The reference's error for this selection, if any (exact texts).
-    pub fn error(&self) -> Option<String> {
-        let fmt = |t: Option<i64>| t.map_or_else(|| "None".to_string(), |v| v.to_string());
+    /// What is wrong with this selection, if anything.
+    pub fn error(&self) -> Option<SelectionError> {
         match (self.start_t_mono_ns, self.end_t_mono_ns) {
             (Some(a), Some(b)) if b > a => None,
-            (Some(_), Some(_)) => Some("End MARK must be after start MARK".to_string()),
-            (a, b) => Some(alloc::format!(
-                "Missing MARK(s). start={} end={}",
-                fmt(a),
-                fmt(b)
-            )),
+            (Some(_), Some(_)) => Some(SelectionError::EndNotAfterStart),
+            (start_t_mono_ns, end_t_mono_ns) => Some(SelectionError::MissingMarks {
+                start_t_mono_ns,
+                end_t_mono_ns,
+            }),
         }
     }
 }
+
+/// Why the selected window cannot be analyzed. Displays as the reference analyzer's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectionError {
+    /// The start or end mark (or both) was not found.
+    MissingMarks {
+        /// Time of the start mark, if found.
+        start_t_mono_ns: Option<i64>,
+        /// Time of the end mark, if found.
+        end_t_mono_ns: Option<i64>,
+    },
+    /// The end mark is not after the start mark.
+    EndNotAfterStart,
+}
+
+impl fmt::Display for SelectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Python's `None` for a missing mark: the reference prints its variables as they are.
+        let t = |f: &mut fmt::Formatter<'_>, t: Option<i64>| match t {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("None"),
+        };
+        match *self {
+            SelectionError::MissingMarks {
+                start_t_mono_ns,
+                end_t_mono_ns,
+            } => {
+                f.write_str("Missing MARK(s). start=")?;
+                t(f, start_t_mono_ns)?;
+                f.write_str(" end=")?;
+                t(f, end_t_mono_ns)
+            }
+            SelectionError::EndNotAfterStart => f.write_str("End MARK must be after start MARK"),
+        }
+    }
+}
+
+impl core::error::Error for SelectionError {}
 
 /// A downsampled series of one GPU.
 #[derive(Clone, Debug, Serialize)]

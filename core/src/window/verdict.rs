@@ -16,13 +16,15 @@
 //! ≤ 0.3, `mixed` otherwise. With no usable signal there is no verdict, only a warning.
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::GpuSummary;
 use super::acc::{GpuAcc, POWER_BINS, bin_edges};
 
-/// Which NVML reading fills `gpu_power_W`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// Which NVML reading fills `gpu_power_W`: `instant`, `average` or `unknown` in JSON (the
+/// sidecar's `gpu_power_w_source`, the analyzer options) and on the command line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum PowerSource {
     /// NVML field 186, instantaneous.
@@ -30,6 +32,7 @@ pub enum PowerSource {
     /// `nvmlDeviceGetPowerUsage` / field 185, a 1 s average on Ampere and newer.
     Average,
     /// Not recorded (e.g. a file from the reference sampler, which uses the average).
+    #[default]
     Unknown,
 }
 

@@ -297,8 +297,8 @@ impl Batch {
 /// What the scan thread sends.
 enum Msg {
     Events(Batch),
-    /// The input ended: the scanner's end state, and the cut-gzip message if the stream was cut.
-    End(ScanEnd, ScanWarnings, Option<String>),
+    /// The input ended: the scanner's end state, and where the gzip stream was cut, if it was.
+    End(ScanEnd, ScanWarnings, Option<flinch_core::gzip::GzError>),
     /// The input or the scan failed: the message the caller prints.
     Fail(String),
 }
@@ -395,8 +395,8 @@ pub fn summarize_sequential(
             }
             Ok(None) => break,
             // A cut .gz: summarize what was decoded before the cut.
-            Err(e) if e.truncated => {
-                analyzer.note_cut_gzip(&e.message);
+            Err(InputError { cut: Some(cut), .. }) => {
+                analyzer.note_cut_gzip(cut);
                 break;
             }
             Err(e) => return Err(e.message),
@@ -419,10 +419,7 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
         let chunk = match input.next_chunk() {
             Ok(Some(chunk)) => chunk,
             Ok(None) => break None,
-            Err(InputError {
-                message,
-                truncated: true,
-            }) => break Some(message),
+            Err(InputError { cut: Some(cut), .. }) => break Some(cut),
             Err(e) => {
                 let _ = tx.send(Msg::Fail(e.message));
                 return;
