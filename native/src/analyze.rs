@@ -20,6 +20,7 @@ use flinch_core::window::{
 
 use crate::CmdResult;
 use crate::progress::ProgressLine;
+use crate::record::sidecar::Sidecar;
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
@@ -64,34 +65,6 @@ fn py_fixed(x: f64, prec: usize) -> String {
     } else {
         format!("{x:.prec$}")
     }
-}
-
-/// The power source the sidecar names, if any: any key mentioning "power" with the value
-/// "instant" or "average".
-fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
-    let mut p = csv.as_os_str().to_owned();
-    p.push(".meta.json");
-    let text = std::fs::read_to_string(PathBuf::from(p)).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    fn find(v: &serde_json::Value) -> Option<PowerSource> {
-        match v {
-            serde_json::Value::Object(m) => m.iter().find_map(|(k, x)| {
-                if k.contains("power")
-                    && let Some(s) = x.as_str()
-                {
-                    match s {
-                        "instant" => return Some(PowerSource::Instant),
-                        "average" => return Some(PowerSource::Average),
-                        _ => {}
-                    }
-                }
-                find(x)
-            }),
-            serde_json::Value::Array(a) => a.iter().find_map(find),
-            _ => None,
-        }
-    }
-    find(&v)
 }
 
 /// Reads `path` in 1 MiB chunks into `sink` (with a progress line on a terminal for big files).
@@ -367,7 +340,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     let power_source = args
         .power_source
-        .or_else(|| sidecar_power_source(&args.csv))
+        .or_else(|| Sidecar::read(&args.csv).and_then(|s| s.power_source()))
         .unwrap_or_default();
     let options = analyzer_options(&args, power_source);
     if args.json {

@@ -2,7 +2,7 @@
 //!
 //! Latencies go into a fixed log-bucket histogram (about 3% resolution, 1920 counters), so an
 //! hours-long recording at 1 ms needs no more memory than a short one.
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const SUB_BITS: u32 = 5;
 const SUB: usize = 1 << SUB_BITS;
@@ -110,7 +110,7 @@ fn us(v: Option<u64>) -> Option<f64> {
 }
 
 /// What the sidecar and the closing summary report.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HealthSummary {
     /// Ticks sampled.
     pub ticks: u64,
