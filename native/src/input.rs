@@ -6,12 +6,12 @@
 //!
 //! Gzip is inflated by the core's gzip framing (`flinch_core::gzip::GzDecoder`: header state
 //! machine, CRC32/ISIZE checks, multi-member, error offsets) over zlib-rs raw inflate, which
-//! measured ~1.75x less CPU per byte than the core's miniz_oxide inflater on the benchmark trace
-//! (see BENCHMARKS.md, "Trace engine"). The web page uses the same framing over miniz_oxide.
+//! spends less CPU per byte than the core's miniz_oxide inflater (BENCHMARKS.md, "Trace
+//! engine"). The web page uses the same framing over miniz_oxide.
 //!
 //! A cut `.gz` yields every byte decoded before the cut, then an [`InputError`] with
-//! [`InputError::truncated`] set and the message "truncated gzip member at byte N": callers treat
-//! it as truncation, not failure.
+//! [`InputError::cut`] set and the message "truncated gzip member at byte N": callers treat it as
+//! truncation, not failure.
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;

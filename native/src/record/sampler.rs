@@ -343,10 +343,9 @@ mod tests {
         assert!(row["unix"].as_f64().unwrap() > 1.7e9);
     }
 
-    /// Regression (H200, driver 580.159): the energy counter took 3-18 ms per read and, read in
-    /// the sampling loop, made a 10 ms sampler miss 13% of its ticks. Now it (and memory use) is
-    /// read on the slow-query poller's thread; the loop's GPU reads never wait for it. Real
-    /// time: the scripted slow read takes 100 ms, ticks come every 5 ms.
+    /// A slow energy counter (milliseconds per read on an H200) and memory use are read on the
+    /// slow-query poller's thread, so the loop's GPU reads never wait for them. Real time: the
+    /// scripted slow read takes 100 ms, ticks come every 5 ms.
     #[test]
     fn a_slow_energy_counter_is_read_off_the_sampling_loop() {
         use crate::record::clock::SystemClock;

@@ -2,9 +2,9 @@
 //! the core summary on the caller's thread.
 //!
 //! Reading (or inflating) already runs on the input's reader thread (`crate::input`). Scanning
-//! and summarizing are the two other stages: on the ~1 GB benchmark trace the scanner takes about
-//! three quarters of the CPU time and the summary the rest, so running them one after the other
-//! on one thread made the scan thread the bottleneck (BENCHMARKS.md, "Trace engine"). Here the
+//! and summarizing are the two other stages: the scanner takes about three quarters of the CPU
+//! time and the summary the rest, so one thread running both would be the bottleneck
+//! (BENCHMARKS.md, "Trace engine"). Here the
 //! scan thread copies each event into a compact record ([`Rec`]: the fields the summary reads, and
 //! their `ph`, `cat` and `name` bytes in the batch's text arena) and hands batches of them to the
 //! summary through a bounded ring of recycled batches ([`RING_BATCHES`]): no allocation per event,
@@ -361,8 +361,8 @@ pub fn summarize(
 /// The one-thread alternative to [`summarize`]: the core analyzer (scanner and summary) on
 /// this thread, after the input's reader thread. `trace` uses it for gzip input on a machine of
 /// two cores or fewer, where inflating already takes most of the second core: a third busy
-/// thread then only adds hand-over costs (quiet 2-core run on the 1 GB trace's `.gz`: 0.99-1.04 s
-/// wall this way, 1.10-1.23 s with the pipeline). The same result, byte for byte.
+/// thread then only adds hand-over costs (BENCHMARKS.md, "Trace engine"). The same result, byte
+/// for byte.
 ///
 /// # Errors
 /// As [`summarize`].
