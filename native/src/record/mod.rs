@@ -162,6 +162,10 @@ fn validate(a: &Args) -> Result<(), String> {
     if a.host_interval_ms == 0 || a.host_jsonl_interval_ms == 0 {
         return Err("error: host intervals must be at least 1 ms".into());
     }
+    writer::check_output_path(&a.out)?;
+    if let Some(j) = &a.host_jsonl {
+        writer::check_output_path(j)?;
+    }
     Ok(())
 }
 

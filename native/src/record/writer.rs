@@ -285,11 +285,7 @@ impl Out {
 /// `/dev/null`; a FIFO, socket, directory or block device is refused by name.
 fn open_append(path: &Path) -> Result<File, String> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    if let Ok(m) = std::fs::metadata(path)
-        && let Some(why) = not_a_file(&m.file_type())
-    {
-        return Err(refused(path, why));
-    }
+    check_output_path(path)?;
     let file = OpenOptions::new()
         .create(true)
         .append(true)
@@ -320,6 +316,18 @@ fn open_append(path: &Path) -> Result<File, String> {
         }
     }
     Ok(file)
+}
+
+/// Refuses, before anything starts, an output path that exists and is not a regular file or a
+/// character device (the opened file is checked again by the writer).
+///
+/// # Errors
+/// The path is a directory, FIFO, socket or block device.
+pub fn check_output_path(path: &Path) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(m) => not_a_file(&m.file_type()).map_or(Ok(()), |why| Err(refused(path, why))),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Why a file of this type cannot be an output (`None`: it can).
