@@ -56,6 +56,22 @@ pub fn name_into(out: &mut String, prefix: &str, message: impl Iterator<Item = c
     }
 }
 
+/// [`name_into`] for a C string's bytes, with a fast path for printable ASCII (the usual message).
+pub fn name_into_bytes(out: &mut String, prefix: &str, bytes: &[u8]) {
+    let room = MAX_NAME_BYTES - prefix.len();
+    if bytes.len() <= room
+        && bytes.iter().all(|&b| (0x20..0x7f).contains(&b))
+        && let Ok(text) = std::str::from_utf8(bytes)
+    {
+        let text = text.trim_matches(' ');
+        out.clear();
+        out.push_str(prefix);
+        out.push_str(if text.is_empty() { UNNAMED } else { text });
+        return;
+    }
+    name_into(out, prefix, utf8_chars(bytes));
+}
+
 /// The prefix `D:` of a domain named `name` (cleaned, cut at [`MAX_DOMAIN_BYTES`]); empty for a
 /// domain with an empty name.
 pub fn domain_prefix(name: impl Iterator<Item = char>) -> String {
@@ -85,6 +101,30 @@ mod tests {
         assert_eq!(name("D:", "\n\t "), "D:unnamed");
         assert_eq!(domain_prefix("my\ndomain".chars()), "my domain:");
         assert_eq!(domain_prefix(" ".chars()), "");
+    }
+
+    #[test]
+    fn the_ascii_fast_path_agrees_with_the_general_path() {
+        let cases: [&[u8]; 9] = [
+            b"step",
+            b"  padded  ",
+            b"",
+            b"   ",
+            b"a\nb",
+            b"caf\xc3\xa9",
+            b"\xff",
+            b"comma,quote\"",
+            &[b'y'; 300],
+        ];
+        for b in cases {
+            for prefix in ["", "D:"] {
+                let mut fast = String::new();
+                name_into_bytes(&mut fast, prefix, b);
+                let mut slow = String::new();
+                name_into(&mut slow, prefix, utf8_chars(b));
+                assert_eq!(fast, slow, "{b:?}");
+            }
+        }
     }
 
     #[test]

@@ -33,6 +33,8 @@ use sink::{Sink, SpinLock};
 
 /// The process's sink; set once by the first successful initialization.
 static SINK: OnceLock<Sink> = OnceLock::new();
+/// Whether the exit and fork handlers are registered.
+static HANDLERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// Bumped in a forked child so threads re-read their (new) thread id.
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 /// The next start/end range id (never 0, the null id).
@@ -125,14 +127,50 @@ fn mono_now_ns() -> u64 {
 fn emit(t_ns: u64, key: u64, label: &str, suffix: &str) {
     let Some(sink) = SINK.get() else { return };
     let mut buf = [0u8; LINE_MAX];
-    let mut w = &mut buf[..];
-    // Labels are at most MAX_LABEL_BYTES with the suffix, so the line fits.
-    if writeln!(w, "@{t_ns}:{key} {label}{suffix}").is_err() {
-        sink.dropped.fetch_add(1, Ordering::Relaxed);
-        return;
+    match format_line(&mut buf, t_ns, key, label, suffix) {
+        Some(n) => sink.emit(&buf[..n]),
+        None => {
+            sink.dropped.fetch_add(1, Ordering::Relaxed);
+        }
     }
-    let n = LINE_MAX - w.len();
-    sink.emit(&buf[..n]);
+}
+
+/// Writes `@<t>:<key> <label><suffix>\n` into `buf` (without `core::fmt`, a third of a range's
+/// cost); returns its length, or None when it does not fit (labels are cut well before that).
+fn format_line(buf: &mut [u8], t_ns: u64, key: u64, label: &str, suffix: &str) -> Option<usize> {
+    fn digits(out: &mut [u8], mut v: u64) -> Option<usize> {
+        let mut tmp = [0u8; 20];
+        let mut i = tmp.len();
+        loop {
+            i -= 1;
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let d = &tmp[i..];
+        out.get_mut(..d.len())?.copy_from_slice(d);
+        Some(d.len())
+    }
+    let mut n = 0;
+    let mut put = |bytes: &[u8], n: &mut usize| -> Option<()> {
+        buf.get_mut(*n..*n + bytes.len())?.copy_from_slice(bytes);
+        *n += bytes.len();
+        Some(())
+    };
+    put(b"@", &mut n)?;
+    let mut num = [0u8; 20];
+    let k = digits(&mut num, t_ns)?;
+    put(&num[..k], &mut n)?;
+    put(b":", &mut n)?;
+    let k = digits(&mut num, key)?;
+    put(&num[..k], &mut n)?;
+    put(b" ", &mut n)?;
+    put(label.as_bytes(), &mut n)?;
+    put(suffix.as_bytes(), &mut n)?;
+    put(b"\n", &mut n)?;
+    Some(n)
 }
 
 fn count_dropped() {
@@ -202,7 +240,7 @@ enum Message<'a> {
 /// Builds `prefix + message` into `out`.
 fn name_into(out: &mut String, prefix: &str, m: Message<'_>) {
     match m {
-        Message::Bytes(b) => label::name_into(out, prefix, label::utf8_chars(b)),
+        Message::Bytes(b) => label::name_into_bytes(out, prefix, b),
         Message::Wide(w) => label::name_into(out, prefix, label::wide_chars(w)),
         Message::Text(t) => label::name_into(out, prefix, t.chars()),
     }
@@ -573,16 +611,7 @@ fn init(get_export_table: Option<abi::GetExportTable>) -> c_int {
     let Some(get) = callbacks.get_module_function_table else {
         return 0;
     };
-    let first = SINK.get().is_none();
     SINK.get_or_init(|| Sink::new(path));
-    if first {
-        // SAFETY: registering plain extern "C" functions of this library, which is never unloaded
-        // once initialized (NVTX keeps it loaded).
-        unsafe {
-            libc::pthread_atfork(None, None, Some(after_fork_in_child));
-            libc::atexit(at_exit);
-        }
-    }
     use abi::{core_id as c, core2_id as c2};
     let f = |p: *const ()| p as FnPtr;
     let core: [(usize, FnPtr); 15] = [
@@ -645,6 +674,15 @@ fn init(get_export_table: Option<abi::GetExportTable>) -> c_int {
     ];
     // SAFETY: `get` is the loader's table function.
     let ok = unsafe { fill(get, abi::MODULE_CORE, &core) && fill(get, abi::MODULE_CORE2, &core2) };
+    // Only after success: on failure NVTX resets its tables and unloads this library, and a
+    // handler left registered would point into unmapped code. After success it stays loaded.
+    if ok && !HANDLERS.swap(true, Ordering::AcqRel) {
+        // SAFETY: registering plain extern "C" functions of this library, which stays loaded.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+            libc::atexit(at_exit);
+        }
+    }
     c_int::from(ok)
 }
 
@@ -659,4 +697,29 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(
     get_export_table: Option<abi::GetExportTable>,
 ) -> c_int {
     guard(0, || init(get_export_table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_format_as_the_recorder_parses_them() {
+        let mut buf = [0u8; LINE_MAX];
+        for (t, key) in [
+            (0, 0),
+            (7, 12),
+            (u64::MAX, u64::MAX),
+            (1_234_567_890_123, 4242),
+        ] {
+            let n = format_line(&mut buf, t, key, "fwd", "_start").unwrap();
+            assert_eq!(
+                std::str::from_utf8(&buf[..n]).unwrap(),
+                format!("@{t}:{key} fwd_start\n")
+            );
+        }
+        let long = "x".repeat(label::MAX_LABEL_BYTES);
+        assert!(format_line(&mut buf, u64::MAX, u64::MAX, &long, "").is_some());
+        assert!(format_line(&mut buf, 1, 1, &"x".repeat(LINE_MAX), "").is_none());
+    }
 }

@@ -7,7 +7,9 @@
  *                          duration the marks must give (the library takes its time inside the
  *                          NVTX call, between this program's readings around the call), and
  *                          `mark <label>` for each mark.
- *   nvtx_client bench N    prints `ns_per_push_pop <x>` over N push/pop pairs.
+ *   nvtx_client bench N [T] N push/pop pairs on each of T threads (default 1); prints
+ *                          `ns_per_push_pop <wall> cpu_ns_per_push_pop <cpu>`: wall time over N,
+ *                          and the threads' mean CPU time per pair (robust on a loaded machine).
  *   nvtx_client flood N S  N push/pop pairs spread evenly over S seconds; prints the count.
  */
 #include <nvtx3/nvToolsExt.h>
@@ -182,17 +184,41 @@ static int scenario(void) {
     return 0;
 }
 
-static int bench(long n) {
-    /* Warm up: the first NVTX call loads the injection library. */
-    nvtxRangePushA("warm");
-    nvtxRangePop();
-    long long t0 = now_ns();
-    for (long i = 0; i < n; i++) {
+static long bench_n;
+
+static long long cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Returns (through arg) the thread's CPU time for its pairs. */
+static void *bench_thread(void *arg) {
+    long long c0 = cpu_ns();
+    for (long i = 0; i < bench_n; i++) {
         nvtxRangePushA("bench_range");
         nvtxRangePop();
     }
+    *(long long *)arg = cpu_ns() - c0;
+    return NULL;
+}
+
+static int bench(long n, int threads) {
+    /* Warm up: the first NVTX call loads the injection library. */
+    nvtxRangePushA("warm");
+    nvtxRangePop();
+    pthread_t ts[64];
+    long long cpu[64];
+    if (threads < 1 || threads > 64) return 2;
+    bench_n = n;
+    long long t0 = now_ns();
+    for (int i = 0; i < threads; i++) pthread_create(&ts[i], NULL, bench_thread, &cpu[i]);
+    for (int i = 0; i < threads; i++) pthread_join(ts[i], NULL);
     long long t1 = now_ns();
-    printf("ns_per_push_pop %.1f\n", (double)(t1 - t0) / (double)n);
+    long long cpu_sum = 0;
+    for (int i = 0; i < threads; i++) cpu_sum += cpu[i];
+    printf("ns_per_push_pop %.1f cpu_ns_per_push_pop %.1f\n", (double)(t1 - t0) / (double)n,
+           (double)cpu_sum / (double)n / (double)threads);
     return 0;
 }
 
@@ -212,8 +238,9 @@ static int flood(long n, double seconds) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 2 && strcmp(argv[1], "scenario") == 0) return scenario();
-    if (argc >= 3 && strcmp(argv[1], "bench") == 0) return bench(atol(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "bench") == 0)
+        return bench(atol(argv[2]), argc >= 4 ? atoi(argv[3]) : 1);
     if (argc >= 4 && strcmp(argv[1], "flood") == 0) return flood(atol(argv[2]), atof(argv[3]));
-    fprintf(stderr, "usage: nvtx_client scenario | bench N | flood N SECONDS\n");
+    fprintf(stderr, "usage: nvtx_client scenario | bench N [THREADS] | flood N SECONDS\n");
     return 2;
 }
