@@ -704,6 +704,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_panic_in_a_callback_body_becomes_the_neutral_return() {
+        assert_eq!(guard(-1, || -> c_int { panic!("inside a callback") }), -1);
+        assert_eq!(guard(0u64, || 7u64), 7);
+    }
+
+    #[test]
     fn lines_format_as_the_recorder_parses_them() {
         let mut buf = [0u8; LINE_MAX];
         for (t, key) in [

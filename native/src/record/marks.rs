@@ -23,6 +23,8 @@ use super::writer::{Msg, RowSender, push_mark_row_thread};
 
 /// Longest accepted line, bytes (PIPE_BUF, so one write of a line is atomic).
 pub const MAX_LINE: usize = 4096;
+/// The FIFO's pipe size asked for.
+const PIPE_BYTES: libc::c_int = 1 << 20;
 
 /// A parsed mark line: the sender's timestamp if it sent one, and the label.
 #[cfg(test)]
@@ -164,6 +166,10 @@ impl MarksReader {
         {
             return Err(format!("error: marks FIFO {}: not a FIFO", path.display()));
         }
+        // A larger pipe absorbs bursts of marks (NVTX ranges at 100 000/s) while this thread
+        // is busy; best effort (1 MiB is the default limit for unprivileged users).
+        // SAFETY: fcntl on an open descriptor.
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES) };
         let stop = Arc::new(AtomicBool::new(false));
         let marks = Arc::new(AtomicU64::new(0));
         let nvtx = Arc::new(NvtxTotals::default());
@@ -206,7 +212,7 @@ fn read_loop(
     let mut file = file;
     let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
     let mut overlong = false;
-    let mut chunk = [0u8; 4096];
+    let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         let mut pfd = libc::pollfd {
