@@ -13,8 +13,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Bytes the buffer holds at most (about 90,000 lines of a typical 45 bytes: close to a second of
-/// 100,000 ranges/s with the writer stalled).
+/// Bytes the buffer holds at most: about 100,000 lines of a typical 40 bytes, half a second of
+/// 100,000 ranges/s (two lines each) while the reader is stalled.
 pub const CAPACITY: usize = 4 << 20;
 /// Longest single write to the FIFO: writes up to `PIPE_BUF` are atomic.
 const PIPE_BUF: usize = 4096;
