@@ -228,6 +228,20 @@ fn c_client_ascii_wide_ex_domains_and_threads_become_spans_with_their_durations(
         .map(|m| m["label"].as_str().unwrap())
         .collect();
     assert!(labels.contains(&"default_in_dom_start") && labels.contains(&"default_in_dom_end"));
+    // The text form names each pair's thread.
+    let text = Command::new(BIN)
+        .args(["analyze", "--spans", "--csv"])
+        .arg(d.join("trace.csv"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let work: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("pair") && l.contains("work_start -> work_end"))
+        .map(|l| l.rsplit_once(" thread=").unwrap().1)
+        .collect();
+    assert_eq!(work.len(), 2, "{text}");
+    assert_ne!(work[0], work[1]);
     let meta = sidecar(&d);
     let nvtx = &meta["nvtx"];
     assert_eq!(nvtx["library"], library().display().to_string());
