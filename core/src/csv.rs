@@ -74,10 +74,13 @@ pub enum Col {
     HostMemAvailableMib,
     /// `rapl_max_energy_range_uj`: the wrap point of `rapl_energy_uj`.
     RaplMaxEnergyRangeUj,
+    /// `mark_thread`: on a MARK row, the key its pair is matched within (the sending thread;
+    /// see docs/nvtx.md). Empty for marks that pair with any unkeyed mark.
+    MarkThread,
 }
 
 /// Number of known columns.
-pub const KNOWN_COLS: usize = 18;
+pub const KNOWN_COLS: usize = 19;
 
 /// The columns `flinch-trace record` writes, in this order, indexed by [`Col`]; one
 /// `rapl_<zone>_uj` column per further RAPL zone follows them. The first
@@ -102,6 +105,7 @@ pub const COLUMNS: [&str; KNOWN_COLS] = [
     "host_mem_used_MiB",
     "host_mem_available_MiB",
     "rapl_max_energy_range_uj",
+    "mark_thread",
 ];
 
 /// How many of [`COLUMNS`] the reference recorder writes.
