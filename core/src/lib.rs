@@ -26,6 +26,8 @@ pub mod gzip;
 pub mod intervals;
 pub mod json;
 pub mod limits;
+#[cfg(feature = "alloc")]
+pub mod runs;
 pub mod sketch;
 pub mod stats;
 pub mod summary;

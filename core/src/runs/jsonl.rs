@@ -1,88 +1,80 @@
 //! JSON Lines reading as the reference's `read_lines` does it (universal newlines, blank lines
 //! skipped, `NaN`/`Infinity` accepted), except that a malformed line is skipped and reported
-//! instead of failing the whole file; plus the bounded warning lists the output carries.
-use std::io::BufRead;
+//! instead of failing the whole file. Push-style: the caller hands over the file's bytes in
+//! chunks of any size.
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec::Vec;
 
-use flinch_core::telemetry::Num;
 use serde_json::Value;
 
-/// Line numbers listed per warning kind; the rest are only counted.
-const LINES_LISTED: usize = 5;
+use super::lines::Lines;
+use super::warnings::Warnings;
+use crate::stats::Num;
 
-/// Warnings of one file, grouped by kind, each with a count and its first line numbers.
-#[derive(Default, Debug)]
-pub struct Warnings {
-    kinds: Vec<(String, usize, Vec<usize>)>,
-    plain: Vec<String>,
+/// Reads JSON Lines pushed in chunks, calling back once per parsed line with its 1-based line
+/// number. Lines end at `\n`, `\r\n` or a lone `\r` (Python's universal newlines);
+/// whitespace-only lines are skipped; lines that are not JSON are counted in the warnings.
+#[derive(Debug, Default)]
+pub struct JsonlReader {
+    lines: Lines,
+    line_no: usize,
 }
 
-impl Warnings {
-    /// Counts one occurrence of `kind` at `line` (1-based).
-    pub fn at_line(&mut self, kind: &str, line: usize) {
-        match self.kinds.iter_mut().find(|k| k.0 == kind) {
-            Some(k) => {
-                k.1 += 1;
-                if k.2.len() < LINES_LISTED {
-                    k.2.push(line);
-                }
-            }
-            None => self.kinds.push((kind.to_owned(), 1, vec![line])),
-        }
+impl JsonlReader {
+    /// A reader at the start of a file.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// Adds a warning that is not tied to lines.
-    pub fn note(&mut self, text: String) {
-        self.plain.push(text);
+    /// Takes the next chunk of the file; `f(line_number, value, warnings)` runs for each
+    /// line the chunk completes.
+    pub fn push(
+        &mut self,
+        chunk: &[u8],
+        warnings: &mut Warnings,
+        mut f: impl FnMut(usize, Value, &mut Warnings),
+    ) {
+        let line_no = &mut self.line_no;
+        self.lines
+            .push(chunk, |line| read_line(line, line_no, warnings, &mut f));
     }
 
-    /// One line per warning, e.g. `r-host/telemetry.jsonl: skipped, missing unix: 3 lines (4, 9, 12)`.
-    pub fn render(&self, file: &str) -> Vec<String> {
-        let mut out: Vec<String> = self.plain.clone();
-        for (kind, count, lines) in &self.kinds {
-            let listed: Vec<String> = lines.iter().map(usize::to_string).collect();
-            let more = if *count > lines.len() { ", …" } else { "" };
-            let noun = if *count == 1 { "line" } else { "lines" };
-            out.push(format!(
-                "{file}: {kind}: {count} {noun} ({}{more})",
-                listed.join(", ")
-            ));
-        }
-        out
+    /// The end of the file: reads a last line that has no newline.
+    pub fn finish(
+        &mut self,
+        warnings: &mut Warnings,
+        mut f: impl FnMut(usize, Value, &mut Warnings),
+    ) {
+        let line_no = &mut self.line_no;
+        self.lines
+            .finish(|line| read_line(line, line_no, warnings, &mut f));
     }
 }
 
-/// Reads `reader` as JSON Lines, calling `f(line_number, value, warnings)` for each parsed line; lines
-/// that are not JSON are counted in `warnings`. Lines end at `\n`, `\r\n` or a lone `\r`
-/// (Python's universal newlines); whitespace-only lines are skipped.
-pub fn for_each_line(
-    mut reader: impl BufRead,
+/// One `\n`-terminated piece (or the last piece), which may hold lone-`\r` line breaks.
+fn read_line(
+    line: &[u8],
+    line_no: &mut usize,
     warnings: &mut Warnings,
-    mut f: impl FnMut(usize, Value, &mut Warnings),
-) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut line_no = 0;
-    loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
-            return Ok(());
+    f: &mut impl FnMut(usize, Value, &mut Warnings),
+) {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let body = body.strip_suffix(b"\r").unwrap_or(body);
+    for piece in body.split(|&b| b == b'\r') {
+        *line_no += 1;
+        if is_blank(piece) {
+            continue;
         }
-        let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        for piece in body.split(|&b| b == b'\r') {
-            line_no += 1;
-            if is_blank(piece) {
-                continue;
-            }
-            match parse_line(piece) {
-                Ok(v) => f(line_no, v, warnings),
-                Err(e) => warnings.at_line(&format!("malformed JSON skipped ({e})"), line_no),
-            }
+        match parse_line(piece) {
+            Ok(v) => f(*line_no, v, warnings),
+            Err(e) => warnings.at_line(&alloc::format!("malformed JSON skipped ({e})"), *line_no),
         }
     }
 }
 
 fn is_blank(line: &[u8]) -> bool {
-    match std::str::from_utf8(line) {
+    match core::str::from_utf8(line) {
         Ok(s) => s
             .chars()
             .all(|c| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)),
@@ -160,7 +152,7 @@ pub fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,
-        Value::Number(_) => num(v).is_some_and(flinch_core::telemetry::pynum::truthy),
+        Value::Number(_) => num(v).is_some_and(crate::telemetry::pynum::truthy),
         Value::String(s) => !s.is_empty(),
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
@@ -170,12 +162,22 @@ pub fn truthy(v: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::for_each_split;
+    use alloc::vec::Vec;
 
-    fn read(text: &str) -> (Vec<(usize, Value)>, Vec<String>) {
+    fn read_chunks(chunks: &[&[u8]]) -> (Vec<(usize, Value)>, Vec<String>) {
         let mut w = Warnings::default();
         let mut rows = Vec::new();
-        for_each_line(text.as_bytes(), &mut w, |n, v, _| rows.push((n, v))).unwrap();
+        let mut r = JsonlReader::new();
+        for c in chunks {
+            r.push(c, &mut w, |n, v, _| rows.push((n, v)));
+        }
+        r.finish(&mut w, |n, v, _| rows.push((n, v)));
         (rows, w.render("f"))
+    }
+
+    fn read(text: &str) -> (Vec<(usize, Value)>, Vec<String>) {
+        read_chunks(&[text.as_bytes()])
     }
 
     #[test]
@@ -189,19 +191,16 @@ mod tests {
         );
     }
 
-    /// The same lines, warnings and line numbers whatever the reader's buffer size (1 byte up).
+    /// The same lines, warnings and line numbers however the bytes are split.
     #[test]
-    fn any_buffer_split_reads_the_same() {
+    fn any_split_reads_the_same() {
         let text =
             "{\"a\":1}\r\n\n  \n{\"a\":\"\u{e9}\u{1F680}\"}\r{\"a\":3}\n{bad\n[1]\n{\"b\": NaN}";
         let whole = read(text);
-        for cap in [1, 2, 3, 5, 7, 64] {
-            let mut w = Warnings::default();
-            let mut rows = Vec::new();
-            let reader = std::io::BufReader::with_capacity(cap, text.as_bytes());
-            for_each_line(reader, &mut w, |n, v, _| rows.push((n, v))).unwrap();
-            assert_eq!((rows, w.render("f")), whole, "capacity {cap}");
-        }
+        assert_eq!(whole.0.len(), 5);
+        for_each_split(text.as_bytes(), 50, 12, |chunks| {
+            assert_eq!(read_chunks(chunks), whole);
+        });
     }
 
     #[test]
