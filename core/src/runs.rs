@@ -62,7 +62,7 @@ pub use traces::{
 };
 pub use warnings::Warnings;
 
-use crate::telemetry::pynum::{add, sub};
+use crate::pynum::{add, sub};
 use crate::telemetry::{Num, TelemetrySummary, Window};
 use jsonl::{num, truthy};
 
@@ -383,15 +383,11 @@ fn windows(details: &Option<Details>) -> Vec<Window> {
     let mut windows = vec![Window::ALL];
     if let Some((s, d)) = details.as_ref().and_then(|d| d.sustained) {
         let end = add(s, d);
-        let win = |a: Num, b: Num| Window {
-            start: Some(a),
-            stop: Some(b),
-        };
         windows.extend([
-            win(s, end),
-            win(s, add(s, Num::Int(300))),
-            win(sub(end, Num::Int(300)), end),
-            win(sub(end, Num::Int(60)), end),
+            Window::inclusive(s, end),
+            Window::inclusive(s, add(s, Num::Int(300))),
+            Window::inclusive(sub(end, Num::Int(300)), end),
+            Window::inclusive(sub(end, Num::Int(60)), end),
         ]);
     }
     windows

@@ -152,7 +152,7 @@ pub fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,
-        Value::Number(_) => num(v).is_some_and(crate::telemetry::pynum::truthy),
+        Value::Number(_) => num(v).is_some_and(crate::pynum::truthy),
         Value::String(s) => !s.is_empty(),
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
