@@ -26,6 +26,7 @@ pub mod gzip;
 pub mod intervals;
 pub mod json;
 pub mod limits;
+pub mod ordered;
 pub mod pynum;
 #[cfg(feature = "alloc")]
 pub mod runs;

@@ -40,7 +40,6 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 mod jsonl;
@@ -62,23 +61,11 @@ pub use traces::{
 };
 pub use warnings::Warnings;
 
+pub use crate::ordered::OrderedMap;
+
 use crate::pynum::{add, sub};
 use crate::telemetry::{Num, TelemetrySummary, Window};
 use jsonl::{num, truthy};
-
-/// A JSON object whose keys keep the order they were inserted in.
-#[derive(Debug, Default)]
-pub struct OrderedMap<V>(pub Vec<(String, V)>);
-
-impl<V: Serialize> Serialize for OrderedMap<V> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
 
 /// What the caller found at a path, for the files read whole.
 #[derive(Clone, Copy, Debug)]

@@ -15,8 +15,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::Serializer;
 
+use crate::ordered::OrderedMap;
 use crate::pynum;
 use crate::stats::ExactStats;
 pub use crate::stats::{Num, Stats};
@@ -185,18 +186,7 @@ pub struct RequestedWindow {
 }
 
 /// Per-metric statistics in creation order (a JSON object).
-#[derive(Clone, Debug, Default)]
-pub struct Metrics(pub Vec<(&'static str, Stats)>);
-
-impl Serialize for Metrics {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
+pub type Metrics = OrderedMap<Stats, &'static str>;
 
 /// The distinct AC states of one window, as a Python set.
 #[derive(Debug, Default)]
@@ -353,7 +343,7 @@ impl TelemetryAccumulator {
             },
             sampling_gap_s: summary.sampling_gap_s,
             gaps_over_5s: summary.gaps_over_max as usize,
-            metrics: Metrics(metrics),
+            metrics: OrderedMap(metrics),
             ac_states,
             whole_gpu_energy_j_over_observed_intervals: summary.energy_j,
             energy_observed_duration_s: summary.energy_observed_duration_s,
@@ -380,7 +370,7 @@ pub fn parse_gpu_csv(line: &str) -> [Option<f64>; 6] {
     }
     let mut out = [None; 6];
     for (slot, (index, _)) in out.iter_mut().zip(GPU_FIELDS) {
-        *slot = pynum::parse_py_float(fields[index]).filter(|v| v.is_finite());
+        *slot = pynum::parse_py_float(fields[index].as_bytes()).filter(|v| v.is_finite());
     }
     out
 }
