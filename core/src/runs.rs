@@ -6,7 +6,9 @@
 //! files the user dropped), names files with [`PyPath`], and pushes each file's bytes to a
 //! [`RunSummarizer`] (one per `<name>-host/` folder) in the order its methods are listed. Trace
 //! files are summarized by the caller with the trace analysis and listed through
-//! [`TraceEntry`]. [`RunsSummary`] renders the whole output.
+//! [`TraceEntry`]. [`RunsSummary`] renders the whole output. Callers that have a list of
+//! files rather than a file system (the page) use [`RunsFolder`], which makes the same choice
+//! of files as the native walk and summarizes the traces too.
 //!
 //! Layout read: `<name>-host/telemetry.jsonl`, `<name>-host/status.json`,
 //! `<name>-host/command.log`, `<name>/report.json`, `<name>/requests.jsonl`, and
@@ -42,6 +44,7 @@ use alloc::vec::Vec;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+mod folder;
 mod jsonl;
 mod lines;
 mod logs;
@@ -51,6 +54,7 @@ mod telemetry;
 mod traces;
 mod warnings;
 
+pub use folder::{NOT_FOUND, RunsFolder};
 pub use jsonl::JsonlReader;
 pub use logs::{Lifecycle, LogObservations, LogObserver, MarkerCount};
 pub use path::PyPath;
