@@ -281,8 +281,8 @@ impl TelemetryAccumulator {
             }
         }
         if let Some(state) = row.ac_state {
-            for (w, states) in self.windows.iter().zip(&mut self.ac_states) {
-                if w.contains(row.unix) {
+            for (w, states) in self.ac_states.iter_mut().enumerate() {
+                if self.stats.holds_row(w) {
                     states.push(state);
                 }
             }

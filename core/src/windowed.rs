@@ -175,6 +175,8 @@ pub struct WindowState<A> {
     power_times_all_int: bool,
     /// Series first appended to so far (the next one gets this rank).
     series_seen: u32,
+    /// Whether the current row lies in the window (decided once per row, in `begin_row`).
+    holds_row: bool,
 }
 
 impl<A: StatsSink> WindowState<A> {
@@ -192,6 +194,7 @@ impl<A: StatsSink> WindowState<A> {
             energy: ReferenceTrapezoid::new(REFERENCE_MAX_GAP_S.to_f64()),
             power_times_all_int: true,
             series_seen: 0,
+            holds_row: false,
         }
     }
 
@@ -431,10 +434,16 @@ where
         let t_s = t_s.into();
         self.current_t_s = Some(t_s);
         for w in self.windows.as_mut() {
-            if w.window.contains(t_s) {
+            w.holds_row = w.window.contains(t_s);
+            if w.holds_row {
                 w.row(t_s);
             }
         }
+    }
+
+    /// Whether the current row lies in window `w`.
+    pub fn holds_row(&self, w: usize) -> bool {
+        self.windows.as_ref().get(w).is_some_and(|s| s.holds_row)
     }
 
     /// Adds the current row's value of `series` to every window holding the row. Ignored
@@ -450,15 +459,14 @@ where
     }
 
     fn push_opt(&mut self, series: usize, v: Option<Num>) {
-        let Some(t) = self.current_t_s else { return };
-        if series >= self.series {
+        if self.current_t_s.is_none() || series >= self.series {
             return;
         }
         let n = self.series;
         let windows = self.windows.as_mut();
         let cells = self.cells.as_mut();
         for (w, state) in windows.iter_mut().enumerate() {
-            if state.window.contains(t) {
+            if state.holds_row {
                 let cell = &mut cells[w * n + series];
                 if cell.appended == 0 {
                     cell.rank = state.series_seen;
@@ -477,7 +485,7 @@ where
     pub fn push_power(&mut self, power_w: f64) {
         let Some(t) = self.current_t_s else { return };
         for w in self.windows.as_mut() {
-            if w.window.contains(t) {
+            if w.holds_row {
                 w.power(t, power_w);
             }
         }
