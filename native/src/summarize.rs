@@ -1,10 +1,8 @@
 //! `flinch-trace summarize --runs DIR --out FILE [--skip-traces]`: summarizes a benchmark runs
 //! folder exactly as `summarize_host_telemetry.py` does (same keys, nesting, `source` strings
 //! and printed line), keeping the runs the reference would crash on or lose, with `warnings`.
-//!
-//! Layout read (SPEC §4): `<name>-host/telemetry.jsonl`, `<name>-host/status.json`,
-//! `<name>-host/command.log`, `<name>/report.json`, `<name>/requests.jsonl`, and
-//! `*trace*/traces/**/*.json[.gz]`.
+//! The computation is `flinch_core::runs` (docs/summarize.md); this module walks the folder,
+//! reads the files the core asks for, and summarizes the traces on threads.
 //!
 //! Exit status: 0 when the summary was written (warnings inside it), 1 when the output file
 //! cannot be written, 2 for command-line usage errors.
