@@ -61,6 +61,7 @@ fn event<'a>(r: &Rec, text: &'a [u8]) -> Event<'a> {
         tid: r.tid,
         id: r.id,
         scope: r.scope,
+        quoted_times: 0,
     }
 }
 

@@ -55,7 +55,8 @@ impl Kind {
     }
 }
 
-/// Which memory bounds to use: see [`Limits::EXACT`], [`Limits::NATIVE`] and [`Limits::BOUNDED`].
+/// Which memory bounds to use: see [`Limits::EXACT`], [`Limits::NATIVE`], [`Limits::PAGE`] and
+/// [`Limits::BOUNDED`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LimitsPreset {
@@ -66,6 +67,9 @@ pub enum LimitsPreset {
     Bounded,
     /// [`Limits::NATIVE`]: the native CLI's budget; exact for inputs that fit in it.
     Native,
+    /// [`Limits::PAGE`]: the web page's budget (the native one with room for more durations
+    /// and intervals, within 256 MiB of WebAssembly memory).
+    Page,
 }
 
 /// How to analyze: built by the native commands from their flags, and by the page from a JSON
@@ -77,6 +81,9 @@ pub struct AnalyzerOptions {
     pub kind: Kind,
     /// Memory bounds preset.
     pub limits: LimitsPreset,
+    /// Limits given as such (native callers), used instead of the preset's.
+    #[serde(skip)]
+    pub custom_limits: Option<Limits>,
     /// The `source` string written into the result (native: the path as given; page: the file name).
     pub source: String,
     /// trace.csv only: label of the start mark of the window (with `end`).
@@ -152,12 +159,16 @@ impl AnalyzerOptions {
         })
     }
 
-    /// The [`Limits`] of the chosen preset.
+    /// The [`Limits`]: `custom_limits` when given, else the chosen preset's.
     pub fn limits(&self) -> Limits {
+        if let Some(limits) = self.custom_limits {
+            return limits;
+        }
         match self.limits {
             LimitsPreset::Exact => Limits::EXACT,
             LimitsPreset::Bounded => Limits::BOUNDED,
             LimitsPreset::Native => Limits::NATIVE,
+            LimitsPreset::Page => Limits::PAGE,
         }
     }
 }

@@ -47,4 +47,12 @@ mod imp;
 #[cfg(feature = "alloc")]
 mod interner;
 #[cfg(feature = "alloc")]
+mod refine;
+#[cfg(feature = "alloc")]
+mod spill;
+#[cfg(feature = "alloc")]
 pub use imp::*;
+#[cfg(feature = "alloc")]
+pub use refine::EventReplay;
+#[cfg(feature = "alloc")]
+pub use spill::{IntervalSpill, MemorySpill};

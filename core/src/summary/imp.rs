@@ -8,8 +8,10 @@ use serde::ser::{SerializeMap, Serializer};
 
 use super::busy::BusyUnion;
 use super::interner::Interner;
+use super::refine::{EventReplay, Refiner};
+use super::spill::IntervalSpill;
 use crate::Limits;
-use crate::json::{Event, IdField, NumField, ScanEnd, ScanWarnings};
+use crate::json::{Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, ScanEnd, ScanWarnings};
 use crate::sketch::{QuantileSketch, RELATIVE_ERROR};
 use crate::stats::{Fsum, Moments, Num, QUANTILES, Stats, percentile_linear_by};
 
@@ -41,7 +43,15 @@ struct OpAcc {
 enum OpValues {
     Exact32(Vec<u32>),
     Exact64(Vec<u64>),
-    Sketch(alloc::boxed::Box<QuantileSketch>),
+    Sketch(alloc::boxed::Box<SketchedOp>),
+}
+
+/// An op's durations past the budget: the sketch, and their exact range in ns (where a further
+/// pass looks for the exact percentiles: see `refine`).
+struct SketchedOp {
+    sketch: QuantileSketch,
+    min_ns: u64,
+    max_ns: u64,
 }
 
 impl OpValues {
@@ -236,8 +246,10 @@ fn push_value(values: &mut OpValues, dur_ns: u64, stored: usize, budget: usize) 
                 return Some(Pushed::Grew(v.capacity() * 2 - before));
             }
         }
-        OpValues::Sketch(sketch) => {
-            sketch.push(dur_ns as f64 / 1000.0);
+        OpValues::Sketch(s) => {
+            s.sketch.push(dur_ns as f64 / 1000.0);
+            s.min_ns = s.min_ns.min(dur_ns);
+            s.max_ns = s.max_ns.max(dur_ns);
             return None;
         }
     }
@@ -245,17 +257,23 @@ fn push_value(values: &mut OpValues, dur_ns: u64, stored: usize, budget: usize) 
     // back to the budget.
     let released = values.units();
     let mut sketch = QuantileSketch::new(SKETCH_BUCKETS_PER_SIGN);
+    let (mut min_ns, mut max_ns) = (dur_ns, dur_ns);
+    let mut add = |x: u64| {
+        sketch.push(x as f64 / 1000.0);
+        min_ns = min_ns.min(x);
+        max_ns = max_ns.max(x);
+    };
     match values {
-        OpValues::Exact32(v) => v.iter().for_each(|&x| {
-            sketch.push(f64::from(x) / 1000.0);
-        }),
-        OpValues::Exact64(v) => v.iter().for_each(|&x| {
-            sketch.push(x as f64 / 1000.0);
-        }),
+        OpValues::Exact32(v) => v.iter().for_each(|&x| add(u64::from(x))),
+        OpValues::Exact64(v) => v.iter().for_each(|&x| add(x)),
         OpValues::Sketch(_) => {}
     }
     sketch.push(dur_ns as f64 / 1000.0);
-    *values = OpValues::Sketch(alloc::boxed::Box::new(sketch));
+    *values = OpValues::Sketch(alloc::boxed::Box::new(SketchedOp {
+        sketch,
+        min_ns,
+        max_ns,
+    }));
     Some(Pushed::Sketched(released))
 }
 
@@ -284,6 +302,12 @@ pub struct SummaryWarnings {
     pub unclosed_begins: u64,
     /// `B` events dropped because `Limits::max_open_slices` were already open.
     pub open_slices_dropped: u64,
+    /// `X` events counted whose `dur` was a numeric string (`"12.5"`): counted, as Perfetto
+    /// counts them; the reference skips them.
+    pub x_numeric_string_dur: u64,
+    /// `X` events counted whose `ts` was a numeric string: counted; the reference stops with an
+    /// error on them.
+    pub x_numeric_string_ts: u64,
 }
 
 /// Streaming trace summary (SPEC §5). Memory: the category/op tables and per-op durations
@@ -300,7 +324,6 @@ pub struct TraceSummary {
     op_cat: Vec<u32>,
     other_op: u32,
     stored_values: usize,
-    sketched_ops: u64,
     phases_ascii: [u64; 128],
     phases_other: Vec<(Vec<u8>, u64)>,
     threads: Interner,
@@ -309,6 +332,12 @@ pub struct TraceSummary {
     total_union: BusyUnion,
     /// Live intervals over all busy unions (bounded by `Limits::max_intervals`).
     live_intervals: usize,
+    /// Where retired busy intervals go (see [`TraceSummary::set_spill`]).
+    spill: Option<alloc::boxed::Box<dyn IntervalSpill>>,
+    /// How to read the input again (see [`TraceSummary::set_replay`]).
+    replay: Option<alloc::boxed::Box<dyn EventReplay>>,
+    /// While a further pass runs: the ranks it looks for. Events then only feed it.
+    refiner: Option<Refiner>,
     events: u64,
     duration_events: u64,
     dur_sum_ns: i128,
@@ -330,16 +359,18 @@ impl TraceSummary {
             }),
             cat_accs: Vec::new(),
             other_cat: NONE,
-            ops: Interner::new(if limits.max_ops == usize::MAX {
-                usize::MAX
-            } else {
-                op_cap
-            }),
+            ops: Interner::with_byte_cap(
+                if limits.max_ops == usize::MAX {
+                    usize::MAX
+                } else {
+                    op_cap
+                },
+                limits.max_name_bytes,
+            ),
             op_accs: Vec::new(),
             op_cat: Vec::new(),
             other_op: NONE,
             stored_values: 0,
-            sketched_ops: 0,
             phases_ascii: [0; 128],
             phases_other: Vec::new(),
             threads: Interner::new(if limits.max_open_slices >= 1 << 20 {
@@ -351,6 +382,9 @@ impl TraceSummary {
             open_total: 0,
             total_union: BusyUnion::new(limits.max_intervals),
             live_intervals: 0,
+            spill: None,
+            replay: None,
+            refiner: None,
             events: 0,
             duration_events: 0,
             dur_sum_ns: 0,
@@ -366,7 +400,7 @@ impl TraceSummary {
     }
 
     /// Whether [`add`](Self::add) reads the `ts_ns` of an event with this `ph` (`X`, `B`, `E`),
-    /// and its `dur_ns` (`X` only).
+    /// and its `dur_ns` (`X` only); with each, its bit of `quoted_times`.
     #[inline]
     pub fn reads_times(ph: &[u8]) -> (bool, bool) {
         (matches!(ph, b"X" | b"B" | b"E"), ph == b"X")
@@ -398,14 +432,19 @@ impl TraceSummary {
     /// filled it; any other use adds the event to the wrong op.
     #[inline]
     pub fn add_memo(&mut self, e: &Event<'_>, memo: &mut Option<OpMemo>) {
-        self.events += 1;
-        match e.ph {
-            [b] if *b < 128 => self.phases_ascii[*b as usize] += 1,
-            ph => self.count_other_phase(ph),
+        if self.refiner.is_none() {
+            self.events += 1;
+            match e.ph {
+                [b] if *b < 128 => self.phases_ascii[*b as usize] += 1,
+                ph => self.count_other_phase(ph),
+            }
         }
         match e.ph {
             b"X" => match (e.ts_ns, e.dur_ns) {
                 (NumField::Ns(ts), NumField::Ns(dur)) if dur >= 0 => {
+                    if e.quoted_times != 0 {
+                        self.count_quoted(e.quoted_times);
+                    }
                     let (cat, op) = self.cat_and_op_memo(e, memo);
                     self.add_slice(cat, op, ts, dur);
                 }
@@ -433,6 +472,16 @@ impl TraceSummary {
         let (cat, op) = self.cat_and_op(e.cat, e.name);
         *memo = Some(OpMemo { cat, op });
         (cat, op)
+    }
+
+    #[cold]
+    fn count_quoted(&mut self, quoted: u8) {
+        if quoted & QUOTED_DUR != 0 {
+            self.warnings.x_numeric_string_dur += 1;
+        }
+        if quoted & QUOTED_TS != 0 {
+            self.warnings.x_numeric_string_ts += 1;
+        }
     }
 
     fn count_other_phase(&mut self, ph: &[u8]) {
@@ -530,14 +579,19 @@ impl TraceSummary {
             self.warnings.without_timestamp += 1;
             return;
         };
+        if let Some(r) = &mut self.refiner {
+            r.push(op, dur_ns as u64);
+            return;
+        }
         self.duration_events += 1;
         self.dur_sum_ns += i128::from(dur_ns);
         let c = &mut self.cat_accs[cat as usize];
         c.events += 1;
         c.dur_sum_ns += i128::from(dur_ns);
         let before = c.union.live_len() + self.total_union.live_len();
-        c.union.insert(ts_ns, end_ns);
-        self.total_union.insert(ts_ns, end_ns);
+        let spilling = self.spill.is_some();
+        c.union.insert(ts_ns, end_ns, spilling);
+        self.total_union.insert(ts_ns, end_ns, spilling);
         let after = c.union.live_len() + self.total_union.live_len();
         self.live_intervals = self.live_intervals + after - before;
         if self.live_intervals > self.limits.max_intervals {
@@ -550,10 +604,7 @@ impl TraceSummary {
         if let Some(freed) = push_value(&mut o.values, dur_ns as u64, stored, budget) {
             self.stored_values = match freed {
                 Pushed::Grew(added) => stored + added,
-                Pushed::Sketched(released) => {
-                    self.sketched_ops += 1;
-                    stored - released
-                }
+                Pushed::Sketched(released) => stored - released,
             };
         }
     }
@@ -574,7 +625,7 @@ impl TraceSummary {
             None => &mut self.total_union,
         };
         let before = union.live_len();
-        union.retire();
+        union.retire(spill_mut(&mut self.spill));
         self.live_intervals = self.live_intervals + union.live_len() - before;
     }
 
@@ -640,6 +691,82 @@ impl TraceSummary {
         }
     }
 
+    /// Gives the busy unions a place for the intervals they retire past
+    /// `Limits::max_intervals` (native: a temporary file), so that they stay exact whatever
+    /// the order of the input (see [`IntervalSpill`]). Call before the first event.
+    pub fn set_spill(&mut self, spill: alloc::boxed::Box<dyn IntervalSpill>) {
+        self.spill = Some(spill);
+    }
+
+    /// Gives the summary a way to read the input again (native: the file), so that the
+    /// percentiles of listed ops whose durations outgrew `Limits::max_exact_values` are made
+    /// exact by further passes at [`finish`](Self::finish) instead of coming from a sketch (see
+    /// [`EventReplay`]).
+    pub fn set_replay(&mut self, replay: alloc::boxed::Box<dyn EventReplay>) {
+        self.replay = Some(replay);
+    }
+
+    /// Exact percentiles for the listed ops (`listed`, op indexes) held in sketches, from
+    /// further passes through the replay, if there is one: the settled refiner, `Ok(None)` when
+    /// no pass is needed or possible, or why a pass failed.
+    fn refine_listed(&mut self, listed: &[usize]) -> Result<Option<Refiner>, String> {
+        let sketched: Vec<usize> = listed
+            .iter()
+            .copied()
+            .filter(|&i| matches!(self.op_accs[i].values, OpValues::Sketch(_)))
+            .collect();
+        if sketched.is_empty() {
+            return Ok(None);
+        }
+        let Some(mut replay) = self.replay.take() else {
+            return Ok(None);
+        };
+        // The other ops' durations are not needed any more: their memory goes to the passes.
+        let mut keep = alloc::vec![false; self.op_accs.len()];
+        listed.iter().for_each(|&i| keep[i] = true);
+        for (acc, keep) in self.op_accs.iter_mut().zip(keep) {
+            if !keep {
+                acc.values = OpValues::Exact32(Vec::new());
+            }
+        }
+        let budget = (self.limits.max_exact_values / 2) as u64;
+        let mut refiner = Refiner::new(self.op_accs.len(), budget);
+        for &i in &sketched {
+            if let OpValues::Sketch(s) = &self.op_accs[i].values {
+                refiner.add_op(i as u32, s.sketch.len(), s.min_ns, s.max_ns);
+            }
+        }
+        let saved = self.warnings;
+        let events = self.events;
+        self.refiner = Some(refiner);
+        let outcome = loop {
+            if let Some(r) = &mut self.refiner {
+                r.plan_pass();
+            }
+            self.stacks.iter_mut().for_each(Vec::clear);
+            self.open_total = 0;
+            match replay.replay(&mut |e| self.add(e)) {
+                Err(e) => break Err(e),
+                Ok(n) if n != events => {
+                    break Err(String::from("the input changed between passes"));
+                }
+                Ok(_) => {}
+            }
+            let Some(r) = &mut self.refiner else {
+                break Ok(());
+            };
+            if let Err(e) = r.end_pass() {
+                break Err(e);
+            }
+            if !r.pending() {
+                break Ok(());
+            }
+        };
+        self.warnings = saved;
+        let refiner = self.refiner.take();
+        outcome.map(|()| refiner)
+    }
+
     /// Events added so far.
     pub fn events(&self) -> u64 {
         self.events
@@ -655,6 +782,7 @@ impl TraceSummary {
         top: usize,
     ) -> TraceSummaryResult {
         self.warnings.unclosed_begins = self.open_total as u64;
+        let mut refine_failed: Option<String> = None;
         let mut union_error_ns: u64 = 0;
         let mut categories = Vec::with_capacity(self.cat_accs.len());
         for (i, c) in self.cat_accs.iter_mut().enumerate() {
@@ -663,8 +791,8 @@ impl TraceSummary {
             } else {
                 lossy(self.cats.key(i as u32))
             };
-            let union_ns = c.union.union_ns();
-            union_error_ns = union_error_ns.saturating_add(c.union.error_bound_ns());
+            let (union_ns, bound_ns) = c.union.finish(spill_mut(&mut self.spill));
+            union_error_ns = union_error_ns.saturating_add(bound_ns);
             categories.push(CategoryRow {
                 name,
                 events: c.events,
@@ -684,8 +812,16 @@ impl TraceSummary {
         });
         order.retain(|&i| !self.op_accs[i].values.is_empty());
         order.truncate(top);
+        let refined = match self.refine_listed(&order) {
+            Ok(r) => r,
+            Err(e) => {
+                refine_failed = Some(e);
+                None
+            }
+        };
         let mut ops = Vec::with_capacity(order.len());
         let mut collapsed_ops = 0u64;
+        let mut sketched_ops = 0u64;
         for i in order {
             let (category, name) = if i as u32 == self.other_op {
                 (String::from(OTHER), String::from(OTHER))
@@ -697,12 +833,24 @@ impl TraceSummary {
             let stats = match &mut acc.values {
                 OpValues::Exact32(values) => stats_ns_in_place(values),
                 OpValues::Exact64(values) => stats_ns_in_place(values),
-                OpValues::Sketch(sketch) => {
-                    let sketched = sketch.stats();
-                    if sketched.collapsed > 0 {
-                        collapsed_ops += 1;
+                OpValues::Sketch(s) => {
+                    let sketched = s.sketch.stats();
+                    match refined.as_ref().and_then(|r| r.percentiles(i as u32)) {
+                        Some([p50, p90, p95, p99]) => Stats {
+                            p50,
+                            p90,
+                            p95,
+                            p99,
+                            ..sketched.stats
+                        },
+                        None => {
+                            sketched_ops += 1;
+                            if sketched.collapsed > 0 {
+                                collapsed_ops += 1;
+                            }
+                            sketched.stats
+                        }
                     }
-                    sketched.stats
                 }
             };
             ops.push(OpRow {
@@ -726,9 +874,14 @@ impl TraceSummary {
             };
             phase_counts.push((name, *n));
         }
-        let total_union_ns = self.total_union.union_ns();
-        union_error_ns = union_error_ns.saturating_add(self.total_union.error_bound_ns());
+        let (total_union_ns, bound_ns) = self.total_union.finish(spill_mut(&mut self.spill));
+        union_error_ns = union_error_ns.saturating_add(bound_ns);
         let mut warnings = Vec::new();
+        if let Some(e) = refine_failed {
+            warnings.push(format!(
+                "exact percentiles of the listed ops need another pass over the input, which failed: {e}; they come from sketches (see approximations)"
+            ));
+        }
         if end.truncated {
             let what = if end.bytes == 0 {
                 String::from("empty input")
@@ -746,7 +899,7 @@ impl TraceSummary {
             warnings.push(String::from("bare-array trace (no traceEvents object)"));
         }
         let w = &self.warnings;
-        let counted: [(u64, &str); 17] = [
+        let counted: [(u64, &str); 19] = [
             (
                 scan.control_chars,
                 "raw control characters in strings (tolerated)",
@@ -794,6 +947,14 @@ impl TraceSummary {
                 w.open_slices_dropped,
                 "B events dropped at the open-slice limit",
             ),
+            (
+                w.x_numeric_string_dur,
+                "X events with a numeric-string dur counted (the reference skips them)",
+            ),
+            (
+                w.x_numeric_string_ts,
+                "X events with a numeric-string ts counted (the reference stops with an error on them)",
+            ),
         ];
         for (n, what) in counted {
             if n > 0 {
@@ -801,7 +962,7 @@ impl TraceSummary {
             }
         }
         let approximations = if union_error_ns > 0
-            || self.sketched_ops > 0
+            || sketched_ops > 0
             || self.other_op != NONE
             || self.other_cat != NONE
         {
@@ -809,8 +970,8 @@ impl TraceSummary {
                 busy_union_error_bound_us: ns_to_us(i128::from(union_error_ns)),
                 ops_folded_into_other: self.other_op != NONE,
                 categories_folded_into_other: self.other_cat != NONE,
-                ops_with_sketched_stats: self.sketched_ops,
-                quantile_relative_error: if self.sketched_ops > 0 {
+                ops_with_sketched_stats: sketched_ops,
+                quantile_relative_error: if sketched_ops > 0 {
                     RELATIVE_ERROR
                 } else {
                     0.0
@@ -843,6 +1004,16 @@ impl TraceSummary {
             },
             approximations,
         }
+    }
+}
+
+/// The spill as the busy unions take it.
+fn spill_mut(
+    spill: &mut Option<alloc::boxed::Box<dyn IntervalSpill>>,
+) -> Option<&mut dyn IntervalSpill> {
+    match spill {
+        Some(s) => Some(&mut **s),
+        None => None,
     }
 }
 
@@ -1157,6 +1328,8 @@ mod tests {
                     tid: if thread { e.tid } else { IdField::Missing },
                     id: IdField::Missing,
                     scope: IdField::Missing,
+                    quoted_times: e.quoted_times
+                        & (if ts { QUOTED_TS } else { 0 } | if dur { QUOTED_DUR } else { 0 }),
                 });
                 let key = (e.cat.map(<[u8]>::to_vec), e.name.map(<[u8]>::to_vec));
                 memoized.add_memo(&e, memos.entry(key).or_default());
@@ -1310,6 +1483,138 @@ mod tests {
             }
             assert_eq!(whole.largest_ops_by_duration_sum.len(), ops.len().min(40));
         }
+    }
+
+    /// Reads a document again, as native reads the file again.
+    struct DocReplay(Vec<u8>, Limits);
+
+    impl EventReplay for DocReplay {
+        fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String> {
+            let mut sc = EventScanner::new(self.1);
+            let mut pos = 0;
+            loop {
+                let (s, nin) = sc.scan(&self.0[pos..]).map_err(|e| e.to_string())?;
+                pos += nin;
+                match s {
+                    Scan::Event => sink(&sc.event()),
+                    Scan::NeedsInput => break,
+                }
+            }
+            Ok(sc.finish().events)
+        }
+    }
+
+    fn summarize_spilled(doc: &[u8], limits: Limits, replay: bool) -> TraceSummaryResult {
+        let mut sc = EventScanner::new(limits);
+        let mut sum = TraceSummary::new(limits);
+        sum.set_spill(alloc::boxed::Box::new(
+            crate::summary::MemorySpill::default(),
+        ));
+        if replay {
+            sum.set_replay(alloc::boxed::Box::new(DocReplay(doc.to_vec(), limits)));
+        }
+        let mut pos = 0;
+        loop {
+            let (s, nin) = sc.scan(&doc[pos..]).unwrap();
+            pos += nin;
+            match s {
+                Scan::Event => sum.add(&sc.event()),
+                Scan::NeedsInput => break,
+            }
+        }
+        let end = sc.finish();
+        let w = *sc.warnings();
+        sum.finish("t.json", &end, &w, DEFAULT_TOP_OPS)
+    }
+
+    /// With a spill for the busy unions and a replay for further passes, limits far too small
+    /// for the input give what `Limits::EXACT` gives: intervals in no time order past the
+    /// interval budget, ops with more durations than the budget holds (some of them 4.29 s and
+    /// longer), wide and narrow duration ranges, ties, B/E pairs. Without them the same limits
+    /// state approximations, so the test needs what it tests.
+    #[test]
+    fn spill_and_replay_make_tight_limits_exact() {
+        let mut rng = Rng(71);
+        for round in 0..6 {
+            let mut doc = String::from("{\"traceEvents\":[");
+            let mut first = true;
+            let mut sep = |doc: &mut String| {
+                if !first {
+                    doc.push(',');
+                }
+                first = false;
+            };
+            for i in 0..6000u64 {
+                let op = rng.below(if round % 2 == 0 { 12 } else { 300 });
+                let ts = rng.below(50_000_000) as i64;
+                let dur = match op % 4 {
+                    0 => 5_000 + rng.below(3),
+                    1 => rng.below(1 << 20),
+                    2 => rng.below(1 << 34),
+                    _ => rng.below(400_000),
+                };
+                sep(&mut doc);
+                doc.push_str(&std::format!(
+                    "{{\"ph\":\"X\",\"cat\":\"c{}\",\"name\":\"op{op}\",\"ts\":{}.{:03},\"dur\":{}.{:03}}}",
+                    op % 5,
+                    ts / 1000,
+                    ts % 1000,
+                    dur / 1000,
+                    dur % 1000
+                ));
+                if i % 7 == 0 {
+                    let tid = rng.below(3);
+                    let b = rng.below(50_000_000);
+                    let e = b + rng.below(90_000);
+                    sep(&mut doc);
+                    doc.push_str(&std::format!(
+                        "{{\"ph\":\"B\",\"cat\":\"ann\",\"name\":\"step\",\"ts\":{b},\"pid\":1,\"tid\":{tid}}},{{\"ph\":\"E\",\"ts\":{e},\"pid\":1,\"tid\":{tid}}}"
+                    ));
+                }
+            }
+            doc.push_str("]}");
+            let exact = summarize(&[doc.as_bytes()], Limits::EXACT);
+            assert!(exact.approximations.is_none());
+            let tight = Limits {
+                max_intervals: 64,
+                max_exact_values: 512,
+                ..Limits::NATIVE
+            };
+            let got = summarize_spilled(doc.as_bytes(), tight, true);
+            assert_eq!(got.to_json(), exact.to_json(), "round {round}");
+            let without = summarize(&[doc.as_bytes()], tight);
+            let a = without.approximations.expect("the limits are too small");
+            assert!(a.busy_union_error_bound_us > 0.0 && a.ops_with_sketched_stats > 0);
+            // A spill alone makes the unions exact; the percentiles stay sketched and stated.
+            let spilled = summarize_spilled(doc.as_bytes(), tight, false);
+            let a = spilled.approximations.expect("sketched percentiles");
+            assert_eq!(a.busy_union_error_bound_us, 0.0);
+            assert_eq!(spilled.totals, exact.totals);
+            assert!(a.ops_with_sketched_stats > 0);
+        }
+    }
+
+    /// An `X` event whose `dur` or `ts` is a numeric string counts, and is counted in the
+    /// warnings (the reference skips such events, or stops on a string `ts`).
+    #[test]
+    fn numeric_string_times_count_and_are_stated() {
+        let doc = br#"{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":"2.5"},
+            {"ph":"X","name":"a","ts":"3","dur":1},{"ph":"X","name":"a","ts":"4","dur":"1"},
+            {"ph":"X","name":"a","ts":5,"dur":1},{"ph":"X","name":"a","ts":6,"dur":"x"},
+            {"ph":"X","name":"a","ts":7,"dur":"1","dur":2},{"ph":"B","name":"b","ts":"1"}]}"#;
+        for_each_split(doc, 1, 7, |chunks| {
+            let r = summarize(chunks, Limits::NATIVE);
+            let w = r.warning_counts.summary;
+            assert_eq!((w.x_numeric_string_dur, w.x_numeric_string_ts), (2, 2));
+            assert_eq!(r.totals.duration_events, 5);
+            assert_eq!(r.largest_ops_by_duration_sum[0].duration_sum_us, 7.5);
+            assert!(r.warnings.contains(&std::string::String::from(
+                "2 X events with a numeric-string dur counted (the reference skips them)"
+            )));
+            assert!(r.warnings.contains(&std::string::String::from(
+                "2 X events with a numeric-string ts counted (the reference stops with an error on them)"
+            )));
+        });
     }
 
     #[test]

@@ -21,11 +21,10 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
 use flinch_core::Limits;
-use flinch_core::analyzer::{
-    Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
-};
+use flinch_core::analyzer::{Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind};
 use flinch_core::json::{
-    Event, EventScanner, IdField, NumField, Scan, ScanEnd, ScanError, ScanWarnings,
+    Event, EventScanner, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
+    ScanWarnings,
 };
 use flinch_core::summary::{DEFAULT_TOP_OPS, OpMemo, TraceSummary, TraceSummaryResult};
 
@@ -65,7 +64,8 @@ struct Rec {
     pair: u32,
     /// Index of the event's (pid, tid) in the batch's `threads`; `u32::MAX` when not kept.
     thread: u32,
-    /// The `NumField` kinds of `ts_ns` (bits 0-1) and `dur_ns` (bits 2-3).
+    /// The `NumField` kinds of `ts_ns` (bits 0-1) and `dur_ns` (bits 2-3), and the event's
+    /// `quoted_times` of those it keeps (bits 4-5).
     kinds: u8,
     ph_byte: u8,
 }
@@ -218,6 +218,8 @@ impl Batch {
             u32::MAX
         };
         let (ts, dur) = TraceSummary::reads_times(e.ph);
+        let quoted =
+            e.quoted_times & (if ts { QUOTED_TS } else { 0 } | if dur { QUOTED_DUR } else { 0 });
         let (ts_kind, ts_ns) = if ts { num_kind(e.ts_ns) } else { (MISSING, 0) };
         let (dur_kind, dur_ns) = if dur {
             num_kind(e.dur_ns)
@@ -236,7 +238,7 @@ impl Batch {
             ph,
             pair,
             thread,
-            kinds: ts_kind | dur_kind << 2,
+            kinds: ts_kind | dur_kind << 2 | quoted << 4,
             ph_byte,
         });
     }
@@ -276,6 +278,7 @@ impl Batch {
                 tid,
                 id: IdField::Missing,
                 scope: IdField::Missing,
+                quoted_times: r.kinds >> 4,
             };
             summary.add_memo(&e, memo);
         }
@@ -375,13 +378,7 @@ pub fn summarize_sequential(
 ) -> Result<TraceSummaryResult, String> {
     let options = AnalyzerOptions {
         kind: Kind::Trace,
-        limits: if limits == Limits::EXACT {
-            LimitsPreset::Exact
-        } else if limits == Limits::NATIVE {
-            LimitsPreset::Native
-        } else {
-            LimitsPreset::Bounded
-        },
+        custom_limits: Some(limits),
         source: source.to_string(),
         top,
         ..AnalyzerOptions::default()

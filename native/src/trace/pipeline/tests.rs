@@ -223,6 +223,7 @@ fn batches_add_what_the_events_add() {
                 },
                 id: IdField::Int(i as i64),
                 scope: IdField::Missing,
+                quoted_times: rng(4) as u8,
             };
             direct.add(&e);
             batch.push(&e);
