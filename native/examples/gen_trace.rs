@@ -201,6 +201,8 @@ struct Gen<W: Write> {
     shape: Shape,
     /// `with_stack`: the Python id of the last frame written.
     python_id: u64,
+    /// Bytes of the log array before `traceEvents` and of the string after it.
+    filler: (u64, u64),
 }
 
 /// Microseconds with three fraction digits, from nanoseconds.
@@ -236,7 +238,7 @@ impl<W: Write> Gen<W> {
         // A large non-traceEvents value before traceEvents: a Kineto-style log array, ~4 MiB.
         self.put("  \"INFO\": [")?;
         let mut n = 0u64;
-        while n < 4 << 20 {
+        while n < self.filler.0 {
             let line = format!(
                 "{}\"INFO:2024-04-03 18:51:{:02} 1102:1102 CuptiActivityProfiler.cpp:{}] Processed {} GPU records ({} bytes)\"",
                 if n == 0 { "" } else { "," },
@@ -455,9 +457,9 @@ impl<W: Write> Gen<W> {
         let line =
             "          <idle>-0     [001] d..2 12345.678901: sched_switch: prev_comm=swapper\\n";
         let mut n = 0;
-        while n < 32 << 20 {
+        while n < self.filler.1 {
             self.put(line)?;
-            n += line.len();
+            n += line.len() as u64;
         }
         self.put("\",\n  \"traceName\": \"/tmp/libkineto_activities_1102.json\",\n  \"displayTimeUnit\": \"ns\",\n  \"baseTimeNanoseconds\": 1712195400000000000\n}\n")
     }
@@ -480,17 +482,38 @@ impl<A: Write, B: Write> Write for Tee<A, B> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let dir = PathBuf::from(args.next().ok_or("usage: gen_trace OUT_DIR [MEGABYTES]")?);
+    let dir = PathBuf::from(
+        args.next()
+            .ok_or("usage: gen_trace OUT_DIR [MEGABYTES] [SHAPE]")?,
+    );
     let megabytes: u64 = match args.next() {
         Some(s) => s.parse()?,
         None => 1000,
     };
-    let shape = match args.next().as_deref() {
-        None | Some("plain") => Shape::Plain,
-        Some("with_stack") => Shape::WithStack,
-        Some(other) => return Err(format!("unknown shape {other:?}: plain or with_stack").into()),
+    let shape = args.next().unwrap_or_else(|| "plain".into());
+    let (bytes, steps) = generate(&dir, megabytes * 1_000_000, &shape, (4 << 20, 32 << 20))?;
+    eprintln!(
+        "gen_trace: {bytes} bytes, {steps} steps, in {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Writes `dir/trace.json` and `dir/trace.json.gz` of about `target` bytes in `shape` (`plain`
+/// or `with_stack`), with `filler` bytes of log array before `traceEvents` and of string after
+/// it (the benchmark's: 4 MiB and 32 MiB). Returns the bytes and steps written.
+pub fn generate(
+    dir: &std::path::Path,
+    target: u64,
+    shape: &str,
+    filler: (u64, u64),
+) -> Result<(u64, u64), Box<dyn std::error::Error>> {
+    let shape = match shape {
+        "plain" => Shape::Plain,
+        "with_stack" => Shape::WithStack,
+        other => return Err(format!("unknown shape {other:?}: plain or with_stack").into()),
     };
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(dir)?;
     let json = BufWriter::with_capacity(1 << 20, File::create(dir.join("trace.json"))?);
     let gz = flate2::write::GzEncoder::new(
         BufWriter::with_capacity(1 << 20, File::create(dir.join("trace.json.gz"))?),
@@ -507,10 +530,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         first_event: true,
         shape,
         python_id: 0,
+        filler,
     };
-    let target = megabytes * 1_000_000;
     g.header()?;
-    let reserve = 40 << 20; // room for the trailer
+    // Room for the trailer.
+    let reserve = filler.1 + (filler.1 >> 2);
     let mut step = 0;
     while g.written + reserve < target {
         g.step(step)?;
@@ -520,10 +544,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Tee(mut json, gz) = g.out;
     json.flush()?;
     gz.finish()?.flush()?;
-    eprintln!(
-        "gen_trace: {} bytes, {step} steps, in {}",
-        g.written,
-        dir.display()
-    );
-    Ok(())
+    Ok((g.written, step))
 }

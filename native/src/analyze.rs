@@ -533,6 +533,7 @@ mod tests {
                         let options = || AnalyzerOptions {
                             kind: Kind::Csv,
                             limits: LimitsPreset::Exact,
+                            custom_limits: None,
                             source: path.display().to_string(),
                             start: start.map(String::from),
                             end: end.map(String::from),

@@ -17,6 +17,7 @@
 //! same summary, same events in the same order, the same error texts and cut-gzip warning); the
 //! tests below check that on generated traces, errors and cut files, and
 //! `native/tests/trace_cli.rs` checks the real traces against their golden files.
+use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
@@ -317,6 +318,7 @@ pub fn summarize(
     source: &str,
     limits: Limits,
     top: Option<usize>,
+    exact_io: Option<&Path>,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
     let (tx, rx) = sync_channel::<Msg>(RING_BATCHES);
@@ -331,6 +333,10 @@ pub fn summarize(
         .spawn(move || scan_thread(input, limits, &tx, &free_rx))
         .map_err(|e| format!("cannot start the scan thread: {e}"))?;
     let mut summary = TraceSummary::new(limits);
+    #[cfg(unix)]
+    if let Some(path) = exact_io {
+        super::exact_io::equip(&mut summary, path, limits);
+    }
     let outcome = loop {
         match rx.recv() {
             Ok(Msg::Events(mut batch)) => {
@@ -374,6 +380,7 @@ pub fn summarize_sequential(
     source: &str,
     limits: Limits,
     top: Option<usize>,
+    exact_io: Option<&Path>,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
     let options = AnalyzerOptions {
@@ -384,6 +391,13 @@ pub fn summarize_sequential(
         ..AnalyzerOptions::default()
     };
     let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
+    #[cfg(unix)]
+    if let Some(path) = exact_io {
+        analyzer.set_trace_io(
+            Box::new(super::exact_io::FileSpill::new()),
+            Box::new(super::exact_io::FileReplay::new(path, limits)),
+        );
+    }
     loop {
         match input.next_chunk() {
             Ok(Some(chunk)) => {
