@@ -117,15 +117,16 @@ pub fn summarize_all(runs: &PyPath, limits: Limits, exact_io: bool) -> Vec<Trace
                     let Some(&i) = todo.get(k) else { break };
                     // A bug in the engine must not take the other traces down: it becomes
                     // this trace's error entry.
-                    let entry = std::panic::catch_unwind(|| {
-                        summarize_one(&paths[i], limits, exact_io)
-                    })
-                    .unwrap_or_else(|_| TraceEntry::Error {
+                    let entry =
+                        std::panic::catch_unwind(|| summarize_one(&paths[i], limits, exact_io))
+                            .unwrap_or_else(|_| {
+                                TraceEntry::Error {
                         source: paths[i].to_py_string(),
                         error:
                             "internal error while summarizing this trace (a bug: please report it)"
                                 .to_owned(),
-                    });
+                    }
+                            });
                     results
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
