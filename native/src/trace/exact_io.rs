@@ -146,14 +146,9 @@ impl EventReplay for FileReplay {
                 Err(e) => return Err(e.message),
             };
             let mut pos = 0;
-            loop {
-                match scanner.scan(&chunk[pos..]).map_err(|e| e.to_string())? {
-                    (Scan::Event, nin) => {
-                        pos += nin;
-                        sink(&scanner.event());
-                    }
-                    (Scan::NeedsInput, _) => break,
-                }
+            while let (Scan::Event, nin) = scanner.scan(&chunk[pos..]).map_err(|e| e.to_string())? {
+                pos += nin;
+                sink(&scanner.event());
             }
         }
         Ok(scanner.finish().events)

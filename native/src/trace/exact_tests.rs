@@ -63,10 +63,13 @@ fn union_ns(mut v: Vec<(i64, i64)>) -> u64 {
     total + cur.map_or(0, |(ca, cb)| (cb - ca) as u64)
 }
 
+/// Per category of the oracle: name, events, duration sum ns, intervals.
+type CatAcc = (String, u64, i128, Vec<(i64, i64)>);
+
 fn oracle(path: &Path) -> Oracle {
     let mut input = open_input(path).unwrap();
     let mut sc = EventScanner::new(Limits::EXACT);
-    let mut cats: Vec<(String, u64, i128, Vec<(i64, i64)>)> = Vec::new();
+    let mut cats: Vec<CatAcc> = Vec::new();
     let mut cat_index: HashMap<String, usize> = HashMap::new();
     let mut ops: Vec<(String, String, i128, Vec<i64>)> = Vec::new();
     let mut op_index: HashMap<(String, String), usize> = HashMap::new();

@@ -360,8 +360,7 @@ fn summarize_counting(
             Some(e) => Err(e),
             None => collect(
                 plan,
-                limits,
-                exact_io,
+                (limits, exact_io),
                 speculate,
                 &rxs,
                 &frees,
@@ -390,8 +389,7 @@ type Collected = (TraceSummary, Box<EventScanner>, ScanWarnings, u64);
 /// scanners before it.
 fn collect(
     plan: &Plan,
-    limits: Limits,
-    exact_io: bool,
+    (limits, exact_io): (Limits, bool),
     speculate: &AtomicBool,
     rxs: &[Receiver<Msg>],
     frees: &[SyncSender<Batch>],
