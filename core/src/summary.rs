@@ -47,6 +47,8 @@
 //! Without `alloc` this module is empty: the summary keeps growable tables.
 
 #[cfg(feature = "alloc")]
+pub mod batch;
+#[cfg(feature = "alloc")]
 mod busy;
 #[cfg(feature = "alloc")]
 mod imp;

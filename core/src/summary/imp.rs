@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
+use super::batch::OpMemo;
 use super::busy::BusyUnion;
 use super::interner::Interner;
 use super::refine::{EventReplay, Refiner};
@@ -277,14 +278,6 @@ fn push_value(values: &mut OpValues, dur_ns: u64, stored: usize, budget: usize) 
     Some(Pushed::Sketched(released))
 }
 
-/// The op (and category) a [`TraceSummary`] resolved for one (`cat`, `name`) pair; see
-/// [`TraceSummary::add_memo`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OpMemo {
-    cat: u32,
-    op: u32,
-}
-
 /// Counted departures and oddities of the events (the scanner's own are in [`ScanWarnings`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SummaryWarnings {
@@ -392,33 +385,10 @@ impl TraceSummary {
         }
     }
 
-    /// Whether [`add`](Self::add) reads the `cat` and `name` of an event with this `ph`: only
-    /// `X` and `B` events (an `E` takes its `B`'s). An event store may leave them out otherwise.
-    #[inline]
-    pub fn reads_names(ph: &[u8]) -> bool {
-        matches!(ph, b"X" | b"B")
-    }
-
-    /// Whether [`add`](Self::add) reads the `ts_ns` of an event with this `ph` (`X`, `B`, `E`),
-    /// and its `dur_ns` (`X` only); with each, its bit of `quoted_times`.
-    #[inline]
-    pub fn reads_times(ph: &[u8]) -> (bool, bool) {
-        (matches!(ph, b"X" | b"B" | b"E"), ph == b"X")
-    }
-
-    /// Whether [`add`](Self::add) reads the `pid`/`tid` of an event with this `ph`: only `B`
-    /// and `E` events, which pair per thread. It never reads `id` or `scope`. Together with
-    /// [`reads_names`](Self::reads_names) and [`reads_times`](Self::reads_times): an event with
-    /// the other fields left out (`None`/`Missing`) adds exactly what the whole event adds.
-    #[inline]
-    pub fn reads_thread(ph: &[u8]) -> bool {
-        matches!(ph, b"B" | b"E")
-    }
-
     /// Adds one event.
     #[inline]
     pub fn add(&mut self, e: &Event<'_>) {
-        self.add_memo(e, &mut None);
+        self.add_batched(e, &mut None);
     }
 
     /// Adds one event as [`add`](Self::add) does, with `memo` for the op of its (`cat`,
@@ -429,9 +399,10 @@ impl TraceSummary {
     /// them the same `memo`, and it reads their strings once.
     ///
     /// A memo is valid for events with the same `cat` and `name`, given to the summary that
-    /// filled it; any other use adds the event to the wrong op.
+    /// filled it; any other use adds the event to the wrong op. Part of the
+    /// [batch API](super::batch).
     #[inline]
-    pub fn add_memo(&mut self, e: &Event<'_>, memo: &mut Option<OpMemo>) {
+    pub fn add_batched(&mut self, e: &Event<'_>, memo: &mut Option<OpMemo>) {
         if self.refiner.is_none() {
             self.events += 1;
             match e.ph {
@@ -459,7 +430,7 @@ impl TraceSummary {
     }
 
     /// [`cat_and_op`](Self::cat_and_op) of the event, through `memo` (see
-    /// [`add_memo`](Self::add_memo)). A memo whose indexes this summary does not have is
+    /// [`add_batched`](Self::add_batched)). A memo whose indexes this summary does not have is
     /// ignored rather than trusted.
     #[inline]
     fn cat_and_op_memo(&mut self, e: &Event<'_>, memo: &mut Option<OpMemo>) -> (u32, u32) {
@@ -1264,10 +1235,10 @@ mod tests {
         assert_eq!(stats_ns_in_place::<u32>(&mut []), Stats::EMPTY);
     }
 
-    /// What `reads_names`/`reads_times`/`reads_thread` leave out changes nothing: every
+    /// What `batch::fields_read` leaves out changes nothing: every
     /// event of generated traces (all phases, B/E on several threads, missing and odd fields)
     /// with the unread fields blanked gives the same summary as the whole event; and so does
-    /// `add_memo` with one memo per distinct (cat, name), in exact and bounded modes.
+    /// `add_batched` with one memo per distinct (cat, name), in exact and bounded modes.
     #[test]
     fn fields_said_unread_are_unread() {
         let mut rng = Rng(31);
@@ -1315,9 +1286,8 @@ mod tests {
                 pos += n;
                 let e = sc.event();
                 whole.add(&e);
-                let names = TraceSummary::reads_names(e.ph);
-                let (ts, dur) = TraceSummary::reads_times(e.ph);
-                let thread = TraceSummary::reads_thread(e.ph);
+                let read = crate::summary::batch::fields_read(e.ph);
+                let (names, ts, dur, thread) = (read.names, read.ts, read.dur, read.thread);
                 masked.add(&Event {
                     ph: e.ph,
                     cat: if names { e.cat } else { None },
@@ -1332,7 +1302,7 @@ mod tests {
                         & (if ts { QUOTED_TS } else { 0 } | if dur { QUOTED_DUR } else { 0 }),
                 });
                 let key = (e.cat.map(<[u8]>::to_vec), e.name.map(<[u8]>::to_vec));
-                memoized.add_memo(&e, memos.entry(key).or_default());
+                memoized.add_batched(&e, memos.entry(key).or_default());
             }
             let end = sc.finish();
             let w = *sc.warnings();

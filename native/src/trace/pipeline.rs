@@ -27,7 +27,8 @@ use flinch_core::json::{
     Event, EventScanner, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
     ScanWarnings,
 };
-use flinch_core::summary::{DEFAULT_TOP_OPS, OpMemo, TraceSummary, TraceSummaryResult};
+use flinch_core::summary::batch::{OpMemo, fields_read};
+use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
 
 use crate::input::{Input, InputError};
 
@@ -50,8 +51,8 @@ const NONE: Span = Span {
     len: u32::MAX,
 };
 
-/// One event: what [`TraceSummary::add`] reads of it (as `TraceSummary::reads_names`,
-/// `reads_times` and `reads_thread` say; the rest is left out), in 40 bytes, its strings in the
+/// One event: what [`TraceSummary::add`] reads of it (as `flinch_core::summary::batch::fields_read`
+/// says; the rest is left out), in 40 bytes, its strings in the
 /// batch's text arena. The summary thread reads every record once, from the scan thread's
 /// cache: the smaller, the less it waits.
 #[derive(Clone, Copy, Debug)]
@@ -140,7 +141,7 @@ fn recent_slot(cat: Option<&[u8]>, name: Option<&[u8]>) -> usize {
 /// Events that share a (cat, name) pair (most do: a trace has far fewer ops than events)
 /// share one entry of `pairs` when the scan thread finds the earlier one through `recent`, so
 /// the batch holds their strings once and the summary looks the op up once per batch
-/// ([`TraceSummary::add_memo`]) instead of once per event. A pair that is not found (its slot
+/// ([`TraceSummary::add_batched`]) instead of once per event. A pair that is not found (its slot
 /// taken by another pair) gets an entry of its own: the same op, found again by the summary.
 pub(super) struct Batch {
     recs: Vec<Rec>,
@@ -213,12 +214,13 @@ impl Batch {
             [b] => (NONE, *b),
             ph => (self.span(Some(ph)), 0),
         };
-        let pair = if TraceSummary::reads_names(e.ph) {
+        let read = fields_read(e.ph);
+        let pair = if read.names {
             self.pair(e.cat, e.name)
         } else {
             u32::MAX
         };
-        let (ts, dur) = TraceSummary::reads_times(e.ph);
+        let (ts, dur) = (read.ts, read.dur);
         let quoted =
             e.quoted_times & (if ts { QUOTED_TS } else { 0 } | if dur { QUOTED_DUR } else { 0 });
         let (ts_kind, ts_ns) = if ts { num_kind(e.ts_ns) } else { (MISSING, 0) };
@@ -227,7 +229,7 @@ impl Batch {
         } else {
             (MISSING, 0)
         };
-        let thread = if TraceSummary::reads_thread(e.ph) {
+        let thread = if read.thread {
             self.threads.push((e.pid, e.tid));
             (self.threads.len() - 1) as u32
         } else {
@@ -281,7 +283,7 @@ impl Batch {
                 scope: IdField::Missing,
                 quoted_times: r.kinds >> 4,
             };
-            summary.add_memo(&e, memo);
+            summary.add_batched(&e, memo);
         }
     }
 
