@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use crate::json::Event;
-use crate::stats::{QUANTILES, percentile_linear_by};
+use crate::stats::{Fsum, QUANTILES, percentile_linear_by};
 
 /// Reads the same input again for another pass (native: the file, opened again).
 pub trait EventReplay: Send {
@@ -49,6 +49,8 @@ struct Range {
 
 struct OpRefine {
     n: u64,
+    /// The exact sum of the µs values, from the first pass, when asked for.
+    sum: Option<Fsum>,
     /// The ranks the percentiles read, ascending.
     ranks: Vec<u64>,
     values: Vec<Option<u64>>,
@@ -79,6 +81,8 @@ pub(crate) struct Refiner {
     slot: Vec<u32>,
     /// Values that may be collected at once, over all ranges.
     budget_values: u64,
+    /// No pass has ended yet.
+    first_pass: bool,
 }
 
 impl Refiner {
@@ -89,11 +93,13 @@ impl Refiner {
             ops: Vec::new(),
             slot: alloc::vec![NONE; ops_in_summary],
             budget_values,
+            first_pass: true,
         }
     }
 
-    /// Adds op `op` of `n` durations between `min_ns` and `max_ns`.
-    pub(crate) fn add_op(&mut self, op: u32, n: u64, min_ns: u64, max_ns: u64) {
+    /// Adds op `op` of `n` durations between `min_ns` and `max_ns`; `sum`: also sum them (µs,
+    /// exactly) in the first pass.
+    pub(crate) fn add_op(&mut self, op: u32, n: u64, min_ns: u64, max_ns: u64, sum: bool) {
         let ranks: Vec<u64> = read_ranks(n as usize).iter().map(|&r| r as u64).collect();
         let range = Range {
             lo: min_ns,
@@ -106,6 +112,7 @@ impl Refiner {
         self.slot[op as usize] = self.ops.len() as u32;
         self.ops.push(OpRefine {
             n,
+            sum: sum.then(Fsum::new),
             values: alloc::vec![None; ranks.len()],
             ranks,
             ranges: alloc::vec![range],
@@ -153,7 +160,13 @@ impl Refiner {
         if k == NONE {
             return;
         }
-        for range in &mut self.ops[k as usize].ranges {
+        let o = &mut self.ops[k as usize];
+        if self.first_pass
+            && let Some(sum) = &mut o.sum
+        {
+            sum.add(dur_ns as f64 / 1000.0);
+        }
+        for range in &mut o.ranges {
             if dur_ns < range.lo || dur_ns > range.hi {
                 continue;
             }
@@ -177,6 +190,7 @@ impl Refiner {
     /// After a pass: settles the ranks it decided and narrows the others. Errs when the pass
     /// did not see what the first pass saw (the input changed).
     pub(crate) fn end_pass(&mut self) -> Result<(), String> {
+        self.first_pass = false;
         for op in &mut self.ops {
             let ranges = core::mem::take(&mut op.ranges);
             for range in ranges {
@@ -224,6 +238,15 @@ impl Refiner {
             }
         }
         Ok(())
+    }
+
+    /// The exact sum of op `op`'s durations in µs, when it was asked for and a pass ended.
+    pub(crate) fn sum(&self, op: u32) -> Option<&Fsum> {
+        let k = *self.slot.get(op as usize)?;
+        if self.first_pass {
+            return None;
+        }
+        self.ops.get(k as usize)?.sum.as_ref()
     }
 
     /// The exact value at rank `rank` of op `op`, once settled.
@@ -276,7 +299,7 @@ mod tests {
             let mut r = Refiner::new(ops, budget);
             for (op, values) in data.iter().enumerate() {
                 let (lo, hi) = (values.iter().min().unwrap(), values.iter().max().unwrap());
-                r.add_op(op as u32, values.len() as u64, *lo, *hi);
+                r.add_op(op as u32, values.len() as u64, *lo, *hi, false);
             }
             let mut passes = 0;
             while r.pending() {
@@ -303,13 +326,13 @@ mod tests {
     #[test]
     fn a_changed_input_is_an_error() {
         let mut r = Refiner::new(1, u64::MAX);
-        r.add_op(0, 3, 1, 9);
+        r.add_op(0, 3, 1, 9, false);
         r.plan_pass();
         r.push(0, 1);
         r.push(0, 5);
         assert!(r.end_pass().is_err());
         let mut r = Refiner::new(1, 0);
-        r.add_op(0, 3, 1, 9);
+        r.add_op(0, 3, 1, 9, false);
         r.plan_pass();
         for v in [1, 5, 9, 9] {
             r.push(0, v);

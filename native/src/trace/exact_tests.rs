@@ -210,7 +210,8 @@ fn past_the_limits_every_path_stays_exact() {
     let r = super::pipeline::summarize(open_input(&json).unwrap(), "t", tight, top, None, || {})
         .unwrap();
     let a = r.approximations.expect("limits too small for the trace");
-    assert!(a.busy_union_error_bound_us > 0.0 && a.ops_with_sketched_stats > 0);
+    assert!(a.busy_union_error_bound_us > 0.0);
+    assert!(a.ops_with_sketched_stats + a.listed_ops_without_percentiles > 0);
 }
 
 /// The page (the core analyzer with its `page` limits, fed as the page feeds it) prints the
