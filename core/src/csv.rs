@@ -72,10 +72,13 @@ pub enum Col {
     HostMemAvailableMib,
     /// `rapl_max_energy_range_uj`: the wrap point of `rapl_energy_uj`.
     RaplMaxEnergyRangeUj,
+    /// `mark_thread`: on a MARK row, the key its pair is matched within (the sending thread;
+    /// see docs/nvtx.md). Empty for marks that pair with any unkeyed mark.
+    MarkThread,
 }
 
 /// Number of known columns.
-pub const KNOWN_COLS: usize = 18;
+pub const KNOWN_COLS: usize = 19;
 
 const COL_NAMES: [&[u8]; KNOWN_COLS] = [
     b"t_mono_ns",
@@ -96,6 +99,7 @@ const COL_NAMES: [&[u8]; KNOWN_COLS] = [
     b"host_mem_used_MiB",
     b"host_mem_available_MiB",
     b"rapl_max_energy_range_uj",
+    b"mark_thread",
 ];
 
 impl Col {

@@ -266,7 +266,9 @@ fn span_line(w: &WindowResult) -> String {
         } else {
             " (indicative)"
         },
-    )
+    ) + &w
+        .thread
+        .map_or_else(String::new, |t| format!(" thread={t}"))
 }
 
 fn warn_all(r: &RecordingAnalysis) {
