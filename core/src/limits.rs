@@ -88,12 +88,12 @@ impl Limits {
 
     /// The web page: [`Limits::NATIVE`] with room for more exact durations and live intervals
     /// (the page cannot spill to a file or read the file again), within 256 MiB of WebAssembly
-    /// memory: durations 128 MiB (32 Mi units), busy unions 2^20 live intervals (up to ~48
+    /// memory: durations 64 MiB (16 Mi units), busy unions 2^21 live intervals (up to ~96
     /// MiB). Past them the output states the approximation and its bound. For trace.csv it
     /// keeps [`Limits::BOUNDED`]'s marks, spans and GPUs.
     pub const PAGE: Limits = Limits {
-        max_exact_values: 32 << 20,
-        max_intervals: 1 << 20,
+        max_exact_values: 16 << 20,
+        max_intervals: 1 << 21,
         // trace.csv: as BOUNDED (spans cost ~0.6 KB per GPU each).
         max_marks: Limits::BOUNDED.max_marks,
         max_spans: Limits::BOUNDED.max_spans,
