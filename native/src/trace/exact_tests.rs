@@ -18,10 +18,11 @@ use crate::input::open_input;
 #[path = "../../examples/gen_trace.rs"]
 mod gen_trace;
 
-/// A `with_stack` trace of about `bytes` (small fillers), written once per test process.
+/// A `with_stack` trace of about `bytes` (small fillers), written once per test process (to a
+/// fixed place, overwritten by the next run rather than left behind).
 fn with_stack(name: &str, bytes: u64) -> PathBuf {
     static MADE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let dir = std::env::temp_dir().join(format!("flinch-exact-{name}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("flinch-exact-tests-{name}"));
     let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
     if !made.contains(&dir.display().to_string()) {
         gen_trace::generate(&dir, bytes, "with_stack", (20_000, 50_000)).unwrap();
