@@ -91,7 +91,9 @@ pub fn summarize_all(runs: &PyPath, limits: Limits, exact_io: bool) -> Vec<Trace
                     // this trace's error entry.
                     let entry =
                         std::panic::catch_unwind(|| summarize_one(&paths[i], limits, exact_io))
-                            .unwrap_or_else(|_| TraceEntry::internal_error(paths[i].to_py_string()));
+                            .unwrap_or_else(|_| {
+                                TraceEntry::internal_error(paths[i].to_py_string())
+                            });
                     results
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
