@@ -27,7 +27,9 @@ use serde::Deserialize;
 use crate::Limits;
 use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
 use crate::json::{EventScanner, Scan, ScanError};
-use crate::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
+use crate::summary::{
+    DEFAULT_TOP_OPS, EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult,
+};
 use crate::window::{AnalyzeOptions, PowerSource, RecordingAnalysis, WindowAnalyzer, WindowSelect};
 
 /// What the input is.
@@ -55,7 +57,8 @@ impl Kind {
     }
 }
 
-/// Which memory bounds to use: see [`Limits::EXACT`], [`Limits::NATIVE`] and [`Limits::BOUNDED`].
+/// Which memory bounds to use: see [`Limits::EXACT`], [`Limits::NATIVE`], [`Limits::PAGE`] and
+/// [`Limits::BOUNDED`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LimitsPreset {
@@ -66,6 +69,9 @@ pub enum LimitsPreset {
     Bounded,
     /// [`Limits::NATIVE`]: the native CLI's budget; exact for inputs that fit in it.
     Native,
+    /// [`Limits::PAGE`]: the web page's budget (the native one with room for more durations
+    /// and intervals, within 256 MiB of WebAssembly memory).
+    Page,
 }
 
 /// How to analyze: built by the native commands from their flags, and by the page from a JSON
@@ -77,6 +83,9 @@ pub struct AnalyzerOptions {
     pub kind: Kind,
     /// Memory bounds preset.
     pub limits: LimitsPreset,
+    /// Limits given as such (native callers), used instead of the preset's.
+    #[serde(skip)]
+    pub custom_limits: Option<Limits>,
     /// The `source` string written into the result (native: the path as given; page: the file name).
     pub source: String,
     /// trace.csv only: label of the start mark of the window (with `end`).
@@ -152,12 +161,16 @@ impl AnalyzerOptions {
         })
     }
 
-    /// The [`Limits`] of the chosen preset.
+    /// The [`Limits`]: `custom_limits` when given, else the chosen preset's.
     pub fn limits(&self) -> Limits {
+        if let Some(limits) = self.custom_limits {
+            return limits;
+        }
         match self.limits {
             LimitsPreset::Exact => Limits::EXACT,
             LimitsPreset::Bounded => Limits::BOUNDED,
             LimitsPreset::Native => Limits::NATIVE,
+            LimitsPreset::Page => Limits::PAGE,
         }
     }
 }
@@ -249,6 +262,14 @@ pub struct Analyzer {
     decoded_gzip: bool,
     container: Container,
     content: Content,
+    /// For a trace: what [`Analyzer::set_trace_io`] gave, until the summary takes it.
+    trace_io: Option<TraceIo>,
+}
+
+/// A spill and a replay for the trace summary (see [`Analyzer::set_trace_io`]).
+struct TraceIo {
+    spill: Box<dyn IntervalSpill>,
+    replay: Box<dyn EventReplay>,
 }
 
 /// The file layer: plain, or gzip decoded by the core decoder.
@@ -295,7 +316,15 @@ impl Analyzer {
             content: Content::Detecting {
                 whitespace: Vec::new(),
             },
+            trace_io: None,
         }
+    }
+
+    /// For a trace: the busy unions' spill and a way to read the input again, so that the
+    /// summary stays exact past its limits (see [`TraceSummary::set_spill`] and
+    /// [`TraceSummary::set_replay`]). Call before the first write.
+    pub fn set_trace_io(&mut self, spill: Box<dyn IntervalSpill>, replay: Box<dyn EventReplay>) {
+        self.trace_io = Some(TraceIo { spill, replay });
     }
 
     /// The options this analyzer was built with.
@@ -349,10 +378,14 @@ impl Analyzer {
     fn feed(&mut self, mut input: &[u8]) -> Result<(), AnalyzeError> {
         match &mut self.container {
             Container::Sniffing { .. } => unreachable!("the container is known before feeding"),
-            Container::Plain => self.content.write(input, &self.options, self.decoded_gzip),
+            Container::Plain => {
+                self.content
+                    .write(input, &self.options, self.decoded_gzip, &mut self.trace_io)
+            }
             Container::Gzip { decoder, out } => loop {
                 let (status, nin, nout) = decoder.decode(input, out)?;
-                self.content.write(&out[..nout], &self.options, true)?;
+                self.content
+                    .write(&out[..nout], &self.options, true, &mut self.trace_io)?;
                 input = &input[nin..];
                 if status != GzStatus::OutputFull {
                     return Ok(());
@@ -529,6 +562,7 @@ impl Content {
         chunk: &[u8],
         options: &AnalyzerOptions,
         decompressed: bool,
+        io: &mut Option<TraceIo>,
     ) -> Result<(), AnalyzeError> {
         match self {
             Content::Detecting { whitespace } => {
@@ -552,8 +586,12 @@ impl Content {
                 };
                 let leading = core::mem::take(whitespace);
                 *self = Content::start(kind, options)?;
-                self.write(&leading, options, decompressed)?;
-                self.write(chunk, options, decompressed)
+                if let (Content::Trace(t), Some(io)) = (&mut *self, io.take()) {
+                    t.summary.set_spill(io.spill);
+                    t.summary.set_replay(io.replay);
+                }
+                self.write(&leading, options, decompressed, io)?;
+                self.write(chunk, options, decompressed, io)
             }
             Content::Csv(w) => {
                 w.write(chunk);

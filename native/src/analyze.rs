@@ -319,6 +319,7 @@ fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
     let options = AnalyzerOptions {
         kind: Kind::Csv,
         limits: LimitsPreset::Exact,
+        custom_limits: None,
         source: args.csv.display().to_string(),
         start: args.start.clone(),
         end: args.end.clone(),
@@ -535,6 +536,7 @@ mod tests {
                         let options = || AnalyzerOptions {
                             kind: Kind::Csv,
                             limits: LimitsPreset::Exact,
+                            custom_limits: None,
                             source: path.display().to_string(),
                             start: start.map(String::from),
                             end: end.map(String::from),

@@ -292,3 +292,35 @@ fn a_large_plain_file_equals_its_gzip() {
     b["source"] = Value::Null;
     assert_eq!(a, b);
 }
+
+/// An event of more than 4 MiB (a large `args`) is kept in every mode, plain and gzip: its
+/// size costs no memory, since `args` is skipped without copying.
+#[test]
+fn events_over_4_mib_are_kept_in_every_mode() {
+    let blob = "0123456789abcdef".repeat(5 << 16);
+    let doc = format!(
+        r#"{{"traceEvents":[{{"ph":"X","cat":"c","name":"big","ts":1,"dur":2,"args":{{"blob":"{blob}","n":[1,2,{{"k":"}}"}}]}}}},{{"ph":"X","cat":"c","name":"small","ts":5,"dur":1}}]}}"#
+    );
+    assert!(doc.len() > 5 << 20);
+    let plain = temp("big-event.json", doc.as_bytes());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, doc.as_bytes()).unwrap();
+    let gz = temp("big-event.json.gz", &gz.finish().unwrap());
+    for file in [&plain, &gz] {
+        for mode in [None, Some("--bounded"), Some("--exact")] {
+            let out = bin()
+                .arg("trace")
+                .arg("--json")
+                .args(mode)
+                .arg(file)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{mode:?}");
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["totals"]["duration_events"], 2, "{mode:?} {file:?}");
+            assert_eq!(v["categories"]["c"]["duration_sum_us"], 3.0, "{mode:?}");
+            assert_eq!(v["warning_counts"]["scanner"]["oversized_events"], 0);
+            assert_eq!(v["warnings"], serde_json::json!([]), "{mode:?}");
+        }
+    }
+}
