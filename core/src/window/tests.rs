@@ -473,3 +473,127 @@ fn long_mark_labels_are_cut_but_selected_by_the_whole_label() {
         );
     });
 }
+
+/// The three passes of a streamed analysis (`hold` marks and spans at most in pass 1), with the
+/// marks and spans popped after every chunk, reassembled into one analysis.
+fn analyze_streamed(chunks: &[&[u8]], opts: &AnalyzeOptions, hold: usize) -> RecordingAnalysis {
+    let mut a = WindowAnalyzer::planning(opts.clone(), hold);
+    for c in chunks {
+        a.write(c);
+    }
+    let planned = a.end_planned();
+    let mut r = planned.analysis;
+    if planned.marks_streamed {
+        assert!(r.marks.is_empty());
+        let mut a = WindowAnalyzer::marks_pass(opts.clone());
+        for c in chunks {
+            a.write(c);
+            r.marks.extend(core::iter::from_fn(|| a.pop_mark()));
+        }
+        a.end_stream();
+        r.marks.extend(core::iter::from_fn(|| a.pop_mark()));
+    }
+    if let Some(plan) = planned.spans {
+        assert!(r.spans.is_empty());
+        let mut a = WindowAnalyzer::spans_pass(opts.clone(), plan);
+        for c in chunks {
+            a.write(c);
+            r.spans.extend(core::iter::from_fn(|| a.pop_span()));
+        }
+        a.end_stream();
+        r.spans.extend(core::iter::from_fn(|| a.pop_span()));
+        if let Mode::Spans(st) = &a.eng.mode {
+            assert!(st.slots.is_empty(), "undecided spans left");
+        }
+    }
+    r
+}
+
+#[test]
+fn streamed_passes_give_the_one_pass_analysis() {
+    let mut rng = Rng::from_env(41);
+    for case in 0..24 {
+        let data = if case % 2 == 0 {
+            random_recording(&mut rng)
+        } else {
+            let marks = 20 + rng.below(300) as u32;
+            many_marks(&mut rng, marks)
+        };
+        let opts = match case % 4 {
+            0 | 1 => AnalyzeOptions {
+                spans: true,
+                series_points: 40,
+                ..AnalyzeOptions::default()
+            },
+            2 => AnalyzeOptions {
+                select: Some(WindowSelect {
+                    start: "p_start".into(),
+                    end: "end".into(),
+                    occurrence: 1,
+                }),
+                spans: true,
+                max_gap_ns: 3_000_000,
+                ..AnalyzeOptions::default()
+            },
+            _ => AnalyzeOptions {
+                gpu: Some(1),
+                ..with_limits(30, 25)
+            },
+        };
+        let want = analyze(&[data.as_bytes()], &opts).to_json();
+        for hold in [0, 1, 3, 17, 1 << 20] {
+            let mut n = 0;
+            for_each_split(data.as_bytes(), 1, rng.next_u64(), |chunks| {
+                // Whole, byte by byte (only for the small holds) and one random split.
+                n += 1;
+                if n == 2 && hold > 3 {
+                    return;
+                }
+                let got = analyze_streamed(chunks, &opts, hold).to_json();
+                assert_eq!(got, want, "case {case} hold {hold} split {n}");
+            });
+        }
+    }
+}
+
+/// Pass 1 holds at most `hold` marks and finished spans (plus the few kept aside); pass 3 at
+/// most about `hold` results waiting for an earlier span.
+#[test]
+fn streamed_passes_hold_a_bounded_number_of_spans() {
+    let mut rng = Rng::from_env(43);
+    let data = many_marks(&mut rng, 3000);
+    let opts = AnalyzeOptions {
+        spans: true,
+        ..AnalyzeOptions::default()
+    };
+    let hold = 8;
+    let mut a = WindowAnalyzer::planning(opts.clone(), hold);
+    let mut most_early = 0;
+    for c in data.as_bytes().chunks(512) {
+        a.write(c);
+        assert!(a.eng.marks.len() <= hold && a.eng.done.len() <= hold);
+        if let Mode::Plan(p) = &a.eng.mode {
+            most_early = most_early.max(p.early.len());
+        }
+    }
+    let planned = a.end_planned();
+    assert!(planned.marks_streamed);
+    let plan = planned.spans.expect("spans streamed");
+    // At most 64 pairs are open at once, so at most 64 spans for each `hold` spans created
+    // can outlive `hold` later ones (the stretches between marks never do here).
+    let created = planned.analysis.rows.marks as usize * 2;
+    assert!(most_early <= 64 * created / hold, "{most_early}");
+    let mut b = WindowAnalyzer::spans_pass(opts, plan);
+    let (mut most_waiting, mut out) = (0, 0);
+    for c in data.as_bytes().chunks(512) {
+        b.write(c);
+        if let Mode::Spans(st) = &b.eng.mode {
+            most_waiting = most_waiting.max(st.slots.len());
+        }
+        out += core::iter::from_fn(|| b.pop_span()).count();
+    }
+    b.end_stream();
+    out += core::iter::from_fn(|| b.pop_span()).count();
+    assert!(out > 3000, "{out}");
+    assert!(most_waiting <= 2 * hold + 64, "{most_waiting}");
+}
