@@ -206,3 +206,141 @@ fn a_window_mark_beyond_the_reorder_horizon_is_a_clear_error() {
     );
     assert!(err.contains("arrived too late"), "{err}");
 }
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> (Vec<u8>, String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
+        .current_dir(root())
+        .arg("analyze")
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run flinch-trace");
+    (
+        out.stdout,
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// Every mode reads a gzipped trace.csv (detected by content, whatever its name) and prints
+/// exactly what it prints for the plain file: stdout, stderr and exit status.
+#[test]
+fn every_mode_reads_gzip_as_the_plain_file() {
+    let dir = std::env::temp_dir().join(format!("flinch-analyze-gz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let modes: &[&[&str]] = &[
+        &["--json"],
+        &["--spans"],
+        &["--start", "pause_start", "--end", "pause_end"],
+        &["--start", "pause_start", "--end", "pause_end", "--spans"],
+        &["--start", "pause_start", "--end", "pause_end", "--json"],
+        &["--start", "nope", "--end", "pause_end"],
+        &["--start", "nope", "--end", "pause_end", "--json"],
+    ];
+    for name in ["pause.csv", "multi_gpu.csv"] {
+        let plain = root().join("tests/analyze").join(name);
+        let data = std::fs::read(&plain).unwrap();
+        for gz_name in [format!("{name}.gz"), name.to_string()] {
+            let gz = dir.join(&gz_name);
+            std::fs::write(&gz, gzip(&data)).unwrap();
+            for args in modes {
+                let with = |p: &std::path::Path| {
+                    let mut v = vec!["--csv", p.to_str().unwrap()];
+                    v.extend_from_slice(args);
+                    let (out, err, code) = run_env(&v, &[]);
+                    // The path is named in some messages.
+                    (out, err.replace(p.to_str().unwrap(), "PATH"), code)
+                };
+                let want = with(&plain);
+                assert!(!want.0.is_empty() || want.2 != 0, "{name} {args:?}");
+                assert_eq!(with(&gz), want, "{gz_name} {args:?}");
+            }
+        }
+    }
+    // A cut .gz is an error naming the offset, in every mode.
+    let data = gzip(&std::fs::read(root().join("tests/analyze/pause.csv")).unwrap());
+    let cut = dir.join("cut.csv.gz");
+    std::fs::write(&cut, &data[..data.len() / 2]).unwrap();
+    for args in modes {
+        let mut v = vec!["--csv", cut.to_str().unwrap()];
+        v.extend_from_slice(args);
+        let (out, err, code) = run_env(&v, &[]);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}");
+        assert!(err.contains("truncated gzip member at byte"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Many marks: the marks and spans are read again in further passes and written out as they
+/// are decided. `FLINCH_ANALYZE_HOLD` makes the passes happen on a small file; the output is
+/// the same bytes as in one pass, plain or gzip.
+#[test]
+fn many_marks_are_streamed_in_further_passes_with_the_same_output() {
+    let dir = std::env::temp_dir().join(format!("flinch-analyze-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_index,gpu_power_W,gpu_util_pct,gpu_energy_mJ\n",
+    );
+    let mut t = 1_000_000_000u64;
+    text.push_str(&format!("{t},0,MARK,outer_start,,,,\n"));
+    for k in 0..600u64 {
+        for g in 0..2 {
+            let p = 60 + (k * 37 + g * 11) % 250;
+            text.push_str(&format!(
+                "{t},{t},SAMPLE,,{g},{p},{},{}\n",
+                k % 101,
+                k * 500
+            ));
+        }
+        t += 30_000_000;
+        let label = match k % 4 {
+            0 => format!("s{k}_start"),
+            1 => format!("s{}_end", k - 1),
+            2 => "never_start".to_string(),
+            _ => format!("m{k}"),
+        };
+        text.push_str(&format!("{t},0,MARK,{label},,,,\n"));
+    }
+    text.push_str(&format!("{t},0,MARK,outer_end,,,,\n"));
+    let plain = dir.join("many.csv");
+    std::fs::write(&plain, &text).unwrap();
+    let gz = dir.join("many.csv.gz");
+    std::fs::write(&gz, gzip(text.as_bytes())).unwrap();
+    let modes: &[&[&str]] = &[
+        &["--json"],
+        &["--spans"],
+        &["--json", "--gpu", "1"],
+        &["--start", "outer_start", "--end", "outer_end", "--spans"],
+        &[
+            "--start",
+            "outer_start",
+            "--end",
+            "outer_end",
+            "--json",
+            "--spans",
+        ],
+    ];
+    for args in modes {
+        let mut v = vec!["--csv", plain.to_str().unwrap()];
+        v.extend_from_slice(args);
+        let want = run_env(&v, &[]);
+        assert_eq!(want.2, 0, "{args:?} {}", want.1);
+        for hold in ["1", "7", "100"] {
+            for p in [&plain, &gz] {
+                let mut v = vec!["--csv", p.to_str().unwrap()];
+                v.extend_from_slice(args);
+                let got = run_env(&v, &[("FLINCH_ANALYZE_HOLD", hold)]);
+                assert!(got == want, "{args:?} hold {hold} {}", p.display());
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

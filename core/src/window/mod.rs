@@ -954,10 +954,8 @@ impl Engine {
             return;
         };
         if !st.plan.never_closed.contains(&w.id) {
-            let r = st.plan.early.remove(&w.id).map(|acc| {
-                w.streamed = true;
-                self.result(&acc, &self.ctx(&st.plan.gpus))
-            });
+            let r = st.plan.early.remove(&w.id);
+            w.streamed = r.is_some();
             st.slots.push_back((w.id, r));
         }
         self.mode = Mode::Spans(st);
@@ -1308,7 +1306,10 @@ impl Engine {
             })
             .collect();
         let spans_plan = early.map(|early| SpanPlan {
-            early,
+            early: early
+                .into_iter()
+                .map(|(id, w)| (id, self.result(&w, &ctx)))
+                .collect(),
             never_closed,
             gpus: gpus.clone(),
         });

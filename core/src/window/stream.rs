@@ -51,8 +51,8 @@ pub(super) struct Planning {
 
 /// What pass 3 needs from pass 1.
 pub struct SpanPlan {
-    /// Spans finished long after their creation (accumulators, by id).
-    pub(super) early: BTreeMap<u64, ActiveWindow>,
+    /// Results of the spans finished long after their creation, by id.
+    pub(super) early: BTreeMap<u64, WindowResult>,
     /// Spans never closed (not reported), by id.
     pub(super) never_closed: BTreeSet<u64>,
     /// Each GPU's whole-recording figures (idle floor etc.).

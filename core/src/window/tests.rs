@@ -474,14 +474,53 @@ fn long_mark_labels_are_cut_but_selected_by_the_whole_label() {
     });
 }
 
+/// Marks of nested pairs with labels seen once (`sK_start` … `sK_end`, some never closed)
+/// inside an outer pair, so that a span's end label is first read long after its start (many
+/// reorder horizons later).
+fn unique_pairs(rng: &mut Rng, marks: u32) -> String {
+    let mut s = String::from(HDR);
+    let mut t = 1_000_000_000i64;
+    let mut open: Vec<u32> = Vec::new();
+    let mark = |s: &mut String, t: i64, label: &str| {
+        s.push_str(&format!("{t},0,MARK,{label},,,,,,,,\n"));
+    };
+    mark(&mut s, t, "outer_start");
+    for k in 0..marks {
+        t += 20_000_000 + rng.below(40_000_000) as i64;
+        s.push_str(&format!(
+            "{t},0,SAMPLE,,{},{},,,,,0,\n",
+            60 + rng.below(300),
+            rng.below(101)
+        ));
+        t += 1000;
+        if open.is_empty() || rng.below(2) == 0 {
+            open.push(k);
+            mark(&mut s, t, &format!("s{k}_start"));
+        } else {
+            let j = open.pop().unwrap();
+            if rng.below(5) > 0 {
+                mark(&mut s, t, &format!("s{j}_end"));
+            }
+        }
+    }
+    mark(&mut s, t + 1000, "outer_end");
+    s
+}
+
 /// The three passes of a streamed analysis (`hold` marks and spans at most in pass 1), with the
 /// marks and spans popped after every chunk, reassembled into one analysis.
-fn analyze_streamed(chunks: &[&[u8]], opts: &AnalyzeOptions, hold: usize) -> RecordingAnalysis {
+/// Also says which lists took a further pass (marks, spans).
+fn analyze_streamed(
+    chunks: &[&[u8]],
+    opts: &AnalyzeOptions,
+    hold: usize,
+) -> (RecordingAnalysis, [bool; 2]) {
     let mut a = WindowAnalyzer::planning(opts.clone(), hold);
     for c in chunks {
         a.write(c);
     }
     let planned = a.end_planned();
+    let passes = [planned.marks_streamed, planned.spans.is_some()];
     let mut r = planned.analysis;
     if planned.marks_streamed {
         assert!(r.marks.is_empty());
@@ -506,14 +545,18 @@ fn analyze_streamed(chunks: &[&[u8]], opts: &AnalyzeOptions, hold: usize) -> Rec
             assert!(st.slots.is_empty(), "undecided spans left");
         }
     }
-    r
+    (r, passes)
 }
 
 #[test]
 fn streamed_passes_give_the_one_pass_analysis() {
     let mut rng = Rng::from_env(41);
+    let mut passes = [0; 2];
     for case in 0..24 {
-        let data = if case % 2 == 0 {
+        let data = if case % 3 == 2 {
+            let marks = 20 + rng.below(200) as u32;
+            unique_pairs(&mut rng, marks)
+        } else if case % 2 == 0 {
             random_recording(&mut rng)
         } else {
             let marks = 20 + rng.below(300) as u32;
@@ -549,11 +592,16 @@ fn streamed_passes_give_the_one_pass_analysis() {
                 if n == 2 && hold > 3 {
                     return;
                 }
-                let got = analyze_streamed(chunks, &opts, hold).to_json();
-                assert_eq!(got, want, "case {case} hold {hold} split {n}");
+                let (got, took) = analyze_streamed(chunks, &opts, hold);
+                assert_eq!(got.to_json(), want, "case {case} hold {hold} split {n}");
+                for k in 0..2 {
+                    passes[k] += took[k] as u32;
+                }
             });
         }
     }
+    // Both further passes were taken often.
+    assert!(passes.iter().all(|&n| n > 40), "{passes:?}");
 }
 
 /// Pass 1 holds at most `hold` marks and finished spans (plus the few kept aside); pass 3 at
