@@ -12,7 +12,7 @@ use flinch_core::analyzer::{AnalyzerOptions, Kind, LimitsPreset};
 use flinch_core::csv::{Col, CsvEvent, TraceCsvReader, parse_py_float};
 use flinch_core::window::{
     AnalyzeOptions, ParsedKind, ParsedRow, Planned, PowerSource, RecordingAnalysis, WindowAnalyzer,
-    WindowResult, WindowSelect,
+    WindowResult, WindowSelect, power_text_is_bad,
 };
 
 use crate::CmdResult;
@@ -31,8 +31,9 @@ pub struct Args {
     /// Label of the end MARK.
     #[arg(long)]
     end: Option<String>,
-    /// Use the K-th MARK of each label (file order) instead of the first.
-    #[arg(long, default_value_t = 1, value_name = "K")]
+    /// Use the K-th MARK of each label (file order) instead of the first (1 or more).
+    #[arg(long, default_value_t = 1, value_name = "K",
+          value_parser = clap::value_parser!(u32).range(1..))]
     occurrence: u32,
     /// Print the full analysis as JSON (per GPU, edge and counter energy, RAPL, verdict). Without
     /// --start/--end: the recording-level analysis (all spans, marks, plot series).
@@ -144,8 +145,10 @@ enum Parsed {
     /// batch's `text`: a MARK's label is `text[a..b]`; a SAMPLE's gpu_power_W and gpu_util_pct
     /// texts are `text[a..b]` and `text[b..c]` (empty when absent: both parse to `None`).
     Row(ParsedRow, u32, u32, u32),
-    /// A header line.
-    Header,
+    /// A header line: its line, and whether it names the columns rows need.
+    Header(u64, bool),
+    /// A record cut short by an unclosed quote, with the quote's line.
+    Quote(u64),
     /// A record skipped as over-long, with its line.
     Bad(u64),
 }
@@ -187,7 +190,10 @@ fn analyze_two_threads(
             let on_event = |reader: &TraceCsvReader, ev: CsvEvent, batch: &mut Batch| {
                 match ev {
                     CsvEvent::NeedsInput | CsvEvent::End => return true,
-                    CsvEvent::Header => batch.rows.push(Parsed::Header),
+                    CsvEvent::Header => batch
+                        .rows
+                        .push(Parsed::Header(reader.header_line(), reader.header_usable())),
+                    CsvEvent::UnbalancedQuote { line } => batch.rows.push(Parsed::Quote(line)),
                     CsvEvent::BadRow { line } => batch.rows.push(Parsed::Bad(line)),
                     CsvEvent::Row => {
                         let row = reader.row();
@@ -250,13 +256,15 @@ fn analyze_two_threads(
                             if p.kind == ParsedKind::Sample {
                                 let mut p = *p;
                                 p.power_w = parse_py_float(&batch.text[a..b]);
+                                p.power_bad = power_text_is_bad(&batch.text[a..b], p.power_w);
                                 p.util_pct = parse_py_float(&batch.text[b..c]);
                                 analyzer.push_parsed(&p, b"");
                             } else {
                                 analyzer.push_parsed(p, &batch.text[a..b]);
                             }
                         }
-                        Parsed::Header => analyzer.add_header(),
+                        Parsed::Header(line, usable) => analyzer.add_header(*line, *usable),
+                        Parsed::Quote(line) => analyzer.add_unbalanced_quote(*line),
                         Parsed::Bad(line) => analyzer.add_bad_row(*line),
                     }
                 }
@@ -428,6 +436,17 @@ fn json_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOptions
         .map_err(|e| format!("flinch-trace analyze: {}: {e}", args.csv.display()))
 }
 
+/// `--gpu N` where no sample has `gpu_index` N: an error naming it (the analysis would be empty).
+fn check_gpu(args: &Args, r: &RecordingAnalysis) -> Result<(), String> {
+    match args.gpu {
+        Some(g) if r.gpus.is_empty() && r.rows.samples > 0 => Err(format!(
+            "flinch-trace analyze: --gpu {g}: no SAMPLE row of {} has gpu_index {g} (rows without one count as GPU 0); leave --gpu out to analyze every GPU",
+            args.csv.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `--json`: pass 1 of the analysis, then the JSON written out (further passes when the marks
 /// or spans are many), never holding the whole text.
 fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
@@ -435,6 +454,7 @@ fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
     feed(&args.csv, &mut a, |_| Ok(()))?;
     let planned = a.end_planned();
     let r = &planned.analysis;
+    check_gpu(args, r)?;
     // Warnings on stderr, as without --json (presentation only: the JSON holds them too).
     warn_all(r);
     let selection_error = r.selection.as_ref().and_then(|s| s.error());
@@ -494,6 +514,7 @@ pub fn run(args: Args) -> CmdResult {
     feed(&args.csv, &mut analyzer, |_| Ok(()))?;
     let planned = analyzer.end_planned();
     let r = &planned.analysis;
+    check_gpu(&args, r)?;
 
     if let Some(sel) = &r.selection
         && let Some(err) = sel.error()

@@ -344,3 +344,102 @@ fn many_marks_are_streamed_in_further_passes_with_the_same_output() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn occurrence_zero_and_an_absent_gpu_are_refused() {
+    let (out, err, code) = run(&[
+        "--csv",
+        "tests/analyze/pause.csv",
+        "--start",
+        "pause_start",
+        "--end",
+        "pause_end",
+        "--occurrence",
+        "0",
+    ]);
+    assert_eq!((out.as_str(), code), ("", 2), "{err}");
+    assert!(err.contains("--occurrence") && err.contains('0'), "{err}");
+    for extra in [&[][..], &["--json"][..], &["--spans"][..]] {
+        let mut args = vec![
+            "--csv",
+            "tests/analyze/multi_gpu.csv",
+            "--start",
+            "run_start",
+            "--end",
+            "run_end",
+            "--gpu",
+            "99",
+        ];
+        args.extend_from_slice(extra);
+        let (out, err, code) = run(&args);
+        assert_eq!((out.as_str(), code), ("", 1), "{extra:?} {err}");
+        assert!(
+            err.contains("--gpu 99: no SAMPLE row of tests/analyze/multi_gpu.csv has gpu_index 99"),
+            "{err}"
+        );
+    }
+}
+
+/// A file without its header line, or with a first line of a million columns, says so on
+/// stderr and in `--json`'s warnings (the three-line mode still ends with the reference's text).
+#[test]
+fn a_csv_without_header_says_so() {
+    let dir = std::env::temp_dir().join(format!("flinch-analyze-nohdr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows = "1000,0,MARK,a,,,,,,\n2000,0,SAMPLE,,100,5,,,,\n3000,0,MARK,b,,,,,,\n";
+    let hdr = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj\n";
+    let wide = format!("{}\n{hdr}{rows}", "col,".repeat(1_000_000));
+    for (name, text) in [("nohdr.csv", rows.to_string()), ("wide.csv", wide)] {
+        let csv = dir.join(name);
+        std::fs::write(&csv, text).unwrap();
+        let p = csv.to_str().unwrap();
+        let (_, err, code) = run(&["--csv", p, "--start", "a", "--end", "b"]);
+        assert_eq!(code, 1);
+        assert!(
+            err.starts_with("warning: no trace.csv header: line 1 names no t_mono_ns and row_type"),
+            "{err}"
+        );
+        assert!(
+            err.ends_with("Missing MARK(s). start=None end=None\n"),
+            "{err}"
+        );
+        let (out, _, code) = run(&["--csv", p, "--json"]);
+        assert_eq!(code, 0);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            v["warnings"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("no trace.csv header"),
+            "{v}"
+        );
+    }
+    // nan / inf / text power: the reference's three lines (nan, as Python computes), and a
+    // counted warning with the first line.
+    let csv = dir.join("nan.csv");
+    std::fs::write(
+        &csv,
+        format!("{hdr}1000,0,MARK,a,,,,,,\n2000,0,SAMPLE,,100,5,,,,\n2500,0,SAMPLE,,nan,5,,,,\n2600,0,SAMPLE,,oops,5,,,,\n3000,0,SAMPLE,,100,5,,,,\n3000,0,MARK,b,,,,,,\n"),
+    )
+    .unwrap();
+    let p = csv.to_str().unwrap();
+    let (out, err, code) = run(&["--csv", p, "--start", "a", "--end", "b"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "duration_s=0.000002\ngpu_energy_J≈nan  # trapezoid over 3 samples\navg_gpu_util_pct≈5.00\n"
+    );
+    assert!(
+        err.contains("2 gpu_power_W values are not finite numbers")
+            && err.contains("first at line 4"),
+        "{err}"
+    );
+    let (out, _, _) = run(&["--csv", p, "--start", "a", "--end", "b", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["window"]["gpus"][0]["energy_edge_j"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    assert!(v["warnings"].to_string().contains("first at line 4"), "{v}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -370,6 +370,9 @@ pub struct ParsedRow {
     pub power_w: Option<f64>,
     /// `gpu_util_pct`.
     pub util_pct: Option<f64>,
+    /// `gpu_power_W` holds something other than a finite number or a blank (see
+    /// [`power_text_is_bad`]).
+    pub power_bad: bool,
     /// `gpu_sm_clock_MHz` (full analysis only).
     pub sm_clock_mhz: Option<f64>,
     /// `gpu_energy_mJ` (full analysis only).
@@ -387,6 +390,7 @@ impl ParsedRow {
         if p.kind == ParsedKind::Sample {
             p.power_w = row.f64(Col::GpuPowerW);
             p.util_pct = row.f64(Col::GpuUtilPct);
+            p.power_bad = power_text_is_bad(row.raw(Col::GpuPowerW).unwrap_or(b""), p.power_w);
         }
         p
     }
@@ -428,12 +432,19 @@ impl ParsedRow {
             gpu_index: row.i64(Col::GpuIndex),
             power_w: None,
             util_pct: None,
+            power_bad: false,
             sm_clock_mhz: full.then(|| row.f64(Col::GpuSmClockMhz)).flatten(),
             energy_mj: full.then(|| row.f64(Col::GpuEnergyMj)).flatten(),
             rapl_uj: full.then(|| u(Col::RaplEnergyUj)).flatten(),
             rapl_max_uj: full.then(|| u(Col::RaplMaxEnergyRangeUj)).flatten(),
         }
     }
+}
+
+/// Whether a `gpu_power_W` field (`raw`, parsed as `power_w`) is neither blank nor a finite
+/// number: `nan`, `inf` or text. These are counted in a warning.
+pub fn power_text_is_bad(raw: &[u8], power_w: Option<f64>) -> bool {
+    !raw.trim_ascii().is_empty() && power_w.is_none_or(|p| !p.is_finite())
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -539,6 +550,14 @@ struct Engine {
     labels_cut: u64,
     /// Where marks and finished spans go.
     mode: Mode,
+    /// Line of a first line that is no trace.csv header.
+    no_header_line: Option<u64>,
+    /// Line of a quote that never closes.
+    open_quote_line: Option<u64>,
+    /// `gpu_power_W` values that are not finite numbers (nan, inf, text).
+    bad_power: u64,
+    /// Line of the first of them.
+    first_bad_power_line: Option<u64>,
 }
 
 const MAX_OPEN_PAIRS: usize = 64;
@@ -569,8 +588,11 @@ impl WindowAnalyzer {
     fn on_event(&mut self, ev: CsvEvent) {
         match ev {
             CsvEvent::NeedsInput | CsvEvent::End => {}
-            CsvEvent::Header => self.eng.counts.headers += 1,
+            CsvEvent::Header => self
+                .eng
+                .header(self.reader.header_line(), self.reader.header_usable()),
             CsvEvent::BadRow { line } => self.eng.bad(line),
+            CsvEvent::UnbalancedQuote { line } => self.eng.unbalanced_quote(line),
             CsvEvent::Row => self.eng.push_row(&self.reader.row()),
         }
     }
@@ -586,9 +608,15 @@ impl WindowAnalyzer {
         self.eng.push_parsed(row, label);
     }
 
-    /// Counts a header line read elsewhere.
-    pub fn add_header(&mut self) {
-        self.eng.counts.headers += 1;
+    /// Counts a header line read elsewhere ([`CsvEvent::Header`]), with
+    /// [`TraceCsvReader::header_line`] and [`TraceCsvReader::header_usable`].
+    pub fn add_header(&mut self, line: u64, usable: bool) {
+        self.eng.header(line, usable);
+    }
+
+    /// A record cut short by an unclosed quote, read elsewhere ([`CsvEvent::UnbalancedQuote`]).
+    pub fn add_unbalanced_quote(&mut self, line: u64) {
+        self.eng.unbalanced_quote(line);
     }
 
     /// Counts a bad record read elsewhere ([`CsvEvent::BadRow`]).
@@ -706,7 +734,23 @@ impl Engine {
             sel_seen: [0; 2],
             labels_cut: 0,
             mode: Mode::Collect,
+            no_header_line: None,
+            open_quote_line: None,
+            bad_power: 0,
+            first_bad_power_line: None,
         }
+    }
+
+    fn header(&mut self, line: u64, usable: bool) {
+        self.counts.headers += 1;
+        if !usable {
+            self.no_header_line.get_or_insert(line);
+        }
+    }
+
+    fn unbalanced_quote(&mut self, line: u64) {
+        self.bad(line);
+        self.open_quote_line.get_or_insert(line);
     }
 
     /// The id of a label, interning it.
@@ -764,6 +808,10 @@ impl Engine {
             }
             ParsedKind::Sample => {
                 self.counts.samples += 1;
+                if p.power_bad {
+                    self.bad_power += 1;
+                    self.first_bad_power_line.get_or_insert(p.line);
+                }
                 let selected = match self.opts.gpu {
                     Some(g) => p.gpu_index.unwrap_or(0) == g,
                     None => true,
@@ -1126,10 +1174,12 @@ impl Engine {
             }
             return;
         }
+        // Non-finite power readings go to the reference figures only (counted in a warning).
+        let finite_power = s.power_w.filter(|p| p.is_finite());
         {
             let g = &mut self.gpus[slot];
             g.samples += 1;
-            if let Some(p) = s.power_w {
+            if let Some(p) = finite_power {
                 g.power_samples += 1;
                 g.floor.add(p);
                 if matches!(g.prev.power, Some((_, pp)) if pp.to_bits() == p.to_bits()) {
@@ -1138,7 +1188,7 @@ impl Engine {
                 g.first_power_t.get_or_insert(s.t_ns);
                 g.last_power_t = Some(s.t_ns);
             }
-            g.series.add(s.t_ns, s.power_w, s.util_pct);
+            g.series.add(s.t_ns, finite_power, s.util_pct);
         }
         let prev = self.gpus[slot].prev;
         let n_gpus = self.gpus.len();
@@ -1159,7 +1209,7 @@ impl Engine {
             w.gpus[slot].add(s, &prev, t0, t1, max_gap);
         }
         let g = &mut self.gpus[slot];
-        if let Some(p) = s.power_w {
+        if let Some(p) = finite_power {
             g.prev.power = Some((s.t_ns, p));
         }
         if let Some(u) = s.util_pct {
@@ -1254,6 +1304,25 @@ impl Engine {
         };
         let c = &self.counts;
         let mut warnings = core::mem::take(&mut self.warnings);
+        if let Some(line) = self.no_header_line {
+            warnings.push(alloc::format!(
+                "no trace.csv header: line {line} names no t_mono_ns and row_type columns (or is over {} bytes or {} fields), so no row can be read; a trace.csv starts with its header line",
+                crate::csv::RECORD_BYTES,
+                crate::csv::MAX_FIELDS
+            ));
+        }
+        if let Some(line) = self.open_quote_line {
+            warnings.push(alloc::format!(
+                "unbalanced quote: a quoted field opens at line {line} and never closes, so the rest of the file was read as one field and skipped"
+            ));
+        }
+        if self.bad_power > 0 {
+            warnings.push(alloc::format!(
+                "{} gpu_power_W values are not finite numbers (nan, inf or text): left out of the edge energy, idle floor and verdict (the reference figures take nan and inf as Python does); first at line {}",
+                self.bad_power,
+                self.first_bad_power_line.unwrap_or(0)
+            ));
+        }
         if c.bad_rows > 0 {
             warnings.push(alloc::format!(
                 "{} bad rows skipped (unparseable t_mono_ns or over-long); first at line {}",

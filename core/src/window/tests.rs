@@ -645,3 +645,103 @@ fn streamed_passes_hold_a_bounded_number_of_spans() {
     assert!(out > 3000, "{out}");
     assert!(most_waiting <= 2 * hold + 64, "{most_waiting}");
 }
+
+#[test]
+fn a_file_without_header_says_so() {
+    let mut wide = "c,".repeat(1_000_000);
+    wide.push('\n');
+    let rows = "1000,0,MARK,a,,,,,,,,\n2000,0,SAMPLE,,100,5,,,,,0,\n3000,0,MARK,b,,,,,,,,\n";
+    for data in [rows.to_string(), format!("{wide}{HDR}{rows}")] {
+        for_each_split(data.as_bytes(), 2, 5, |chunks| {
+            let r = analyze(
+                chunks,
+                &AnalyzeOptions {
+                    select: Some(WindowSelect {
+                        start: "a".into(),
+                        end: "b".into(),
+                        occurrence: 1,
+                    }),
+                    ..AnalyzeOptions::default()
+                },
+            );
+            assert!(r.window.is_none());
+            assert!(
+                r.warnings[0].starts_with("no trace.csv header: line 1 names no t_mono_ns"),
+                "{:?}",
+                r.warnings
+            );
+        });
+    }
+    // A file with its header has no such warning.
+    let r = analyze(
+        &[format!("{HDR}{rows}").as_bytes()],
+        &AnalyzeOptions::default(),
+    );
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+#[test]
+fn an_unclosed_quote_is_a_warning_with_its_line() {
+    let data = format!(
+        "{HDR}1000,0,MARK,a,,,,,,,,\n2000,0,SAMPLE,,100,5,,,,,0,\n3000,0,MARK,\"b,,,,,,,,\n4000,0,SAMPLE,,100,5,,,,,0,\n"
+    );
+    for_each_split(data.as_bytes(), 2, 6, |chunks| {
+        let r = analyze(chunks, &AnalyzeOptions::default());
+        assert_eq!(r.marks.len(), 1);
+        assert_eq!((r.rows.bad_rows, r.rows.first_bad_line), (1, Some(4)));
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("unbalanced quote: a quoted field opens at line 4 ")),
+            "{:?}",
+            r.warnings
+        );
+    });
+}
+
+/// `nan`, `inf` and text in gpu_power_W are counted with the first line; the reference figures
+/// take nan and inf as Python does, the edge energy leaves them out.
+#[test]
+fn non_finite_power_is_counted_in_a_warning() {
+    let mut data = format!("{HDR}1000000000,0,MARK,a,,,,,,,,\n");
+    for (k, p) in ["100", "nan", "100", "inf", "N/A", "", " ", "100", "-inf"]
+        .iter()
+        .enumerate()
+    {
+        let t = 1_000_000_000 + k as i64 * 100_000_000;
+        data.push_str(&format!("{t},0,SAMPLE,,{p},5,,,,,0,\n"));
+    }
+    data.push_str("1900000000,0,MARK,b,,,,,,,,\n");
+    let opts = AnalyzeOptions {
+        select: Some(WindowSelect {
+            start: "a".into(),
+            end: "b".into(),
+            occurrence: 1,
+        }),
+        ..AnalyzeOptions::default()
+    };
+    for_each_split(data.as_bytes(), 2, 7, |chunks| {
+        let r = analyze(chunks, &opts);
+        let w = r.window.as_ref().unwrap();
+        // Python: nan poisons the trapezoid.
+        assert!(w.reference.energy_j.unwrap().is_nan());
+        let edge = w.gpus[0].energy_edge_j.unwrap();
+        assert!(edge.is_finite() && edge > 0.0, "{edge}");
+        assert!(
+            r.warnings.iter().any(|x| x
+                .starts_with("4 gpu_power_W values are not finite numbers (nan, inf or text)")
+                && x.ends_with("first at line 4")),
+            "{:?}",
+            r.warnings
+        );
+        // The same through the reference-only analysis (the three lines).
+        let r = analyze(
+            chunks,
+            &AnalyzeOptions {
+                reference_only: true,
+                ..opts.clone()
+            },
+        );
+        assert!(r.warnings.iter().any(|x| x.starts_with("4 gpu_power_W")));
+    });
+}
