@@ -94,15 +94,19 @@ fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
 }
 
 /// Reads `path` (plain, or gzip detected by its magic bytes and inflated) in chunks of up to
-/// 1 MiB into `sink`, with a progress line on a terminal for big files.
-fn read_all(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
+/// 1 MiB into `sink`, with a progress line on a terminal for big files. Returns the input's
+/// warning, if any (trailing garbage after the last gzip member, ignored).
+fn read_all(
+    path: &Path,
+    mut sink: impl FnMut(&[u8]) -> Result<(), String>,
+) -> Result<Option<String>, String> {
     let mut input = open_input(path).map_err(|e| format!("flinch-trace analyze: {e}"))?;
     let read = input.progress();
     let mut progress = ProgressLine::new("analyze", read.total_bytes());
     loop {
         match input.next_chunk() {
             Ok(Some(chunk)) => sink(chunk)?,
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(input.warning().map(str::to_string)),
             Err(e) => return Err(format!("flinch-trace analyze: {}: {e}", path.display())),
         }
         progress.update(read.bytes_read());
@@ -110,12 +114,13 @@ fn read_all(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<(), String>) -> R
 }
 
 /// Feeds the whole file to `analyzer` (on two threads when two CPUs are there), calling `each`
-/// after every batch of rows, e.g. to write out what the analysis has decided so far.
+/// after every batch of rows, e.g. to write out what the analysis has decided so far. Returns
+/// the input's warning, if any.
 fn feed(
     path: &Path,
     analyzer: &mut WindowAnalyzer,
     mut each: impl FnMut(&mut WindowAnalyzer) -> Result<(), String>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     if two_cpus() {
         analyze_two_threads(path, analyzer, BATCH_ROWS, &mut each)
     } else {
@@ -176,13 +181,13 @@ fn analyze_two_threads(
     analyzer: &mut WindowAnalyzer,
     batch_rows: usize,
     each: &mut dyn FnMut(&mut WindowAnalyzer) -> Result<(), String>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     use std::sync::mpsc::sync_channel;
     let full = !analyzer.reference_only();
     let (full_tx, full_rx) = sync_channel::<Batch>(2);
     let (empty_tx, empty_rx) = sync_channel::<Batch>(2);
     std::thread::scope(|scope| {
-        let parser = scope.spawn(move || -> Result<(), String> {
+        let parser = scope.spawn(move || -> Result<Option<String>, String> {
             let mut reader = TraceCsvReader::new();
             let mut batch = Batch::default();
             batch.rows.reserve_exact(batch_rows);
@@ -226,7 +231,7 @@ fn analyze_two_threads(
                 next.rows.reserve_exact(batch_rows);
                 full_tx.send(std::mem::replace(batch, next)).is_ok()
             };
-            read_all(path, |mut chunk| {
+            let note = read_all(path, |mut chunk| {
                 while !chunk.is_empty() {
                     let (ev, n) = reader.read(chunk);
                     chunk = &chunk[n..];
@@ -244,7 +249,7 @@ fn analyze_two_threads(
                 }
             }
             let _ = full_tx.send(batch);
-            Ok(())
+            Ok(note)
         });
         // On an error here the receiver is dropped, so the parser's next send fails and it stops.
         let consume = move || -> Result<(), String> {
@@ -451,8 +456,9 @@ fn check_gpu(args: &Args, r: &RecordingAnalysis) -> Result<(), String> {
 /// or spans are many), never holding the whole text.
 fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
     let mut a = WindowAnalyzer::planning(opts.clone(), hold());
-    feed(&args.csv, &mut a, |_| Ok(()))?;
-    let planned = a.end_planned();
+    let note = feed(&args.csv, &mut a, |_| Ok(()))?;
+    let mut planned = a.end_planned();
+    planned.analysis.warnings.extend(note);
     let r = &planned.analysis;
     check_gpu(args, r)?;
     // Warnings on stderr, as without --json (presentation only: the JSON holds them too).
@@ -511,8 +517,9 @@ pub fn run(args: Args) -> CmdResult {
         ..AnalyzeOptions::default()
     };
     let mut analyzer = WindowAnalyzer::planning(opts.clone(), hold());
-    feed(&args.csv, &mut analyzer, |_| Ok(()))?;
-    let planned = analyzer.end_planned();
+    let note = feed(&args.csv, &mut analyzer, |_| Ok(()))?;
+    let mut planned = analyzer.end_planned();
+    planned.analysis.warnings.extend(note);
     let r = &planned.analysis;
     check_gpu(&args, r)?;
 

@@ -264,6 +264,39 @@ fn every_mode_reads_gzip_as_the_plain_file() {
             }
         }
     }
+    // Trailing garbage after the last member: the same output, and a warning (stderr, JSON).
+    let data = std::fs::read(root().join("tests/analyze/pause.csv")).unwrap();
+    let gz = gzip(&data);
+    let bad = dir.join("garbage.csv.gz");
+    std::fs::write(&bad, [&gz[..], b"\x00\x00junk"].concat()).unwrap();
+    let warning = format!(
+        "trailing garbage ignored: bytes from {} on do not start a gzip member (the data before them was read, as gzip -d does)",
+        gz.len()
+    );
+    let plain = root().join("tests/analyze/pause.csv");
+    for args in modes {
+        let run_on = |p: &std::path::Path| {
+            let mut v = vec!["--csv", p.to_str().unwrap()];
+            v.extend_from_slice(args);
+            run_env(&v, &[])
+        };
+        let (want_out, _, want_code) = run_on(&plain);
+        let (out, err, code) = run_on(&bad);
+        assert_eq!(code, want_code, "{args:?}");
+        assert!(
+            err.contains(&format!("warning: {warning}")),
+            "{args:?} {err}"
+        );
+        if args.contains(&"--json") {
+            let mut v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            let w = v["warnings"].as_array_mut().unwrap().pop().unwrap();
+            assert_eq!(w, warning.as_str());
+            let want: serde_json::Value = serde_json::from_slice(&want_out).unwrap();
+            assert!(v == want, "{args:?}");
+        } else {
+            assert_eq!(out, want_out, "{args:?}");
+        }
+    }
     // A cut .gz is an error naming the offset, in every mode.
     let data = gzip(&std::fs::read(root().join("tests/analyze/pause.csv")).unwrap());
     let cut = dir.join("cut.csv.gz");
