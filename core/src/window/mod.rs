@@ -558,9 +558,16 @@ struct Engine {
     bad_power: u64,
     /// Line of the first of them.
     first_bad_power_line: Option<u64>,
+    /// Pair starts never closed by their end mark.
+    unclosed_pairs: u64,
+    /// The first few of them: (label, occurrence, t_mono_ns).
+    unclosed_first: Vec<(u32, u32, i64)>,
 }
 
 const MAX_OPEN_PAIRS: usize = 64;
+
+/// Unclosed pair starts named in their warning (the rest are counted).
+const UNCLOSED_LISTED: usize = 5;
 
 impl WindowAnalyzer {
     /// A new analyzer. Allocates its fixed buffers now.
@@ -738,6 +745,8 @@ impl Engine {
             open_quote_line: None,
             bad_power: 0,
             first_bad_power_line: None,
+            unclosed_pairs: 0,
+            unclosed_first: Vec::new(),
         }
     }
 
@@ -1256,13 +1265,27 @@ impl Engine {
             self.emit(t, item);
         }
         let mut never_closed = alloc::collections::BTreeSet::new();
+        // Open pairs are at most MAX_OPEN_PAIRS: listed in time order.
+        let mut unclosed: Vec<(i64, u64, u32, u32)> = Vec::new();
         for w in core::mem::take(&mut self.active) {
             if w.t1.is_some() {
                 self.span_done(w);
-            } else if w.kept {
+                continue;
+            }
+            if w.kept {
                 never_closed.insert(w.id);
             }
+            if w.kind == "pair" {
+                unclosed.push((w.t0, w.id, w.start_label, w.occurrence));
+            }
         }
+        unclosed.sort_unstable();
+        self.unclosed_pairs = unclosed.len() as u64;
+        self.unclosed_first = unclosed
+            .iter()
+            .take(UNCLOSED_LISTED)
+            .map(|&(t0, _, label, occurrence)| (label, occurrence, t0))
+            .collect();
         never_closed
     }
 
@@ -1328,6 +1351,26 @@ impl Engine {
                 "{} bad rows skipped (unparseable t_mono_ns or over-long); first at line {}",
                 c.bad_rows,
                 c.first_bad_line.unwrap_or(0)
+            ));
+        }
+        if self.unclosed_pairs > 0 {
+            let mut listed = String::new();
+            for (k, (label, occurrence, t0)) in self.unclosed_first.iter().enumerate() {
+                listed.push_str(if k == 0 { "" } else { "; " });
+                listed.push_str(&alloc::format!(
+                    "{} (occurrence {occurrence}, t_mono_ns {t0})",
+                    self.labels[*label as usize]
+                ));
+            }
+            let more = self.unclosed_pairs - self.unclosed_first.len() as u64;
+            warnings.push(alloc::format!(
+                "{} pair starts never closed by their end mark, so not analyzed as pairs: {listed}{}",
+                self.unclosed_pairs,
+                if more > 0 {
+                    alloc::format!("; and {more} more")
+                } else {
+                    String::new()
+                }
             ));
         }
         if c.late_rows > 0 {

@@ -745,3 +745,47 @@ fn non_finite_power_is_counted_in_a_warning() {
         assert!(r.warnings.iter().any(|x| x.starts_with("4 gpu_power_W")));
     });
 }
+
+#[test]
+fn unclosed_pair_starts_are_listed_in_the_warnings() {
+    let mut data = String::from(HDR);
+    let mut t = 1_000_000_000i64;
+    for (k, label) in [
+        "a_start", "a_end", "x_start", "b_start", "b_end", "s1_start", "s2_start", "s3_start",
+        "s4_start", "s5_start",
+    ]
+    .iter()
+    .enumerate()
+    {
+        t += 10_000_000;
+        data.push_str(&format!("{t},0,SAMPLE,,{},5,,,,,0,\n", 100 + k));
+        data.push_str(&format!("{t},0,MARK,{label},,,,,,,,\n"));
+    }
+    let opts = AnalyzeOptions {
+        spans: true,
+        ..AnalyzeOptions::default()
+    };
+    for_each_split(data.as_bytes(), 2, 8, |chunks| {
+        let r = analyze(chunks, &opts);
+        let w: Vec<&String> = r
+            .warnings
+            .iter()
+            .filter(|w| w.contains("pair starts never closed"))
+            .collect();
+        assert_eq!(w.len(), 1, "{:?}", r.warnings);
+        assert!(
+            w[0].starts_with(
+                "6 pair starts never closed by their end mark, so not analyzed as pairs: x_start (occurrence 1, t_mono_ns 1030000000); s1_start"
+            ) && w[0].ends_with("s4_start (occurrence 1, t_mono_ns 1090000000); and 1 more"),
+            "{}",
+            w[0]
+        );
+        assert_eq!(r.spans.iter().filter(|s| s.kind == "pair").count(), 2);
+    });
+    // All closed: no such warning.
+    let r = analyze(
+        &[format!("{HDR}1,0,MARK,a_start,,,,,,,,\n2,0,MARK,a_end,,,,,,,,\n").as_bytes()],
+        &opts,
+    );
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
