@@ -47,11 +47,12 @@ if [[ ! -e fuzz/corpus/analyzer/seed-csv ]]; then
     { printf '\x00\x01\x10'; head -c 4000 tests/analyze/multi_gpu.csv | gzip -n; } >fuzz/corpus/analyzer/seed-csv-gz
 fi
 
-# summarize_rows seeds: 3 knob bytes (see fuzz_targets/summarize_rows.rs), then telemetry lines.
+# summarize_rows seeds: 2 knob bytes (see fuzz_targets/summarize_rows.rs), then telemetry lines
+# (and requests lines after a 0xFF byte).
 mkdir -p fuzz/corpus/summarize_rows
-if [[ ! -e fuzz/corpus/summarize_rows/seed-alpha ]]; then
-    { printf '\x05\x40\x00'; head -c 3000 tests/summarize/cases/basic/alpha-host/telemetry.jsonl; } >fuzz/corpus/summarize_rows/seed-alpha
-    { printf '\x01\x02\x03'; printf '{"unix": 1e400, "host_memory": {"available": NaN, "used": 1}}\r\n{"unix": 2}\r'; } >fuzz/corpus/summarize_rows/seed-odd
+if [[ ! -e fuzz/corpus/summarize_rows/seed2-alpha ]]; then
+    { printf '\x05\x40'; head -c 3000 tests/summarize/cases/basic/alpha-host/telemetry.jsonl; } >fuzz/corpus/summarize_rows/seed2-alpha
+    { printf '\x01\x02'; printf '{"unix": 1e400, "host_memory": {"available": NaN, "used": 1}}\r\n{"unix": 2}\r'; } >fuzz/corpus/summarize_rows/seed2-odd
 fi
 
 # No sanitizer: flinch-core forbids unsafe code, so AddressSanitizer adds build time and halves the

@@ -1,47 +1,60 @@
-//! Fuzz target `summarize_rows`: arbitrary bytes as a `telemetry.jsonl`, read by `summarize`'s
-//! JSON Lines reader (bounded lines, universal newlines, NaN and out-of-range numbers) and fed
-//! to its telemetry row reader and the core accumulator, with fuzzer-chosen read-buffer sizes,
-//! line limit and window. Must never panic or hang, and the summary must not depend on the
-//! buffer size.
+//! Fuzz target `summarize_rows`: arbitrary bytes as `summarize`'s row files, through its row
+//! readers in fuzzer-chosen chunks: the JSON Lines reader (`flinch_core::runs::JsonlReader`:
+//! bounded lines, universal newlines, NaN and out-of-range numbers) with a fuzzer-chosen line
+//! limit, and a run's `telemetry.jsonl` and `requests.jsonl` through `RunSummarizer`. Must never
+//! panic or hang, and what is read must not depend on the chunk sizes.
 #![no_main]
-#![allow(dead_code)]
 
-// The native reader's own files (the CLI is a binary crate, not a library).
-#[path = "../../native/src/summarize/jsonl.rs"]
-mod jsonl;
-#[path = "../../native/src/summarize/telemetry.rs"]
-mod telemetry;
-
-use flinch_core::telemetry::{Num, TelemetryAccumulator, Window};
+use flinch_core::runs::{FileRead, JsonlReader, PyPath, RunSummarizer, RunsSummary, Warnings};
 use libfuzzer_sys::fuzz_target;
 
-fn summarize(text: &[u8], capacity: usize, max_line: usize, window: Window) -> String {
-    let mut acc = TelemetryAccumulator::new(&[Window::ALL, window]);
-    let mut warnings = jsonl::Warnings::default();
-    let reader = std::io::BufReader::with_capacity(capacity, text);
-    jsonl::for_each_line_limited(reader, max_line, &mut warnings, |line, value, w| {
-        telemetry::feed_row(&mut acc, line, &value, w)
-    })
-    .unwrap();
-    let out = acc.finish("fuzz");
-    format!(
-        "{:?}\n{}",
-        warnings.render("fuzz"),
-        serde_json::to_string(&out).unwrap()
-    )
+/// Every line the reader gives (number and value) and its warnings.
+fn lines(text: &[u8], chunk: usize, max_line: usize) -> String {
+    let mut reader = JsonlReader::with_max_line_bytes(max_line);
+    let mut warnings = Warnings::default();
+    let mut out = String::new();
+    let mut add = |n: usize, v: serde_json::Value, _: &mut Warnings| {
+        out.push_str(&format!("{n} {v}\n"));
+    };
+    for c in text.chunks(chunk) {
+        reader.push(c, &mut warnings, &mut add);
+    }
+    reader.finish(&mut warnings, &mut add);
+    format!("{out}{:?}", warnings.render("f"))
+}
+
+/// A run whose only files are `telemetry` and `requests`, pushed in chunks: its record.
+fn run(telemetry: &[u8], requests: &[u8], chunk: usize) -> String {
+    let mut run = RunSummarizer::new(&PyPath::new("r"), "x");
+    run.report(FileRead::Bytes(b"{}"));
+    if run.wants_details() {
+        run.status(FileRead::Missing);
+        requests.chunks(chunk).for_each(|c| run.requests_push(c));
+        run.requests_end(None);
+        run.log_end(None);
+    }
+    telemetry.chunks(chunk).for_each(|c| run.telemetry_push(c));
+    let mut summary = RunsSummary::new(true);
+    summary.telemetry.0.push(("x".into(), run.finish(None)));
+    summary.to_json().unwrap()
 }
 
 fuzz_target!(|data: &[u8]| {
-    if data.len() < 3 {
+    if data.len() < 2 {
         return;
     }
-    let (knobs, text) = data.split_at(3);
-    let capacity = 1 + knobs[0] as usize % 64;
+    let (knobs, text) = data.split_at(2);
+    let chunk = 1 + knobs[0] as usize % 61;
     let max_line = 8 + knobs[1] as usize * 8;
-    let window = Window {
-        start: Some(Num::Int(knobs[2] as i64 * 1000)),
-        stop: (knobs[2] & 1 == 0).then_some(Num::Float(1.7e9)),
+    let whole = text.len().max(1);
+    assert_eq!(lines(text, chunk, max_line), lines(text, whole, max_line));
+    // The same bytes as telemetry and, split at the first 0xFF, as requests too.
+    let (telemetry, requests) = match text.iter().position(|&b| b == 0xff) {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None => (text, &text[..0]),
     };
-    let whole = summarize(text, text.len().max(1), max_line, window);
-    assert_eq!(summarize(text, capacity, max_line, window), whole);
+    assert_eq!(
+        run(telemetry, requests, chunk),
+        run(telemetry, requests, whole)
+    );
 });

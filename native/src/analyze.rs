@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use flinch_core::analyzer::{AnalyzerOptions, Kind, LimitsPreset};
-use flinch_core::csv::{Col, CsvEvent, TraceCsvReader, parse_py_float};
+use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
+use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
     AnalyzeOptions, ParsedKind, ParsedRow, Planned, PowerSource, RecordingAnalysis, WindowAnalyzer,
     WindowResult, WindowSelect, power_text_is_bad,
@@ -304,7 +305,9 @@ fn span_line(w: &WindowResult) -> String {
         } else {
             " (indicative)"
         },
-    )
+    ) + &w
+        .thread
+        .map_or_else(String::new, |t| format!(" thread={t}"))
 }
 
 fn warn_all(r: &RecordingAnalysis) {

@@ -137,6 +137,9 @@ pub struct MarkInfo {
     pub occurrence: u32,
     /// Line in the file.
     pub line: u64,
+    /// `mark_thread`: pairs are matched only between marks with the same value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
 }
 
 /// The recording-level figures of one GPU.
@@ -249,6 +252,9 @@ pub struct WindowResult {
     pub end_label: String,
     /// Occurrence of the start label.
     pub occurrence: u32,
+    /// A pair's `mark_thread` (both marks carry it), when its marks have one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
     /// Start, CLOCK_MONOTONIC ns.
     pub t0_mono_ns: i64,
     /// End, CLOCK_MONOTONIC ns.
@@ -381,6 +387,8 @@ pub struct ParsedRow {
     pub rapl_uj: Option<u64>,
     /// `rapl_max_energy_range_uj` (full analysis only).
     pub rapl_max_uj: Option<u64>,
+    /// `mark_thread` (marks only).
+    pub mark_thread: Option<u64>,
 }
 
 impl ParsedRow {
@@ -420,6 +428,7 @@ impl ParsedRow {
                 kind: ParsedKind::Mark,
                 t_mono_ns: t,
                 t_wall_ns: row.i64(Col::TWallNs),
+                mark_thread: row.i64(Col::MarkThread).and_then(|v| u64::try_from(v).ok()),
                 ..ParsedRow::default()
             };
         }
@@ -437,6 +446,7 @@ impl ParsedRow {
             energy_mj: full.then(|| row.f64(Col::GpuEnergyMj)).flatten(),
             rapl_uj: full.then(|| u(Col::RaplEnergyUj)).flatten(),
             rapl_max_uj: full.then(|| u(Col::RaplMaxEnergyRangeUj)).flatten(),
+            mark_thread: None,
         }
     }
 }
@@ -462,6 +472,8 @@ struct MarkItem {
     label: u32,
     /// 1-based occurrence of the label.
     occurrence: u32,
+    /// `mark_thread`: a pair closes only on an end mark with the same one.
+    thread: Option<u64>,
     /// The selected pair's start mark.
     sel_start: bool,
     /// The selected pair's end mark.
@@ -492,6 +504,8 @@ struct GpuState {
 struct ActiveWindow {
     id: u64,
     kind: &'static str,
+    /// The start mark's `mark_thread`: a pair closes only on an end mark with the same one.
+    thread: Option<u64>,
     start_label: u32,
     end_label: Option<u32>,
     occurrence: u32,
@@ -793,7 +807,7 @@ impl Engine {
     fn push_parsed(&mut self, p: &ParsedRow, label: &[u8]) {
         if let Mode::Marks(_) = self.mode {
             if p.kind == ParsedKind::Mark {
-                self.add_mark(label, p.t_mono_ns, p.t_wall_ns, p.line);
+                self.add_mark(label, p.t_mono_ns, p.t_wall_ns, p.mark_thread, p.line);
             }
             return;
         }
@@ -810,7 +824,7 @@ impl Engine {
             }
             ParsedKind::Mark => {
                 self.counts.marks += 1;
-                match self.add_mark(label, t, p.t_wall_ns, p.line) {
+                match self.add_mark(label, t, p.t_wall_ns, p.mark_thread, p.line) {
                     Some(m) => Item::Mark(m),
                     None => return,
                 }
@@ -896,6 +910,7 @@ impl Engine {
         raw: &[u8],
         t: i64,
         t_wall_ns: Option<i64>,
+        thread: Option<u64>,
         line: u64,
     ) -> Option<MarkItem> {
         // The selection is matched on the whole label, counted apart from the kept marks.
@@ -945,11 +960,13 @@ impl Engine {
             t_wall_ns,
             occurrence,
             line,
+            thread,
         };
         self.keep_mark(info);
         Some(MarkItem {
             label: id,
             occurrence,
+            thread,
             sel_start,
             sel_end,
         })
@@ -972,6 +989,7 @@ impl Engine {
         ActiveWindow {
             id: self.next_id,
             kind,
+            thread: None,
             start_label,
             end_label: None,
             occurrence,
@@ -1111,8 +1129,9 @@ impl Engine {
                 w.end_label = Some(label);
             }
         }
-        // A pair end closes the latest open pair with the same stem.
+        // A pair end closes the latest open pair with the same stem and the same thread.
         let name = self.labels[label as usize].clone();
+        let thread = m.thread;
         if let Some(stem) = pair_end_stem(&name) {
             // The latest by creation (`active` is reordered by `swap_remove`).
             let found = self
@@ -1121,6 +1140,7 @@ impl Engine {
                 .filter(|w| {
                     w.kind == "pair"
                         && w.t1.is_none()
+                        && w.thread == thread
                         && pair_start_stem(&self.labels[w.start_label as usize]) == Some(stem)
                 })
                 .max_by_key(|w| w.id);
@@ -1136,7 +1156,8 @@ impl Engine {
                 .filter(|w| w.kind == "pair" && w.t1.is_none())
                 .count();
             if open < MAX_OPEN_PAIRS {
-                let w = self.new_span("pair", label, occurrence, t);
+                let mut w = self.new_span("pair", label, occurrence, t);
+                w.thread = thread;
                 self.active.push(w);
             } else {
                 self.counts.spans_dropped += 1;
@@ -1510,6 +1531,7 @@ impl Engine {
                 .map(|l| self.labels[l as usize].clone())
                 .unwrap_or_default(),
             occurrence: w.occurrence,
+            thread: w.thread,
             t0_mono_ns: w.t0,
             t1_mono_ns: t1,
             duration_s: (t1 as i128 - w.t0 as i128) as f64 / 1e9,

@@ -11,11 +11,13 @@ use std::sync::atomic::Ordering;
 use crate::CmdResult;
 
 pub mod clock;
+pub mod command;
 pub mod gpu;
 pub mod health;
 pub mod host;
 pub mod marks;
 pub mod nvml;
+pub mod nvtx;
 pub mod rapl;
 pub mod sampler;
 pub mod sidecar;
@@ -25,7 +27,7 @@ pub mod writer;
 
 use clock::{Clock, FakeClock, SystemClock};
 use gpu::{GpuSource, ScriptedGpu};
-use sidecar::{GpuEntry, Sidecar};
+use sidecar::{GpuEntry, NvtxInfo, Sidecar};
 use writer::{Msg, Writer, column_count, header, push_mark_row};
 
 /// Arguments of `flinch-trace record` (the reference sampler's flags keep working).
@@ -38,11 +40,11 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     gpu: Option<Vec<u32>>,
     /// Sampling period in milliseconds (fractions allowed, at least 0.05).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     interval_ms: f64,
     /// Recording length in seconds (default 30; `inf` records until Ctrl-C or SIGTERM). With a
     /// command, the recording lasts as long as the command instead.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     seconds: Option<f64>,
     /// Marks FIFO (created 0600 if missing). With a command, a private one is made when omitted.
     #[arg(long)]
@@ -60,7 +62,7 @@ pub struct Args {
     #[arg(long, default_value = "/proc")]
     proc_root: PathBuf,
     /// Host CPU/memory period in milliseconds (/proc/stat counts in 10 ms jiffies).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
     host_interval_ms: u64,
     /// Do not record host CPU and memory.
     #[arg(long)]
@@ -72,7 +74,7 @@ pub struct Args {
     #[arg(long)]
     host_jsonl: Option<PathBuf>,
     /// Host-telemetry JSONL period in milliseconds.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     host_jsonl_interval_ms: u64,
     /// Testing seam: replay GPU readings from a script instead of NVML (see README).
     #[arg(long, hide = true)]
@@ -80,6 +82,9 @@ pub struct Args {
     /// Testing seam: a virtual clock advancing this many ns per reading (deterministic output).
     #[arg(long, hide = true)]
     fake_clock_step_ns: Option<u64>,
+    /// Do not inject the NVTX library into the command (its NVTX ranges then make no marks).
+    #[arg(long)]
+    no_nvtx: bool,
     /// Command to run and record: `flinch-trace record [OPTIONS] -- CMD ARGS...`.
     #[arg(last = true)]
     command: Vec<String>,
@@ -161,12 +166,23 @@ fn validate(a: &Args) -> Result<(), String> {
     if a.host_interval_ms == 0 || a.host_jsonl_interval_ms == 0 {
         return Err("error: host intervals must be at least 1 ms".into());
     }
+    writer::check_output_path(&a.out)?;
+    if let Some(j) = &a.host_jsonl {
+        writer::check_output_path(j)?;
+    }
     Ok(())
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
     validate(&args)?;
+    if let Some(prog) = args.command.first()
+        && let Err(u) = command::resolve(prog, std::env::var_os("PATH").as_deref())
+    {
+        // Nothing is recorded for a command that cannot start; the shell's exit status says why.
+        eprintln!("{}", u.message);
+        return Ok(ExitCode::from(u.code));
+    }
     let mut warnings: Vec<String> = Vec::new();
     let mut warn = |w: String| {
         eprintln!("{w}");
@@ -238,6 +254,20 @@ pub fn run(args: Args) -> CmdResult {
         r
     };
     let host = (!args.no_host).then(|| host::Host::open(&args.proc_root));
+
+    // NVTX injection into the command.
+    let nvtx_lib = if args.command.is_empty() || args.no_nvtx {
+        None
+    } else {
+        let exe = std::env::current_exe().ok();
+        match nvtx::choose(exe.as_deref(), std::env::var_os("NVTX_INJECTION64_PATH")) {
+            Ok(p) => Some(p),
+            Err(w) => {
+                warn(w);
+                None
+            }
+        }
+    };
 
     // Layout and output.
     let header_line = header(rapl.extra_columns());
@@ -337,6 +367,10 @@ pub fn run(args: Args) -> CmdResult {
         host: sidecar::host_info(),
         marks_fifo: fifo.as_ref().map(|f| f.path.display().to_string()),
         command: (!args.command.is_empty()).then(|| args.command.clone()),
+        nvtx: nvtx_lib.as_ref().map(|p| NvtxInfo {
+            library: p.display().to_string(),
+            ..NvtxInfo::default()
+        }),
         started_wall_ns: start_wall,
         started_mono_ns: start_mono,
         warnings,
@@ -391,12 +425,29 @@ pub fn run(args: Args) -> CmdResult {
         mark_now("cmd_start");
         let mut cmd = std::process::Command::new(prog);
         cmd.args(&args.command[1..]).env("FLINCH_MARKS", &f.path);
+        if let Some(lib) = &nvtx_lib {
+            cmd.env("NVTX_INJECTION64_PATH", lib);
+        }
         signals::unblock_in_child(&mut cmd);
-        match cmd.spawn() {
-            Ok(mut child) => {
+        // A signal before the command started ends the recording without starting it.
+        let early = stop_state.stop.load(Ordering::SeqCst);
+        match if early { None } else { Some(cmd.spawn()) } {
+            None => {
+                mark_now("cmd_end");
+                let sig = stop_state.signal.load(Ordering::SeqCst);
+                ended_by = format!("{} received before the command started", signals::name(sig));
+                exit = ExitCode::from((128 + sig).clamp(0, 255) as u8);
+            }
+            Some(Ok(mut child)) => {
                 stop_state
                     .child_pid
                     .store(child.id() as i32, Ordering::SeqCst);
+                // A signal that arrived while the child was starting went to no one: pass it on.
+                let sig = stop_state.signal.load(Ordering::SeqCst);
+                if sig != 0 {
+                    // SAFETY: kill has no memory-safety preconditions; the child is not reaped yet.
+                    unsafe { libc::kill(child.id() as i32, sig) };
+                }
                 let status = child.wait();
                 stop_state.child_pid.store(0, Ordering::SeqCst);
                 mark_now("cmd_end");
@@ -410,18 +461,22 @@ pub fn run(args: Args) -> CmdResult {
                         };
                         exit = ExitCode::from(code.clamp(0, 255) as u8);
                     }
-                    Err(e) => child_error = Some(format!("error: waiting for {prog}: {e}")),
+                    Err(e) => {
+                        child_error = Some((format!("error: waiting for {prog}: {e}"), 1));
+                    }
                 }
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 mark_now("cmd_end");
-                child_error = Some(format!("error: cannot run {prog}: {e}"));
+                let code = command::spawn_error_code(&e);
+                child_error = Some((format!("error: cannot run {prog}: {e}"), code));
             }
         }
         stop_state.stop.store(true, Ordering::SeqCst);
     }
     let health = sampler.join().unwrap_or_default();
     mark_now("end");
+    let nvtx_totals = marks_reader.as_ref().map(|r| r.nvtx_totals());
     let marks_from_fifo = marks_reader.map(|r| r.stop()).unwrap_or(0);
     signals::finish(&stop_state, sig_thread);
     let report = writer.finish();
@@ -447,14 +502,27 @@ pub fn run(args: Args) -> CmdResult {
     );
     eprintln!("{}", summary.render());
     side.health = Some(summary);
+    if let (Some(info), Some(t)) = (side.nvtx.as_mut(), nvtx_totals) {
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
+        info.processes = Some(get(&t.processes));
+        info.marks = Some(get(&t.marks));
+        info.dropped = Some(get(&t.dropped));
+        if get(&t.dropped) > 0 {
+            eprintln!(
+                "warning: NVTX: {} marks dropped in the command's processes (their buffers filled faster than the FIFO was read)",
+                get(&t.dropped)
+            );
+        }
+    }
     side.ended_by = Some(ended_by);
     if report.error.is_none()
         && let Err(w) = side.write(&args.out)
     {
         eprintln!("{w}");
     }
-    if let Some(e) = child_error {
-        return Err(e);
+    if let Some((e, code)) = child_error {
+        eprintln!("{e}");
+        return Ok(ExitCode::from(code));
     }
     if let Some(e) = report.error {
         // Already printed by the writer when it happened; the exit status says it failed.

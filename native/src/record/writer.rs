@@ -5,7 +5,7 @@
 //! flushes every [`FLUSH_EVERY`] or 64 KiB, and on a write error (ENOSPC, EFBIG...) truncates the
 //! file back to its last whole row, so the file is always complete up to a row boundary.
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
@@ -21,7 +21,7 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
 const FLUSH_BYTES: usize = 64 * 1024;
 
 /// The fixed columns, in order (the first ten are SPEC §1's).
-pub const FIXED_COLUMNS: [&str; 18] = [
+pub const FIXED_COLUMNS: [&str; 19] = [
     "t_mono_ns",
     "t_wall_ns",
     "row_type",
@@ -40,6 +40,7 @@ pub const FIXED_COLUMNS: [&str; 18] = [
     "host_mem_used_MiB",
     "host_mem_available_MiB",
     "rapl_max_energy_range_uj",
+    "mark_thread",
 ];
 
 /// The header line (without newline) for the given extra RAPL zone columns.
@@ -96,13 +97,32 @@ pub fn push_mark_row(
     t_wall_ns: u64,
     label: &str,
 ) {
+    push_mark_row_thread(buf, n_cols, t_mono_ns, t_wall_ns, label, None);
+}
+
+/// Appends a MARK row with its `mark_thread` (the key its pair is matched within), if any.
+pub fn push_mark_row_thread(
+    buf: &mut Vec<u8>,
+    n_cols: usize,
+    t_mono_ns: u64,
+    t_wall_ns: u64,
+    label: &str,
+    thread: Option<u64>,
+) {
     let _ = write!(buf, "{t_mono_ns},{t_wall_ns},MARK,");
     push_label(buf, label);
-    for _ in 4..n_cols {
+    for _ in 4..MARK_THREAD_COL {
+        buf.push(b',');
+    }
+    opt(buf, thread);
+    for _ in MARK_THREAD_COL + 1..n_cols {
         buf.push(b',');
     }
     buf.push(b'\n');
 }
+
+/// Index of `mark_thread` among the columns.
+const MARK_THREAD_COL: usize = 18;
 
 /// The per-tick fields only the first row of a tick carries.
 pub struct TickFields<'a> {
@@ -150,6 +170,8 @@ pub fn push_sample_row(
             .map(|b| b / 1_048_576),
     );
     opt(buf, tick.and_then(|t| t.primary_max_uj));
+    // mark_thread: empty on samples.
+    buf.push(b',');
     let mut written = FIXED_COLUMNS.len();
     if let Some(t) = tick {
         for (i, v) in t.rapl.iter().enumerate() {
@@ -279,18 +301,93 @@ impl Out {
     }
 }
 
-fn open_out(path: &Path, header: Option<&str>) -> Result<Out, String> {
-    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    if existing > 0
-        && let Some(h) = header
-    {
-        check_existing(path, h, existing)?;
-    }
+/// Opens an output for appending without ever blocking: `O_NONBLOCK` makes the open of a FIFO
+/// with no reader fail at once (ENXIO) instead of waiting for one, where signals could not end
+/// the wait. The opened file is then checked: a regular file, or a character device such as
+/// `/dev/null`; a FIFO, socket, directory or block device is refused by name.
+fn open_append(path: &Path) -> Result<File, String> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    check_output_path(path)?;
     let file = OpenOptions::new()
         .create(true)
         .append(true)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| format!("error: cannot open {}: {e}", path.display()))?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => refused(path, "a FIFO (named pipe)"),
+            Some(libc::EISDIR) => refused(path, "a directory"),
+            _ => format!("error: cannot open {}: {e}", path.display()),
+        })?;
+    let ft = file
+        .metadata()
+        .map_err(|e| format!("error: cannot stat {}: {e}", path.display()))?
+        .file_type();
+    if let Some(why) = not_a_file(&ft) {
+        return Err(refused(path, why));
+    }
+    if ft.is_char_device() {
+        // Writes to a terminal or device block as usual; only the open had to be non-blocking.
+        use std::os::unix::io::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl on a descriptor this function owns; F_GETFL/F_SETFL take plain ints.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
+    }
+    Ok(file)
+}
+
+/// Refuses, before anything starts, an output path that exists and is not a regular file or a
+/// character device (the opened file is checked again by the writer).
+///
+/// # Errors
+/// The path is a directory, FIFO, socket or block device.
+pub fn check_output_path(path: &Path) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(m) => not_a_file(&m.file_type()).map_or(Ok(()), |why| Err(refused(path, why))),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Why a file of this type cannot be an output (`None`: it can).
+fn not_a_file(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_file() || ft.is_char_device() {
+        None
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        Some("a block device")
+    }
+}
+
+fn refused(path: &Path, what: &str) -> String {
+    let hint = if what == "a directory" {
+        format!(" (e.g. {})", path.join("trace.csv").display())
+    } else {
+        String::new()
+    };
+    format!(
+        "error: {} is {what}; an output must be a regular file{hint}, created if missing",
+        path.display()
+    )
+}
+
+fn open_out(path: &Path, header: Option<&str>) -> Result<Out, String> {
+    let file = open_append(path)?;
+    let existing = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if existing > 0
+        && let Some(h) = header
+    {
+        check_existing(&file, path, h, existing)?;
+    }
     let mut out = Out {
         file,
         path: path.to_path_buf(),
@@ -308,12 +405,25 @@ fn open_out(path: &Path, header: Option<&str>) -> Result<Out, String> {
     Ok(out)
 }
 
-/// Appending is allowed only onto a file with the same header that ends with a whole row.
-fn check_existing(path: &Path, header: &str, len: u64) -> Result<(), String> {
-    let mut f =
-        File::open(path).map_err(|e| format!("error: cannot read {}: {e}", path.display()))?;
+/// Appending is allowed only onto a file with the same header that ends with a whole row. The
+/// file is read through a second, read-only descriptor of the same open file (`/proc/self/fd`),
+/// so what is checked is what was opened, even if the path changes meanwhile.
+fn check_existing(opened: &File, path: &Path, header: &str, len: u64) -> Result<(), String> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    use std::os::unix::io::AsRawFd;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{}", opened.as_raw_fd()))
+        .or_else(|_| {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+        })
+        .map_err(|e| format!("error: cannot read {}: {e}", path.display()))?;
     let mut first = vec![0u8; header.len() + 1];
-    let n = f.read(&mut first).unwrap_or(0);
+    let n = f.read_at(&mut first, 0).unwrap_or(0);
     let line_end = first[..n].iter().position(|&b| b == b'\n' || b == b'\r');
     let same = line_end == Some(header.len()) && &first[..header.len()] == header.as_bytes();
     if !same {
@@ -324,7 +434,6 @@ fn check_existing(path: &Path, header: &str, len: u64) -> Result<(), String> {
         ));
     }
     let mut last = [0u8; 1];
-    use std::os::unix::fs::FileExt;
     if f.read_at(&mut last, len - 1).is_ok() && last[0] != b'\n' {
         return Err(format!(
             "error: {} ends in a cut row (no final newline); repair or move it before appending",
@@ -442,12 +551,18 @@ mod tests {
     fn rows_have_the_header_width_and_quote_labels() {
         let h = header(["rapl_package-0_dram_uj"].into_iter());
         let n = column_count(&h);
-        assert_eq!(n, 19);
+        assert_eq!(n, 20);
         let mut buf = Vec::new();
         push_mark_row(&mut buf, n, 5, 6, "a,\"b\"");
         assert_eq!(
             String::from_utf8_lossy(&buf),
-            "5,6,MARK,\"a,\"\"b\"\"\",,,,,,,,,,,,,,,\n"
+            "5,6,MARK,\"a,\"\"b\"\"\",,,,,,,,,,,,,,,,\n"
+        );
+        buf.clear();
+        push_mark_row_thread(&mut buf, n, 5, 6, "x_start", Some(4242));
+        assert_eq!(
+            String::from_utf8_lossy(&buf),
+            "5,6,MARK,x_start,,,,,,,,,,,,,,,4242,\n"
         );
         buf.clear();
         let r = GpuReading {
@@ -480,13 +595,13 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(
             lines[0],
-            "1,2,SAMPLE,,71.25,99,40,1980,60,10,0,123,1000,4,12.35,3,5,99,20"
+            "1,2,SAMPLE,,71.25,99,40,1980,60,10,0,123,1000,4,12.35,3,5,99,,20"
         );
         assert_eq!(
             lines[1],
-            "3,4,SAMPLE,,71.25,99,40,1980,60,,1,123,1000,4,,,,,"
+            "3,4,SAMPLE,,71.25,99,40,1980,60,,1,123,1000,4,,,,,,"
         );
-        assert_eq!(lines[2], "7,8,SAMPLE,,,,,,,10,,,,,12.35,3,5,99,20");
+        assert_eq!(lines[2], "7,8,SAMPLE,,,,,,,10,,,,,12.35,3,5,99,,20");
         for l in lines {
             assert_eq!(l.split(',').count(), n, "{l}");
         }
