@@ -260,6 +260,8 @@ pub struct Analyzer {
     cut_gzip: Option<String>,
     /// The caller inflates gzip itself and feeds decoded bytes ([`Analyzer::with_decoded_input`]).
     decoded_gzip: bool,
+    /// A warning from the gzip layer for the result (trailing garbage ignored).
+    gzip_warning: Option<String>,
     container: Container,
     content: Content,
     /// For a trace: what [`Analyzer::set_trace_io`] gave, until the summary takes it.
@@ -312,6 +314,7 @@ impl Analyzer {
             failed: None,
             cut_gzip: None,
             decoded_gzip: false,
+            gzip_warning: None,
             container: Container::Sniffing { first: None },
             content: Content::Detecting {
                 whitespace: Vec::new(),
@@ -412,6 +415,12 @@ impl Analyzer {
         self.cut_gzip = Some(message.into());
     }
 
+    /// For callers that inflate by themselves: a warning of the gzip layer
+    /// ([`Inflater::warning`]), listed in the result's warnings.
+    pub fn note_gzip_warning(&mut self, message: &str) {
+        self.gzip_warning = Some(message.into());
+    }
+
     /// Ends the input and renders the result JSON: what `--json` prints and the page shows.
     ///
     /// # Errors
@@ -454,6 +463,9 @@ impl Analyzer {
             }
             Container::Plain => {}
             Container::Gzip { decoder, .. } => {
+                if let Some(at) = decoder.trailing_garbage_at() {
+                    self.gzip_warning = Some(trailing_garbage_warning(at));
+                }
                 if let Err(e) = decoder.finish() {
                     if !e.is_truncated() || !matches!(self.content, Content::Trace(_)) {
                         return Err(e.into());
@@ -467,8 +479,16 @@ impl Analyzer {
         {
             return Err(AnalyzeError::CutInput(message));
         }
-        self.content.end(&self.options, self.cut_gzip)
+        self.content
+            .end(&self.options, self.cut_gzip, self.gzip_warning)
     }
+}
+
+/// The warning for trailing garbage at byte `at` of a gzip file.
+pub fn trailing_garbage_warning(at: u64) -> String {
+    alloc::format!(
+        "trailing garbage ignored: bytes from {at} on do not start a gzip member (the data before them was read, as gzip -d does)"
+    )
 }
 
 /// The gzip layer alone, for a caller that inflates in one thread and analyzes in another (the
@@ -509,6 +529,14 @@ impl Inflater {
     /// Input bytes taken by the last [`inflate`](Inflater::inflate) call.
     pub fn consumed(&self) -> usize {
         self.consumed
+    }
+
+    /// After [`end`](Inflater::end): a warning for the result (trailing garbage ignored), to
+    /// pass to [`Analyzer::note_gzip_warning`].
+    pub fn warning(&self) -> Option<String> {
+        self.decoder
+            .trailing_garbage_at()
+            .map(trailing_garbage_warning)
     }
 
     /// End of the compressed input: `Ok(None)` when it ended between members, `Ok(Some(text))`
@@ -638,6 +666,7 @@ impl Content {
         self,
         options: &AnalyzerOptions,
         cut_gzip: Option<String>,
+        gzip_warning: Option<String>,
     ) -> Result<Analysis, AnalyzeError> {
         match self {
             Content::Detecting { whitespace } if options.kind == Kind::Auto => {
@@ -646,7 +675,7 @@ impl Content {
                 })
             }
             Content::Detecting { .. } => {
-                Content::start(options.kind, options)?.end(options, cut_gzip)
+                Content::start(options.kind, options)?.end(options, cut_gzip, gzip_warning)
             }
             Content::Trace(mut t) => {
                 let end = t.scanner.finish();
@@ -659,9 +688,14 @@ impl Content {
                         .warnings
                         .insert(0, alloc::format!("{e}: summarized from what was read"));
                 }
+                result.warnings.extend(gzip_warning);
                 Ok(Analysis::Trace(Box::new(result)))
             }
-            Content::Csv(w) => Ok(Analysis::Recording(Box::new(w.end()))),
+            Content::Csv(w) => {
+                let mut r = w.end();
+                r.warnings.extend(gzip_warning);
+                Ok(Analysis::Recording(Box::new(r)))
+            }
         }
     }
 }
@@ -752,6 +786,48 @@ mod tests {
             run(o.clone(), &[b"\x1f", b"x"]),
             Ok(csv_oracle(b"\x1fx", &o))
         );
+    }
+
+    /// Trailing garbage after the last gzip member: the data is analyzed as without it, and the
+    /// result's warnings say so with the offset (trace and trace.csv; whole and decoded input).
+    #[test]
+    fn trailing_gzip_garbage_keeps_the_data_with_a_warning() {
+        let trace = br#"{"traceEvents":[{"ph":"X","name":"k","cat":"kernel","ts":1,"dur":5,"pid":1,"tid":1}]}"#;
+        for data in [&trace[..], PAUSE_CSV] {
+            let gz = gzip(data);
+            let bad = [&gz[..], b"garbage\n\x00"].concat();
+            let o = AnalyzerOptions::default();
+            let want = run(o.clone(), &[&gz]).unwrap();
+            let warning = trailing_garbage_warning(gz.len() as u64);
+            assert!(!want.contains("trailing garbage"));
+            for_each_split(&bad, 4, 3, |chunks| {
+                let got = run(o.clone(), chunks).unwrap();
+                assert!(got.contains(&warning), "{got}");
+                let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+                let mut w: serde_json::Value = serde_json::from_str(&want).unwrap();
+                w["warnings"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(warning.clone().into());
+                assert_eq!(v, w);
+            });
+            // The page's split: an Inflater, then an analyzer fed decoded bytes.
+            let mut inf = Inflater::new();
+            let mut a = Analyzer::with_decoded_input(o.clone(), true);
+            let mut out = alloc::vec![0u8; 1000];
+            let mut input = &bad[..];
+            loop {
+                let n = inf.inflate(input, &mut out).unwrap();
+                a.write(&out[..n]).unwrap();
+                input = &input[inf.consumed()..];
+                if input.is_empty() && n < out.len() {
+                    break;
+                }
+            }
+            assert_eq!(inf.end(), Ok(None));
+            a.note_gzip_warning(&inf.warning().unwrap());
+            assert!(a.end().unwrap().contains(&warning));
+        }
     }
 
     /// The oracle: the trace.csv analysis fed the whole file directly.

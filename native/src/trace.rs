@@ -57,6 +57,13 @@ pub struct Args {
     exact: bool,
 }
 
+/// A file that failed, in a `--json` array: `source` first, as every result object.
+#[derive(serde::Serialize)]
+struct FileError<'a> {
+    source: &'a str,
+    error: &'a str,
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
     let (limits, exact_io) = if args.bounded {
@@ -82,7 +89,10 @@ pub fn run(args: Args) -> CmdResult {
                 failed = true;
                 eprintln!("flinch-trace trace: {source}: {msg}");
                 if args.json && args.files.len() > 1 {
-                    let err = serde_json::json!({ "source": source, "error": msg });
+                    let err = FileError {
+                        source: &source,
+                        error: &msg,
+                    };
                     json_items.push(serde_json::to_string_pretty(&err).unwrap_or_default());
                 }
             }

@@ -162,6 +162,59 @@ fn temp(name: &str, bytes: &[u8]) -> PathBuf {
     p
 }
 
+/// Trailing garbage after the last gzip member: the summary of the data before it, with a
+/// warning naming the offset (as gzip -d: "trailing garbage ignored"), exit 0.
+#[test]
+fn trailing_gzip_garbage_is_ignored_with_a_warning() {
+    let src = repo().join("tests/traces/HolisticTraceAnalysis/mtia_inference_rank_0.json.gz");
+    let bytes = std::fs::read(&src).unwrap();
+    let bad = temp(
+        "garbage.json.gz",
+        &[&bytes[..], b"\nnot gzip at all\n"].concat(),
+    );
+    let (want, _) = run_json(&[&src]);
+    let (mut got, out) = run_json(&[&bad]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let w = got["warnings"].as_array_mut().unwrap().pop().unwrap();
+    assert_eq!(
+        w,
+        format!(
+            "trailing garbage ignored: bytes from {} on do not start a gzip member (the data before them was read, as gzip -d does)",
+            bytes.len()
+        )
+    );
+    got["source"] = want["source"].clone();
+    assert_eq!(got, want);
+}
+
+/// In a `--json` array, a file that failed is `{"source", "error"}` in that order, as the
+/// README shows and as every result object starts with `source`.
+#[test]
+fn a_failed_file_in_a_json_array_lists_source_before_error() {
+    let good = repo().join("tests/traces/catapult/simple_trace_gz.gz");
+    let junk = temp("order.json", b"  nonsense");
+    let out = bin()
+        .args(["trace", "--json"])
+        .arg(&good)
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let at = text.rfind("  {\n").unwrap();
+    let item = &text[at..];
+    let src = item.find("\"source\": ").unwrap();
+    let err = item.find("\"error\": ").unwrap();
+    assert!(src < err, "{item}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v[1]["source"], junk.display().to_string());
+    assert!(v[1]["error"].as_str().unwrap().contains("at byte 2"), "{v}");
+}
+
 #[test]
 fn a_cut_gz_is_summarized_from_what_was_read() {
     let src = repo().join("tests/traces/HolisticTraceAnalysis/mtia_inference_rank_0.json.gz");

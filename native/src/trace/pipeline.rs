@@ -303,8 +303,9 @@ impl Batch {
 /// What the scan thread sends.
 enum Msg {
     Events(Batch),
-    /// The input ended: the scanner's end state, and the cut-gzip message if the stream was cut.
-    End(ScanEnd, ScanWarnings, Option<String>),
+    /// The input ended: the scanner's end state, the cut-gzip message if the stream was cut,
+    /// and the input's warning (trailing gzip garbage ignored).
+    End(ScanEnd, ScanWarnings, Option<String>, Option<String>),
     /// The input or the scan failed: the message the caller prints.
     Fail(String),
 }
@@ -348,7 +349,7 @@ pub fn summarize(
                 let _ = free_tx.try_send(batch);
                 progress();
             }
-            Ok(Msg::End(end, warnings, cut)) => break Ok((end, warnings, cut)),
+            Ok(Msg::End(end, warnings, cut, note)) => break Ok((end, warnings, cut, note)),
             Ok(Msg::Fail(message)) => break Err(message),
             Err(_) => break Err("the trace scan thread stopped unexpectedly".to_string()),
         }
@@ -356,7 +357,7 @@ pub fn summarize(
     // The scan thread has sent its last message (or gone); dropping `rx` frees it if blocked.
     drop(rx);
     let _ = scan.join();
-    let (end, warnings, cut) = outcome?;
+    let (end, warnings, cut, note) = outcome?;
     let top = top.unwrap_or(DEFAULT_TOP_OPS);
     let mut result = summary.finish(source, &end, &warnings, top);
     if let Some(e) = cut {
@@ -366,6 +367,8 @@ pub fn summarize(
             .warnings
             .insert(0, format!("{e}: summarized from what was read"));
     }
+    // As flinch_core::analyzer does for trailing garbage.
+    result.warnings.extend(note);
     Ok(result)
 }
 
@@ -406,7 +409,12 @@ pub fn summarize_sequential(
                 analyzer.write(chunk).map_err(|e| e.to_string())?;
                 progress();
             }
-            Ok(None) => break,
+            Ok(None) => {
+                if let Some(w) = input.warning() {
+                    analyzer.note_gzip_warning(w);
+                }
+                break;
+            }
             // A cut .gz: summarize what was decoded before the cut.
             Err(e) if e.truncated => {
                 analyzer.note_cut_gzip(&e.message);
@@ -469,7 +477,8 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
         return;
     }
     let end = scanner.finish();
-    let _ = tx.send(Msg::End(end, *scanner.warnings(), cut));
+    let note = input.warning().map(str::to_string);
+    let _ = tx.send(Msg::End(end, *scanner.warnings(), cut, note));
 }
 
 /// The analyzer's wording of a scan error.
