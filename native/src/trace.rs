@@ -22,6 +22,10 @@ use crate::input::open_input;
 use crate::progress::ProgressLine;
 
 #[cfg(unix)]
+mod exact_io;
+#[cfg(all(test, unix))]
+mod exact_tests;
+#[cfg(unix)]
 mod parallel;
 mod pipeline;
 #[cfg(test)]
@@ -39,32 +43,41 @@ pub struct Args {
     /// How many (category, name) ops to list, largest duration sum first.
     #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS)]
     top: usize,
-    /// Small bounded memory (Limits::BOUNDED, a few MiB, as the web page): ops/categories beyond
-    /// the limits fold into "(other)" and the busy unions may be approximate (the output states
-    /// the error bound). Default: Limits::NATIVE, a budget of about 52 MiB of tables, exact for
-    /// inputs that fit in it and approximate past it (stated under `approximations`).
+    /// Small bounded memory, in memory alone (Limits::BOUNDED, a few MiB): ops/categories beyond
+    /// the limits fold into "(other)", percentiles may come from sketches and busy unions may be
+    /// approximate (the output states each, with its bound). Default: exact in bounded memory
+    /// (Limits::NATIVE, peak RSS within 64 MiB) up to the limits in docs/trace-exactness.md
+    /// (131,072 ops, 8 MiB of op names), with busy intervals spilled to a temporary file and
+    /// further passes over the file when needed; past the limits, stated under `approximations`.
     #[arg(long, conflicts_with = "exact")]
     bounded: bool,
-    /// Exact whatever the input (Limits::EXACT): memory grows with the distinct ops, durations
-    /// and disjoint busy intervals.
+    /// Exact whatever the input, in memory alone (Limits::EXACT): memory grows with the
+    /// distinct ops, durations and disjoint busy intervals.
     #[arg(long)]
     exact: bool,
 }
 
+/// A file that failed, in a `--json` array: `source` first, as every result object.
+#[derive(serde::Serialize)]
+struct FileError<'a> {
+    source: &'a str,
+    error: &'a str,
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    let limits = if args.bounded {
-        Limits::BOUNDED
+    let (limits, exact_io) = if args.bounded {
+        (Limits::BOUNDED, false)
     } else if args.exact {
-        Limits::EXACT
+        (Limits::EXACT, false)
     } else {
-        Limits::NATIVE
+        (Limits::NATIVE, true)
     };
     let mut failed = false;
     let mut json_items = Vec::new();
     for path in &args.files {
         let source = path.display().to_string();
-        match summarize_file(path, &source, limits, args.top, true) {
+        match summarize_file(path, &source, limits, args.top, exact_io, true) {
             Ok(result) => {
                 if args.json {
                     json_items.push(result.to_json());
@@ -76,7 +89,10 @@ pub fn run(args: Args) -> CmdResult {
                 failed = true;
                 eprintln!("flinch-trace trace: {source}: {msg}");
                 if args.json && args.files.len() > 1 {
-                    let err = serde_json::json!({ "source": source, "error": msg });
+                    let err = FileError {
+                        source: &source,
+                        error: &msg,
+                    };
                     json_items.push(serde_json::to_string_pretty(&err).unwrap_or_default());
                 }
             }
@@ -103,12 +119,15 @@ fn indent(json: &str) -> String {
     json.replace('\n', "\n  ")
 }
 
-/// Streams one file through the core scanner and summary.
+/// Streams one file through the core scanner and summary. `exact_io`: past `limits`, spill
+/// busy intervals to a temporary file and read the file again for the listed ops' exact
+/// percentiles (`exact_io`), instead of stating approximations.
 pub fn summarize_file(
     path: &Path,
     source: &str,
     limits: Limits,
     top: usize,
+    exact_io: bool,
     show_progress: bool,
 ) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
@@ -119,7 +138,7 @@ pub fn summarize_file(
     #[cfg(unix)]
     if let Some(plan) = parallel::plan(path) {
         let mut progress = show_progress.then(|| ProgressLine::new("trace", plan.size()));
-        return parallel::summarize(plan, source, limits, Some(top), |done, _| {
+        return parallel::summarize(plan, source, limits, Some(top), exact_io, |done, _| {
             if let Some(p) = progress.as_mut() {
                 p.update(done);
             }
@@ -136,10 +155,11 @@ pub fn summarize_file(
     // Inflating takes most of a core: with two cores or fewer, scanning and summarizing on
     // one thread beside it is faster than on two (see pipeline::summarize_sequential).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let replay = exact_io.then_some(path);
     if input.is_gzip() && cores <= 2 {
-        pipeline::summarize_sequential(input, source, limits, Some(top), update)
+        pipeline::summarize_sequential(input, source, limits, Some(top), replay, update)
     } else {
-        pipeline::summarize(input, source, limits, Some(top), update)
+        pipeline::summarize(input, source, limits, Some(top), replay, update)
     }
 }
 

@@ -45,6 +45,13 @@ impl Analyzer {
         Ok(())
     }
 
+    /// A warning of the inflater for the result (the text from `Inflater.warning()`).
+    #[wasm_bindgen(js_name = noteGzipWarning)]
+    pub fn note_gzip_warning(&mut self, message: &str) -> Result<(), JsError> {
+        self.core()?.note_gzip_warning(message);
+        Ok(())
+    }
+
     /// Takes the next chunk of the file.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
         self.core()?.write(chunk).map_err(to_js_error)
@@ -121,6 +128,12 @@ impl Inflater {
     pub fn end(&self) -> Result<Option<f64>, JsError> {
         let cut = self.inner.end().map_err(to_js_error)?;
         Ok(cut.map(|e| e.offset() as f64))
+    }
+
+    /// After `end`: null, or a warning for the result (trailing garbage ignored; for
+    /// `Analyzer.noteGzipWarning`).
+    pub fn warning(&self) -> Option<String> {
+        self.inner.warning()
     }
 }
 
