@@ -21,6 +21,7 @@ use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
 
+mod join;
 #[cfg(unix)]
 mod parallel;
 mod pipeline;
@@ -49,6 +50,9 @@ pub struct Args {
     /// and disjoint busy intervals.
     #[arg(long)]
     exact: bool,
+    /// GPU pauses and the join with a recording (docs/join.md).
+    #[command(flatten)]
+    join: join::JoinArgs,
 }
 
 /// Runs the subcommand.
@@ -62,14 +66,34 @@ pub fn run(args: Args) -> CmdResult {
     };
     let mut failed = false;
     let mut json_items = Vec::new();
+    // Checked whether or not the join runs, so that a bad option is never silently ignored.
+    let join_opts = args.join.options()?;
+    let join_opts = args.join.enabled().then_some(join_opts);
+    let recording = args.join.recording()?;
     for path in &args.files {
         let source = path.display().to_string();
-        match summarize_file(path, &source, limits, args.top, true) {
-            Ok(result) => {
+        // The join reads the file on a thread of its own, beside the summary.
+        let (summary, joined) = std::thread::scope(|s| {
+            let j = join_opts
+                .as_ref()
+                .map(|o| s.spawn(|| join::run(path, o, recording.as_ref())));
+            let summary = summarize_file(path, &source, limits, args.top, true);
+            let joined = j.map(|h| h.join().unwrap_or_else(|_| Err("join failed".into())));
+            (summary, joined.transpose())
+        });
+        match summary.and_then(|r| joined.map(|j| (r, j))) {
+            Ok((result, joined)) => {
                 if args.json {
-                    json_items.push(result.to_json());
+                    let json = result.to_json();
+                    json_items.push(match &joined {
+                        Some(j) => join::merge_json(&json, j),
+                        None => json,
+                    });
                 } else {
                     print!("{}", render_table(&result));
+                    if let Some(j) = &joined {
+                        print!("{}", join::render(j));
+                    }
                 }
             }
             Err(msg) => {

@@ -3,8 +3,10 @@
 //! The pauses listed are the longest `max_pauses_per_device` gaps of each device from the first
 //! pass ([`GapsFound`]). Every complete (`X`) host event that overlaps one of them is added to
 //! that pause's table by (category, name): overlap time, count and the events' own durations. A
-//! `user_annotation` (any device) or a `gpu_user_annotation` (its own device) that encloses the
-//! whole pause goes to `within` instead (e.g. `ProfilerStep#107`), innermost first. Busy GPU
+//! `user_annotation` or the profiler's `Trace` span (any device), or a `gpu_user_annotation`
+//! (its own device), that encloses the whole pause goes to `within` instead (e.g.
+//! `ProfilerStep#107`), innermost first. Overlaps are summed per (category, name), so nested
+//! events of one name can sum past the pause's length (`n` says how many). Busy GPU
 //! categories are not host events; a `gpu_user_annotation` that only partly overlaps is left
 //! out too (it is GPU-side).
 //!
@@ -130,7 +132,8 @@ impl PauseHost {
         }
         let cat = e.cat.unwrap_or(b"");
         let gpu_ann = cat == GPU_USER_ANNOTATION;
-        let ann = gpu_ann || cat == USER_ANNOTATION;
+        // The profiler's own span (`Trace`, "PyTorch Profiler (0)") encloses every pause too.
+        let ann = gpu_ann || cat == USER_ANNOTATION || cat == b"Trace";
         let opts = self.opts;
         for (device, listed) in &mut self.devices {
             if gpu_ann && e.pid != IdField::Int(*device) {

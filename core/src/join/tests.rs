@@ -85,6 +85,14 @@ const EVENTS: &[Ev] = &[
         "1000000.5",
         "600000",
     ),
+    (
+        "Trace",
+        "PyTorch Profiler (0)",
+        100,
+        100,
+        "800000",
+        "2200000",
+    ),
 ];
 
 /// The trace document: `base` before or after `traceEvents` (or none), events in `order`.
@@ -284,7 +292,7 @@ fn pauses_and_host_from_the_trace_alone() {
         let a = r.alignment.as_ref().unwrap();
         assert_eq!(a.source, AlignmentSource::BaseTimeNanoseconds);
         assert_eq!(a.offset_ns, BASE);
-        assert_eq!(a.trace_start_unix_ns, Some(BASE + 900_000_000_000 / 1000));
+        assert_eq!(a.trace_start_unix_ns, Some(BASE + 800_000_000));
         let got: Vec<(i64, f64, f64)> = r
             .pauses
             .iter()
@@ -327,7 +335,7 @@ fn pauses_and_host_from_the_trace_alone() {
                 ),
             ]
         );
-        assert_eq!(within(0), ["train_loop"]);
+        assert_eq!(within(0), ["train_loop", "PyTorch Profiler (0)"]);
         assert_eq!(
             host(1),
             [
@@ -340,9 +348,20 @@ fn pauses_and_host_from_the_trace_alone() {
                 ),
             ]
         );
-        assert_eq!(within(1), ["gpu_step", "ProfilerStep#1", "train_loop"]);
+        assert_eq!(
+            within(1),
+            [
+                "gpu_step",
+                "ProfilerStep#1",
+                "train_loop",
+                "PyTorch Profiler (0)"
+            ]
+        );
         assert!(host(2).is_empty());
-        assert_eq!(within(2), ["ProfilerStep#1", "train_loop"]);
+        assert_eq!(
+            within(2),
+            ["ProfilerStep#1", "train_loop", "PyTorch Profiler (0)"]
+        );
         assert_eq!(r.pause_devices[0].pauses_found, 2);
         assert_eq!(r.pause_devices[0].pause_time_ms, 1024.0);
         assert_eq!(r.pause_devices[1].busy_events, 3);
@@ -385,7 +404,8 @@ fn telemetry_energy_matches_exact_arithmetic_and_analyze() {
     let r = join(&doc, &opts(), Some(&rec)).unwrap();
     let a = r.alignment.as_ref().unwrap();
     assert_eq!(a.recording_start_unix_ns, Some(BASE + GRID0_NS));
-    assert_eq!(a.trace_covered_share, Some(0.75));
+    // The trace spans 0.8 s..3.0 s (the profiler's own span); the recording 1.0 s..2.5 s.
+    assert_eq!(a.trace_covered_share, Some(1.5e9 / 2.2e9));
     assert!(
         r.join_warnings.iter().all(|w| !w.contains("covers only")),
         "{:?}",
@@ -487,17 +507,17 @@ fn telemetry_energy_matches_exact_arithmetic_and_analyze() {
 #[test]
 fn partial_coverage_and_no_overlap_warn() {
     let doc = trace_doc(Some(BASE), true, false);
-    // Only the first 0.5 s of the trace's 2 s are recorded.
+    // Only the first 0.5 s of the trace's 2.2 s are recorded.
     let rec = recording(&recording_csv(0..51, &[]));
     let r = join(&doc, &opts(), Some(&rec)).unwrap();
     assert_eq!(
         r.alignment.as_ref().unwrap().trace_covered_share,
-        Some(0.25)
+        Some(0.5e9 / 2.2e9)
     );
     assert!(
         r.join_warnings
             .iter()
-            .any(|w| w.contains("covers only 25.0%")),
+            .any(|w| w.contains("covers only 22.7%")),
         "{:?}",
         r.join_warnings
     );
