@@ -244,3 +244,118 @@ fn clock_offset_gpu_map_and_errors() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Decompresses a bundled `.json.gz` with the core's decoder (the test's own copy).
+fn gunzip(path: &Path) -> Vec<u8> {
+    use flinch_core::gzip::{GzDecoder, GzStatus};
+    let data = std::fs::read(path).unwrap();
+    let mut dec = GzDecoder::new();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut pos = 0;
+    loop {
+        let (st, nin, nout) = dec.decode(&data[pos..], &mut buf).unwrap();
+        pos += nin;
+        out.extend_from_slice(&buf[..nout]);
+        if st == GzStatus::Done || (nin == 0 && nout == 0) {
+            break;
+        }
+    }
+    out
+}
+
+/// Real Kineto traces (no recording exists for them): `baseTimeNanoseconds` read where it sits
+/// (after `traceEvents` in three, before it in one), and the GPU pauses of the HTA benchmark
+/// trace against an oracle over the parsed JSON (f64 µs, so to 1 µs).
+#[test]
+fn real_traces_base_and_pauses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces/HolisticTraceAnalysis");
+    for (name, base, before) in [
+        (
+            "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+            1_735_632_360_000_000_000i64,
+            false,
+        ),
+        (
+            "mtia_inference_rank_0.json.gz",
+            1_767_189_312_000_000_000,
+            true,
+        ),
+        (
+            "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+            1_719_853_884_000_000_000,
+            false,
+        ),
+        ("triton_example.json.gz", 1_727_743_122_000_000_000, false),
+    ] {
+        let text = String::from_utf8(gunzip(&root.join(name))).unwrap();
+        let (b, e) = (
+            text.find("baseTimeNanoseconds").unwrap(),
+            text.find("traceEvents").unwrap(),
+        );
+        assert_eq!(b < e, before, "{name}");
+        let v = json(&run(&[
+            "trace",
+            root.join(name).to_str().unwrap(),
+            "--pauses",
+            "--json",
+        ]));
+        assert_eq!(v["alignment"]["base_time_ns"], base, "{name}");
+        assert_eq!(v["alignment"]["source"], "baseTimeNanoseconds");
+    }
+    let path = root.join("benchmark_result_2869224_1695835535_trace.json.gz");
+    let doc: Value = serde_json::from_slice(&gunzip(&path)).unwrap();
+    let mut busy: Vec<(f64, f64)> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X"
+                && matches!(
+                    e["cat"].as_str(),
+                    Some("kernel" | "gpu_memcpy" | "gpu_memset")
+                )
+                && e["pid"] == 0
+        })
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            (ts, ts + e["dur"].as_f64().unwrap())
+        })
+        .collect();
+    busy.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut merged: Vec<(f64, f64)> = Vec::new();
+    for (s, t) in busy {
+        match merged.last_mut() {
+            Some(l) if s <= l.1 => l.1 = l.1.max(t),
+            _ => merged.push((s, t)),
+        }
+    }
+    let mut want: Vec<f64> = merged
+        .windows(2)
+        .map(|w| (w[1].0 - w[0].1) / 1000.0)
+        .filter(|&ms| ms >= 10.0)
+        .collect();
+    want.sort_by(|a, b| b.total_cmp(a));
+    let v = json(&run(&[
+        "trace",
+        path.to_str().unwrap(),
+        "--min-gap-ms",
+        "10",
+        "--json",
+    ]));
+    assert!(
+        v["alignment"].is_null(),
+        "no baseTimeNanoseconds in this trace"
+    );
+    let got: Vec<f64> = v["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["duration_ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(got.len(), want.len());
+    assert!(want.len() >= 5);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-3, "{got:?} vs {want:?}");
+    }
+}
