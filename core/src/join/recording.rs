@@ -11,8 +11,8 @@
 //!
 //! # Memory
 //! At most `max_readings` readings in all (power, utilization and counter each count one):
-//! 16 bytes each, 64 MiB at the default of 4 Mi, which holds a one-hour recording of 8 GPUs
-//! at 10 ms with all three signals. Past it, the recording is refused with an error that says
+//! 16 bytes each, 64 MiB at the default of 4 Mi. A one-hour recording at 10 ms with all three
+//! signals takes 1.08 Mi readings (17 MiB) per GPU, so the default holds three such GPUs. Past it, the recording is refused with an error that says
 //! so: the join never works on a silently shortened recording.
 use alloc::string::String;
 use alloc::vec::Vec;
