@@ -24,6 +24,7 @@ use crate::progress::ProgressLine;
 mod join;
 #[cfg(unix)]
 mod parallel;
+mod perfetto;
 mod pipeline;
 #[cfg(test)]
 mod test_files;
@@ -69,6 +70,9 @@ pub fn run(args: Args) -> CmdResult {
     // Checked whether or not the join runs, so that a bad option is never silently ignored.
     let join_opts = args.join.options()?;
     let join_opts = args.join.enabled().then_some(join_opts);
+    if args.join.perfetto().is_some() && args.files.len() > 1 {
+        return Err("--perfetto writes one merged file: give one trace".into());
+    }
     let recording = args.join.recording()?;
     for path in &args.files {
         let source = path.display().to_string();
@@ -76,13 +80,22 @@ pub fn run(args: Args) -> CmdResult {
         let (summary, joined) = std::thread::scope(|s| {
             let j = join_opts
                 .as_ref()
-                .map(|o| s.spawn(|| join::run(path, o, recording.as_ref())));
+                .map(|o| s.spawn(|| join::run(path, o, recording.as_ref(), args.join.perfetto())));
             let summary = summarize_file(path, &source, limits, args.top, true);
             let joined = j.map(|h| h.join().unwrap_or_else(|_| Err("join failed".into())));
             (summary, joined.transpose())
         });
         match summary.and_then(|r| joined.map(|j| (r, j))) {
             Ok((result, joined)) => {
+                let joined = joined.map(|(report, merged)| {
+                    if let (Some(n), Some((out, _))) = (merged, args.join.perfetto()) {
+                        eprintln!(
+                            "flinch-trace trace: {source}: {n} recording events merged into {}",
+                            out.display()
+                        );
+                    }
+                    report
+                });
                 if args.json {
                     let json = result.to_json();
                     json_items.push(match &joined {

@@ -359,3 +359,90 @@ fn real_traces_base_and_pauses() {
         assert!((g - w).abs() < 1e-3, "{got:?} vs {want:?}");
     }
 }
+
+/// `--perfetto`: every original event unchanged and in order, the recording's counters and
+/// marks on the trace's clock, the other top-level keys kept; `trace` reads the merged file
+/// (plain and gzip) back with the original categories and the same pauses.
+#[test]
+fn perfetto_merge_reads_back() {
+    let d = dir("perfetto");
+    let t = write(&d, "trace.json", &trace(Some(BASE)));
+    let c = write(&d, "trace.csv", &recording());
+    let (t, c) = (t.to_str().unwrap(), c.to_str().unwrap());
+    let original: Value = serde_json::from_str(&trace(Some(BASE))).unwrap();
+    let plain = json(&run(&["trace", t, "--pauses", "--json"]));
+    for name in ["merged.json", "merged.json.gz"] {
+        let out = d.join(name);
+        let o = out.to_str().unwrap();
+        let joined = json(&run(&[
+            "trace",
+            t,
+            "--telemetry",
+            c,
+            "--perfetto",
+            o,
+            "--json",
+        ]));
+        assert_eq!(joined["pauses"][0]["duration_ms"], 724.0);
+        let bytes = if name.ends_with(".gz") {
+            gunzip(&out)
+        } else {
+            std::fs::read(&out).unwrap()
+        };
+        let merged: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(merged["baseTimeNanoseconds"], BASE);
+        assert_eq!(merged["traceName"], "t");
+        let evs = merged["traceEvents"].as_array().unwrap();
+        let ours = |e: &&Value| e["cat"].as_str().is_some_and(|c| c.starts_with("flinch_"));
+        let kept: Vec<&Value> = evs.iter().filter(|e| !ours(e)).collect();
+        let want: Vec<&Value> = original["traceEvents"].as_array().unwrap().iter().collect();
+        assert_eq!(kept, want);
+        let counters: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "C").collect();
+        // 151 samples, each with power and utilization.
+        assert_eq!(counters.len(), 302);
+        assert_eq!(counters[0]["name"], "GPU 0 power");
+        assert_eq!(counters[0]["pid"], 0);
+        assert_eq!(counters[0]["ts"], 1_000_000.5);
+        assert_eq!(counters[0]["args"]["W"], 300.0);
+        let marks: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "i").collect();
+        assert_eq!(marks.len(), 2);
+        assert_eq!(
+            (&marks[0]["name"], &marks[0]["s"]),
+            (&Value::from("b_start"), &Value::from("g"))
+        );
+        assert_eq!(marks[0]["ts"], 1_700_000.5);
+        // Read back: the original categories unchanged, the same pauses.
+        let back = json(&run(&["trace", o, "--pauses", "--json"]));
+        let cats = |v: &Value| -> Vec<(String, Value)> {
+            v["categories"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, _)| !k.starts_with("flinch_"))
+                .map(|(k, c)| (k.clone(), c.clone()))
+                .collect()
+        };
+        assert_eq!(cats(&back), cats(&plain));
+        assert_eq!(back["pauses"], plain["pauses"]);
+    }
+    // Without an alignment, or onto the trace itself: errors.
+    let nobase = write(&d, "nobase.json", &trace(None));
+    let out = run(&[
+        "trace",
+        nobase.to_str().unwrap(),
+        "--telemetry",
+        c,
+        "--perfetto",
+        d.join("x.json").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = run(&["trace", t, "--telemetry", c, "--perfetto", t]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the trace being read"));
+    assert_eq!(
+        json(&run(&["trace", t, "--json"]))["totals"],
+        plain["totals"],
+        "the trace is intact"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

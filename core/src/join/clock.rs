@@ -122,6 +122,15 @@ impl GpuMap {
         Ok(GpuMap { pairs })
     }
 
+    /// The trace device recorded as `gpu_index` (the inverse; `gpu_index` itself when no pair
+    /// names it).
+    pub fn device(&self, gpu_index: i64) -> i64 {
+        self.pairs
+            .iter()
+            .find(|&&(_, g)| g == gpu_index)
+            .map_or(gpu_index, |&(d, _)| d)
+    }
+
     /// The recorded `gpu_index` of trace device `device`.
     pub fn gpu_index(&self, device: i64) -> i64 {
         self.pairs
@@ -172,6 +181,7 @@ mod tests {
     fn gpu_map() {
         let m = GpuMap::parse("0=2, 1=3").unwrap();
         assert_eq!((m.gpu_index(0), m.gpu_index(1), m.gpu_index(5)), (2, 3, 5));
+        assert_eq!((m.device(2), m.device(3), m.device(5)), (0, 1, 5));
         assert_eq!(GpuMap::parse("").unwrap().gpu_index(4), 4);
         assert!(GpuMap::parse("0=2,0=3").is_err());
         assert!(GpuMap::parse("0:2").is_err());

@@ -19,6 +19,7 @@ pub mod clock;
 pub mod gaps;
 pub mod names;
 pub mod pauses;
+pub mod perfetto;
 pub mod recording;
 
 #[cfg(test)]

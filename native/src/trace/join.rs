@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
 use flinch_core::join::{
-    GapFinder, GpuMap, JoinOptions, JoinPass, JoinReport, Recording, RecordingBuilder,
+    Alignment, GapFinder, GpuMap, JoinOptions, JoinPass, JoinReport, Recording, RecordingBuilder,
     RecordingOptions, parse_offset_ms,
 };
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::window::PowerSource;
 
+use super::perfetto::Merger;
 use crate::input::open_input;
 
 /// The join's options of `flinch-trace trace`.
@@ -41,6 +42,10 @@ pub struct JoinArgs {
     /// Trace device (GPU pid) to recorded gpu_index, e.g. 0=2,1=3 (default: the same number).
     #[arg(long, value_name = "D=G,...")]
     gpu_map: Option<String>,
+    /// Also write the trace with the recording merged in (counter tracks and marks on the
+    /// trace's clock) for Perfetto UI: OUT.json, or OUT.json.gz for gzip. Needs --telemetry.
+    #[arg(long, value_name = "OUT", requires = "telemetry")]
+    perfetto: Option<PathBuf>,
 }
 
 impl JoinArgs {
@@ -75,6 +80,11 @@ impl JoinArgs {
         Ok(o)
     }
 
+    /// Where to write the merged trace, with the recording to merge.
+    pub fn perfetto(&self) -> Option<(&Path, &Path)> {
+        Some((self.perfetto.as_deref()?, self.telemetry.as_deref()?))
+    }
+
     /// Reads the recording, when one is given.
     pub fn recording(&self) -> Result<Option<Recording>, String> {
         let Some(path) = &self.telemetry else {
@@ -102,8 +112,13 @@ impl JoinArgs {
     }
 }
 
-/// One pass of the scanner over the file; the base time when the document has one.
-fn scan_file(path: &Path, mut f: impl FnMut(&Event<'_>)) -> Result<Option<i64>, String> {
+/// One pass of the scanner over the file; the base time when the document has one. With
+/// `merge`, the bytes are copied through it and the recording goes in after the first event.
+fn scan_file(
+    path: &Path,
+    mut f: impl FnMut(&Event<'_>),
+    mut merge: Option<&mut Merger>,
+) -> Result<Option<i64>, String> {
     let mut input = open_input(path)?;
     let mut sc = EventScanner::new(Limits::NATIVE);
     loop {
@@ -116,9 +131,17 @@ fn scan_file(path: &Path, mut f: impl FnMut(&Event<'_>)) -> Result<Option<i64>, 
         let mut pos = 0;
         loop {
             let (what, n) = sc.scan(&chunk[pos..]).map_err(|e| format!("join: {e}"))?;
+            if let Some(m) = merge.as_deref_mut() {
+                m.copy(&chunk[pos..pos + n])?;
+            }
             pos += n;
             match what {
-                Scan::Event => f(&sc.event()),
+                Scan::Event => {
+                    f(&sc.event());
+                    if let Some(m) = merge.as_deref_mut() {
+                        m.inject()?;
+                    }
+                }
                 Scan::NeedsInput => break,
             }
         }
@@ -127,13 +150,29 @@ fn scan_file(path: &Path, mut f: impl FnMut(&Event<'_>)) -> Result<Option<i64>, 
     Ok(sc.base_time_ns())
 }
 
-/// Both passes over one trace file.
-pub fn run(path: &Path, opts: &JoinOptions, rec: Option<&Recording>) -> Result<JoinReport, String> {
+/// Both passes over one trace file; with `perfetto` (OUT, recording), the merged file too
+/// (its event count comes back).
+pub fn run(
+    path: &Path,
+    opts: &JoinOptions,
+    rec: Option<&Recording>,
+    perfetto: Option<(&Path, &Path)>,
+) -> Result<(JoinReport, Option<u64>), String> {
     let mut finder = GapFinder::new(opts.gaps);
-    let base = scan_file(path, |e| finder.add(e))?;
+    let base = scan_file(path, |e| finder.add(e), None)?;
+    let mut merger = match perfetto {
+        Some((out, csv)) => {
+            let align = Alignment::new(base, opts.clock_offset_ns).ok_or(
+                "--perfetto: the trace has no baseTimeNanoseconds: give --clock-offset-ms",
+            )?;
+            Some(Merger::create(out, path, csv, align, opts.gpu_map.clone())?)
+        }
+        None => None,
+    };
     let mut pass = JoinPass::new(finder.finish(), base, opts.clone(), rec)?;
-    scan_file(path, |e| pass.add(e))?;
-    Ok(pass.finish())
+    scan_file(path, |e| pass.add(e), merger.as_mut())?;
+    let merged = merger.map(Merger::finish).transpose()?;
+    Ok((pass.finish(), merged))
 }
 
 /// The summary's JSON object with the join's keys appended (each in its struct's field order).
