@@ -144,7 +144,8 @@ pub struct GapsFound {
     pub events_of_dropped_devices: u64,
     /// Busy events whose `pid` is not an integer (not used).
     pub events_without_device: u64,
-    /// First `ts` and last `ts + dur` over every timed event of the trace, trace ns.
+    /// First `ts` and last `ts + dur` over every timed event of the trace but metadata (`M`),
+    /// trace ns.
     pub trace_span_ns: Option<(i64, i64)>,
 }
 
@@ -176,7 +177,8 @@ impl GapFinder {
 
     /// Adds one event.
     pub fn add(&mut self, e: &Event<'_>) {
-        if let NumField::Ns(ts) = e.ts_ns {
+        // Metadata events (`M`) may carry any `ts` (often 0): not part of the traced time.
+        if let (NumField::Ns(ts), false) = (e.ts_ns, e.ph == b"M") {
             let end = match e.dur_ns {
                 NumField::Ns(d) if d >= 0 => ts.saturating_add(d),
                 _ => ts,
@@ -341,6 +343,9 @@ mod tests {
         f.add(&ev("gpu_memset", 0, 0, 5));
         f.add(&ev("gpu_memset", 0, 50, 5));
         f.add(&ev("cpu_op", 0, 10, 30)); // host work does not fill the gap
+        let mut meta = ev("", 0, -1000, 0);
+        meta.ph = b"M";
+        f.add(&meta); // metadata is not traced time
         let found = f.finish();
         assert_eq!(found.devices.len(), 2);
         assert_eq!(found.devices[0].device, 0);
