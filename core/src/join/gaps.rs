@@ -362,6 +362,35 @@ mod tests {
     }
 
     #[test]
+    fn cap_in_any_order_keeps_gaps_above_the_raised_minimum_exact() {
+        let mut rng = Rng(23);
+        for round in 0..100 {
+            let n = 20 + rng.below(200) as usize;
+            let spans: Vec<(i64, i64)> = (0..n)
+                .map(|_| {
+                    let s = rng.below(100_000) as i64;
+                    (s, s + rng.below(300) as i64)
+                })
+                .collect();
+            let mut f = GapFinder::new(GapOptions {
+                min_gap_ns: 1,
+                max_gaps_per_device: 8,
+                max_devices: 1,
+            });
+            for &(s, e) in &spans {
+                f.add(&ev("kernel", 3, s, e - s));
+            }
+            f.add(&ev("kernel", 4, 0, 1)); // past max_devices: counted, not used
+            let found = f.finish();
+            assert_eq!(found.events_of_dropped_devices, 1);
+            let d = &found.devices[0];
+            let got: Vec<(i64, i64)> = d.gaps.iter().map(|g| (g.start_ns, g.end_ns)).collect();
+            assert_eq!(got, oracle(&spans, d.min_gap_ns_effective), "round {round}");
+            assert!(got.len() <= 9, "round {round}: {}", got.len());
+        }
+    }
+
+    #[test]
     fn cap_raises_the_minimum_and_keeps_long_gaps_exact() {
         // 100 gaps of lengths 10..=109 ns, in time order; the cap keeps 16 gaps.
         let opts = GapOptions {
