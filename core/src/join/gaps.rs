@@ -82,7 +82,11 @@ impl Device {
 
     /// Raises the minimum gap so that at most `keep` gaps remain, merging the shorter ones.
     fn raise(&mut self, keep: usize) {
-        let mut lens: Vec<i64> = self.busy.windows(2).map(|w| w[1].0 - w[0].1).collect();
+        let mut lens: Vec<i64> = self
+            .busy
+            .windows(2)
+            .map(|w| w[1].0.saturating_sub(w[0].1))
+            .collect();
         if lens.len() <= keep {
             return;
         }
@@ -92,7 +96,7 @@ impl Device {
         let mut out: Vec<(i64, i64)> = Vec::with_capacity(keep + 1);
         for &(s, e) in &self.busy {
             match out.last_mut() {
-                Some(last) if s - last.1 < g => last.1 = last.1.max(e),
+                Some(last) if s.saturating_sub(last.1) < g => last.1 = last.1.max(e),
                 _ => out.push((s, e)),
             }
         }
@@ -112,9 +116,9 @@ pub struct Gap {
 }
 
 impl Gap {
-    /// Length, ns.
+    /// Length, ns (saturating: a gap can span more than the `i64` range holds).
     pub fn dur_ns(&self) -> i64 {
-        self.end_ns - self.start_ns
+        self.end_ns.saturating_sub(self.start_ns)
     }
 }
 

@@ -288,7 +288,10 @@ impl<'r> JoinPass<'r> {
                 min_gap_ms: ms(opts.gaps.min_gap_ns),
                 min_gap_ms_effective: ms(d.min_gap_ns_effective),
                 pauses_found: d.gaps.len() as u64,
-                pause_time_ms: ms(d.gaps.iter().map(Gap::dur_ns).sum()),
+                pause_time_ms: ms(d
+                    .gaps
+                    .iter()
+                    .fold(0i64, |a, g| a.saturating_add(g.dur_ns()))),
                 pauses_listed: listed.len() as u64,
             });
             if d.min_gap_ns_effective > opts.gaps.min_gap_ns {
@@ -308,7 +311,10 @@ impl<'r> JoinPass<'r> {
             });
             for l in mine {
                 let g = l.gap;
-                let unix = align.and_then(|a| Some((a.unix_ns(g.start_ns)?, a.unix_ns(g.end_ns)?)));
+                // Both ends on the Unix clock, and a length the i64 range holds (else no telemetry).
+                let unix = align
+                    .and_then(|a| Some((a.unix_ns(g.start_ns)?, a.unix_ns(g.end_ns)?)))
+                    .filter(|u| u.1.checked_sub(u.0).is_some());
                 let telemetry = match (rec, slot, unix) {
                     (Some(r), Some(slot), Some((t0, t1))) => {
                         let w = r.window(slot, t0, t1);

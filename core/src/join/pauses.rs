@@ -153,7 +153,7 @@ impl PauseHost {
                             .within
                             .iter()
                             .enumerate()
-                            .max_by_key(|(_, w)| (w.3 - w.2, w.2))
+                            .max_by_key(|(_, w)| (w.3.saturating_sub(w.2), w.2))
                             .unwrap_or((0, &item));
                         l.within.swap_remove(j);
                     }
@@ -162,7 +162,7 @@ impl PauseHost {
                 if gpu_ann {
                     continue;
                 }
-                let overlap = t.min(b) - s.max(a);
+                let overlap = t.min(b).saturating_sub(s.max(a));
                 let (c, n) = (names.id(e.cat), names.id(e.name));
                 let idx = match l.host.iter().position(|h| h.cat == c && h.name == n) {
                     Some(i) => i,
@@ -192,7 +192,7 @@ impl PauseHost {
                     },
                 };
                 let h = &mut l.host[idx];
-                h.overlap_ns += overlap;
+                h.overlap_ns = h.overlap_ns.saturating_add(overlap);
                 h.n += 1;
                 h.dur_ns = h.dur_ns.saturating_add(t - s);
             }
@@ -223,13 +223,13 @@ impl PauseHost {
     /// The enclosing annotations of a pause, innermost first.
     pub(crate) fn within_rows(l: &Listed, names: &Names) -> Vec<WithinEntry> {
         let mut w = l.within.clone();
-        w.sort_by_key(|x| (x.3 - x.2, core::cmp::Reverse(x.2)));
+        w.sort_by_key(|x| (x.3.saturating_sub(x.2), core::cmp::Reverse(x.2)));
         w.iter()
             .map(|&(c, n, s, t)| WithinEntry {
                 category: names.get(c).into(),
                 name: names.get(n).into(),
                 start_ts_us: s as f64 / 1e3,
-                duration_ms: (t - s) as f64 / 1e6,
+                duration_ms: t.saturating_sub(s) as f64 / 1e6,
             })
             .collect()
     }

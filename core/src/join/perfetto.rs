@@ -139,16 +139,16 @@ impl CounterEvents {
                     .i64(Col::RaplMaxEnergyRangeUj)
                     .and_then(|v| u64::try_from(v).ok());
                 if let Some((tp, up)) = self.rapl_prev
-                    && t_wall > tp
+                    && let Some(dt) = t_wall.checked_sub(tp).filter(|&d| d > 0)
                 {
                     let delta = if uj >= up {
                         Some(uj - up)
                     } else {
-                        max.map(|m| m - up + uj)
+                        max.and_then(|m| m.checked_sub(up)?.checked_add(uj))
                     };
                     if let Some(d) = delta {
                         // µJ per ns → W: 1e-6 J / 1e-9 s.
-                        let w = d as f64 * 1e3 / (t_wall - tp) as f64;
+                        let w = d as f64 * 1e3 / dt as f64;
                         self.counter(HOST_PID, "package power (RAPL)", ts, "W", Some(w));
                     }
                 }

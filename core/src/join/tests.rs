@@ -654,3 +654,23 @@ fn recording_errors() {
     assert!(b.end().unwrap_err().contains("no SAMPLE row"));
     let _ = vec![0];
 }
+
+#[test]
+fn extreme_times_saturate_instead_of_overflowing() {
+    // A gap longer than i64 ns holds, whose end leaves the Unix range.
+    let doc = format!(
+        r#"{{"traceEvents":[{{"ph":"X","cat":"kernel","name":"a","pid":0,"ts":-9000000000000000,"dur":1}},{{"ph":"X","cat":"kernel","name":"b","pid":0,"ts":9000000000000000,"dur":1}},{{"ph":"X","cat":"user_annotation","name":"u","pid":1,"ts":-9000000000000000,"dur":9200000000000000}},{{"ph":"X","cat":"cpu_op","name":"c","pid":1,"ts":-9000000000000000,"dur":9100000000000000}}],"baseTimeNanoseconds":{BASE}}}"#
+    );
+    let rec = recording(&recording_csv(0..10, &[]));
+    let r = join(&doc, &opts(), Some(&rec)).unwrap();
+    assert_eq!(r.pauses.len(), 1);
+    assert_eq!(r.pauses[0].duration_ms, i64::MAX as f64 / 1e6);
+    assert!(r.pauses[0].telemetry.is_none());
+    // Longest overlap first: u reaches 0.2e18 ns past the gap's start, c 0.1e18.
+    let host: Vec<&str> = r.pauses[0].host.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(host, ["u", "c"]);
+    let ae = r.annotation_energy.as_ref().unwrap();
+    assert_eq!(ae[0].n, 1);
+    // Its span converts (it ends before the range does); the pause does not: no telemetry.
+    assert_eq!(ae[0].name, "u");
+}
