@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use flinch_core::analyzer::{
     Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
 };
-use flinch_core::csv::{Col, CsvEvent, TraceCsvReader, parse_py_float};
+use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
+use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
     AnalyzeOptions, ParsedKind, ParsedRow, PowerSource, RecordingAnalysis, WindowAnalyzer,
     WindowResult, WindowSelect,

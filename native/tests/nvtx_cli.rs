@@ -30,7 +30,7 @@ fn library() -> PathBuf {
     let lib = Path::new(BIN).with_file_name("libflinch_nvtx.so");
     assert!(
         lib.is_file(),
-        "{} is not built: run `cargo build -p flinch-nvtx` (`cargo test --workspace` builds it)",
+        "{} is not built: run `cargo build -p flinch-nvtx` first (`scripts/test-all.sh` does)",
         lib.display()
     );
     lib
