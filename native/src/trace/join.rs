@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
 use flinch_core::join::{
-    Alignment, GapFinder, GpuMap, JoinOptions, JoinPass, JoinReport, Recording, RecordingBuilder,
-    RecordingOptions, parse_offset_ms,
+    Alignment, AlignmentSource, GapFinder, GpuMap, JoinOptions, JoinPass, JoinReport, Recording,
+    RecordingBuilder, RecordingOptions, parse_offset_ms,
 };
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::window::PowerSource;
@@ -216,8 +216,11 @@ pub fn render(r: &JoinReport) -> String {
     if let Some(a) = &r.alignment {
         let _ = writeln!(
             s,
-            "  alignment: {:?}, offset {} ns{}",
-            a.source,
+            "  alignment: {}, offset {} ns{}",
+            match a.source {
+                AlignmentSource::BaseTimeNanoseconds => "baseTimeNanoseconds",
+                AlignmentSource::ClockOffset => "clock_offset",
+            },
             a.offset_ns,
             a.trace_covered_share
                 .map(|c| format!(", recording covers {:.1}% of the trace", c * 100.0))
