@@ -169,8 +169,14 @@ pub fn run(
         }
         None => None,
     };
-    let mut pass = JoinPass::new(finder.finish(), base, opts.clone(), rec)?;
-    scan_file(path, |e| pass.add(e), merger.as_mut())?;
+    let found = finder.finish();
+    // Without a pause, a recording or a merge, the second pass has nothing to add.
+    let second =
+        found.devices.iter().any(|d| !d.gaps.is_empty()) || rec.is_some() || merger.is_some();
+    let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
+    if second {
+        scan_file(path, |e| pass.add(e), merger.as_mut())?;
+    }
     let merged = merger.map(Merger::finish).transpose()?;
     Ok((pass.finish(), merged))
 }
