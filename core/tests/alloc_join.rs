@@ -20,6 +20,7 @@ fn ev(cat: &'static [u8], name: &'static [u8], pid: i64, ts: i64, dur: i64) -> E
         tid: IdField::Int(1),
         id: IdField::Missing,
         scope: IdField::Missing,
+        quoted_times: 0,
     }
 }
 

@@ -21,6 +21,10 @@ use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
 
+#[cfg(unix)]
+mod exact_io;
+#[cfg(all(test, unix))]
+mod exact_tests;
 mod join;
 #[cfg(unix)]
 mod parallel;
@@ -41,14 +45,16 @@ pub struct Args {
     /// How many (category, name) ops to list, largest duration sum first.
     #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS)]
     top: usize,
-    /// Small bounded memory (Limits::BOUNDED, a few MiB, as the web page): ops/categories beyond
-    /// the limits fold into "(other)" and the busy unions may be approximate (the output states
-    /// the error bound). Default: Limits::NATIVE, a budget of about 52 MiB of tables, exact for
-    /// inputs that fit in it and approximate past it (stated under `approximations`).
+    /// Small bounded memory, in memory alone (Limits::BOUNDED, a few MiB): ops/categories beyond
+    /// the limits fold into "(other)", percentiles may come from sketches and busy unions may be
+    /// approximate (the output states each, with its bound). Default: exact in bounded memory
+    /// (Limits::NATIVE, peak RSS within 64 MiB) up to the limits in docs/trace-exactness.md
+    /// (131,072 ops, 8 MiB of op names), with busy intervals spilled to a temporary file and
+    /// further passes over the file when needed; past the limits, stated under `approximations`.
     #[arg(long, conflicts_with = "exact")]
     bounded: bool,
-    /// Exact whatever the input (Limits::EXACT): memory grows with the distinct ops, durations
-    /// and disjoint busy intervals.
+    /// Exact whatever the input, in memory alone (Limits::EXACT): memory grows with the
+    /// distinct ops, durations and disjoint busy intervals.
     #[arg(long)]
     exact: bool,
     /// GPU pauses and the join with a recording (docs/join.md).
@@ -56,14 +62,21 @@ pub struct Args {
     join: join::JoinArgs,
 }
 
+/// A file that failed, in a `--json` array: `source` first, as every result object.
+#[derive(serde::Serialize)]
+struct FileError<'a> {
+    source: &'a str,
+    error: &'a str,
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    let limits = if args.bounded {
-        Limits::BOUNDED
+    let (limits, exact_io) = if args.bounded {
+        (Limits::BOUNDED, false)
     } else if args.exact {
-        Limits::EXACT
+        (Limits::EXACT, false)
     } else {
-        Limits::NATIVE
+        (Limits::NATIVE, true)
     };
     let mut failed = false;
     let mut json_items = Vec::new();
@@ -81,7 +94,7 @@ pub fn run(args: Args) -> CmdResult {
             let j = join_opts
                 .as_ref()
                 .map(|o| s.spawn(|| join::run(path, o, recording.as_ref(), args.join.perfetto())));
-            let summary = summarize_file(path, &source, limits, args.top, true);
+            let summary = summarize_file(path, &source, limits, args.top, exact_io, true);
             let joined = j.map(|h| h.join().unwrap_or_else(|_| Err("join failed".into())));
             (summary, joined.transpose())
         });
@@ -113,7 +126,10 @@ pub fn run(args: Args) -> CmdResult {
                 failed = true;
                 eprintln!("flinch-trace trace: {source}: {msg}");
                 if args.json && args.files.len() > 1 {
-                    let err = serde_json::json!({ "source": source, "error": msg });
+                    let err = FileError {
+                        source: &source,
+                        error: &msg,
+                    };
                     json_items.push(serde_json::to_string_pretty(&err).unwrap_or_default());
                 }
             }
@@ -140,12 +156,15 @@ fn indent(json: &str) -> String {
     json.replace('\n', "\n  ")
 }
 
-/// Streams one file through the core scanner and summary.
+/// Streams one file through the core scanner and summary. `exact_io`: past `limits`, spill
+/// busy intervals to a temporary file and read the file again for the listed ops' exact
+/// percentiles (`exact_io`), instead of stating approximations.
 pub fn summarize_file(
     path: &Path,
     source: &str,
     limits: Limits,
     top: usize,
+    exact_io: bool,
     show_progress: bool,
 ) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
@@ -156,7 +175,7 @@ pub fn summarize_file(
     #[cfg(unix)]
     if let Some(plan) = parallel::plan(path) {
         let mut progress = show_progress.then(|| ProgressLine::new("trace", plan.size()));
-        return parallel::summarize(plan, source, limits, Some(top), |done, _| {
+        return parallel::summarize(plan, source, limits, Some(top), exact_io, |done, _| {
             if let Some(p) = progress.as_mut() {
                 p.update(done);
             }
@@ -173,10 +192,11 @@ pub fn summarize_file(
     // Inflating takes most of a core: with two cores or fewer, scanning and summarizing on
     // one thread beside it is faster than on two (see pipeline::summarize_sequential).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let replay = exact_io.then_some(path);
     if input.is_gzip() && cores <= 2 {
-        pipeline::summarize_sequential(input, source, limits, Some(top), update)
+        pipeline::summarize_sequential(input, source, limits, Some(top), replay, update)
     } else {
-        pipeline::summarize(input, source, limits, Some(top), update)
+        pipeline::summarize(input, source, limits, Some(top), replay, update)
     }
 }
 

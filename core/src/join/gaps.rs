@@ -282,6 +282,7 @@ mod tests {
             tid: IdField::Int(7),
             id: IdField::Missing,
             scope: IdField::Missing,
+            quoted_times: 0,
         }
     }
 

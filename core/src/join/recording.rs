@@ -112,8 +112,11 @@ impl RecordingBuilder {
     fn on_event(&mut self, ev: CsvEvent) {
         match ev {
             CsvEvent::NeedsInput | CsvEvent::End => {}
-            CsvEvent::Header => self.analyzer.add_header(),
+            CsvEvent::Header => self
+                .analyzer
+                .add_header(self.reader.header_line(), self.reader.header_usable()),
             CsvEvent::BadRow { line } => self.analyzer.add_bad_row(line),
+            CsvEvent::UnbalancedQuote { line } => self.analyzer.add_unbalanced_quote(line),
             CsvEvent::Row => {
                 let row = self.reader.row();
                 self.analyzer.push_row(&row);

@@ -16,8 +16,8 @@
 use super::classify::{CLASS, DELIM, SKIP, STR, WS, find, load, skip_container, skip_str};
 use super::decimal::parse_us_to_ns;
 use super::{
-    ElementBoundary, Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind,
-    ScanWarnings,
+    ElementBoundary, Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
+    ScanErrorKind, ScanWarnings,
 };
 use crate::Limits;
 
@@ -259,6 +259,16 @@ enum Esc {
     Hex { n: u8, acc: u16 },
 }
 
+/// The bit of [`Event::quoted_times`] for `ts` or `dur`.
+#[inline(always)]
+fn quoted_bit(field: Field) -> u8 {
+    if field == Field::Ts {
+        QUOTED_TS
+    } else {
+        QUOTED_DUR
+    }
+}
+
 /// Push-style scanner of trace events (see the [module docs](super)).
 ///
 /// Memory is fixed at construction: two string buffers of `Limits::max_string_bytes` each
@@ -312,6 +322,8 @@ pub struct EventScanner<S = DefaultStorage> {
     scope: IdField,
     /// The top-level `baseTimeNanoseconds`, once read.
     base_time_ns: Option<i64>,
+    /// Which of `ts`/`dur` came from a numeric string ([`QUOTED_TS`], [`QUOTED_DUR`]).
+    quoted_times: u8,
     // fast path: gaps learned per (`ph` column, preceding field)
     gaps: [Gap; GAP_ROWS * GAP_COLS],
 }
@@ -397,6 +409,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             id: IdField::Missing,
             scope: IdField::Missing,
             base_time_ns: None,
+            quoted_times: 0,
             gaps: [Gap::EMPTY; GAP_ROWS * GAP_COLS],
         }
     }
@@ -448,6 +461,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             tid: self.tid,
             id: self.id,
             scope: self.scope,
+            quoted_times: self.quoted_times,
         }
     }
 
@@ -851,6 +865,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         } else {
                             self.dur = NumField::Ns(ns);
                         }
+                        self.quoted_times &= !quoted_bit(field);
                         i = e;
                     } else {
                         let e = find(s, i, DELIM);
@@ -944,6 +959,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         self.tid = IdField::Missing;
         self.id = IdField::Missing;
         self.scope = IdField::Missing;
+        self.quoted_times = 0;
         self.st = St::EvKeyOrEnd;
     }
 
@@ -1329,6 +1345,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 } else {
                     self.dur = v;
                 }
+                if quoted && matches!(v, NumField::Ns(_)) {
+                    self.quoted_times |= quoted_bit(field);
+                } else {
+                    self.quoted_times &= !quoted_bit(field);
+                }
             }
             Field::Pid | Field::Tid | Field::Id | Field::Scope => {
                 let v = if !quoted && text == b"null" {
@@ -1361,8 +1382,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             Field::Ph => self.ph_len = 0,
             Field::Cat => self.cat_some = false,
             Field::Name => self.name_some = false,
-            Field::Ts => self.ts = NumField::NotNumber,
-            Field::Dur => self.dur = NumField::NotNumber,
+            Field::Ts => {
+                self.ts = NumField::NotNumber;
+                self.quoted_times &= !QUOTED_TS;
+            }
+            Field::Dur => {
+                self.dur = NumField::NotNumber;
+                self.quoted_times &= !QUOTED_DUR;
+            }
             Field::Pid => self.pid = IdField::Missing,
             Field::Tid => self.tid = IdField::Missing,
             Field::Id => self.id = IdField::Missing,
