@@ -31,6 +31,18 @@ if [[ ! -e fuzz/corpus/scanner/seed-simple ]]; then
     { printf '\x00\x20\x01'; gzip -dc tests/traces/HolisticTraceAnalysis/triton_example.json.gz | head -c 4000; } >fuzz/corpus/scanner/seed-kineto
 fi
 
+# Join seed: a trace with a pause and host work, a NUL, then a two-GPU trace.csv on the same clock
+# (see fuzz_targets/join.rs).
+mkdir -p fuzz/corpus/join
+if [[ ! -e fuzz/corpus/join/seed-pair ]]; then
+    {
+        printf '%s' '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1000,"dur":100},{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":8,"ts":2000,"dur":100},{"ph":"X","cat":"user_annotation","name":"s","pid":9,"tid":9,"ts":900,"dur":1500},{"ph":"X","cat":"cpu_op","name":"c","pid":9,"tid":9,"ts":1200,"dur":300}],"baseTimeNanoseconds":0}'
+        printf '\0'
+        printf 't_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n'
+        printf '1,1000000,SAMPLE,,100,50,,,,,0,5\n2,1500000,SAMPLE,,300,90,,,,,1,9\n3,2100000,SAMPLE,,120,0,,,,7,0,12\n4,1200000,MARK,m,,,,,,,,\n'
+    } >fuzz/corpus/join/seed-pair
+fi
+
 # gzip_diff seeds: 1 knob byte (chunk size), then gzip streams (with padding, with garbage).
 mkdir -p fuzz/corpus/gzip_diff
 if [[ ! -e fuzz/corpus/gzip_diff/seed-multi ]]; then

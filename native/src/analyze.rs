@@ -68,7 +68,7 @@ fn py_fixed(x: f64, prec: usize) -> String {
 
 /// The power source the sidecar names, if any: any key mentioning "power" with the value
 /// "instant" or "average".
-fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
+pub(crate) fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
     let mut p = csv.as_os_str().to_owned();
     p.push(".meta.json");
     let text = std::fs::read_to_string(PathBuf::from(p)).ok()?;

@@ -25,8 +25,10 @@ use crate::progress::ProgressLine;
 mod exact_io;
 #[cfg(all(test, unix))]
 mod exact_tests;
+mod join;
 #[cfg(unix)]
 mod parallel;
+mod perfetto;
 mod pipeline;
 #[cfg(test)]
 mod test_files;
@@ -55,6 +57,9 @@ pub struct Args {
     /// distinct ops, durations and disjoint busy intervals.
     #[arg(long)]
     exact: bool,
+    /// GPU pauses and the join with a recording (docs/join.md).
+    #[command(flatten)]
+    join: join::JoinArgs,
 }
 
 /// A file that failed, in a `--json` array: `source` first, as every result object.
@@ -75,14 +80,46 @@ pub fn run(args: Args) -> CmdResult {
     };
     let mut failed = false;
     let mut json_items = Vec::new();
+    // Checked whether or not the join runs, so that a bad option is never silently ignored.
+    let join_opts = args.join.options()?;
+    let join_opts = args.join.enabled().then_some(join_opts);
+    if args.join.perfetto().is_some() && args.files.len() > 1 {
+        return Err("--perfetto writes one merged file: give one trace".into());
+    }
+    let recording = args.join.recording()?;
     for path in &args.files {
         let source = path.display().to_string();
-        match summarize_file(path, &source, limits, args.top, exact_io, true) {
-            Ok(result) => {
+        // The join reads the file on a thread of its own, beside the summary.
+        let (summary, joined) = std::thread::scope(|s| {
+            let j = join_opts
+                .as_ref()
+                .map(|o| s.spawn(|| join::run(path, o, recording.as_ref(), args.join.perfetto())));
+            let summary = summarize_file(path, &source, limits, args.top, exact_io, true);
+            let joined = j.map(|h| h.join().unwrap_or_else(|_| Err("join failed".into())));
+            (summary, joined.transpose())
+        });
+        match summary.and_then(|r| joined.map(|j| (r, j))) {
+            Ok((result, joined)) => {
+                let joined = joined.map(|(report, merged)| {
+                    if let (Some(n), Some((out, _))) = (merged, args.join.perfetto()) {
+                        eprintln!(
+                            "flinch-trace trace: {source}: {n} recording events merged into {}",
+                            out.display()
+                        );
+                    }
+                    report
+                });
                 if args.json {
-                    json_items.push(result.to_json());
+                    let json = result.to_json();
+                    json_items.push(match &joined {
+                        Some(j) => join::merge_json(&json, j),
+                        None => json,
+                    });
                 } else {
                     print!("{}", render_table(&result));
+                    if let Some(j) = &joined {
+                        print!("{}", join::render(j));
+                    }
                 }
             }
             Err(msg) => {

@@ -130,7 +130,8 @@ fn fast_gap(s: &[u8], mut i: usize, first: bool) -> Option<Step> {
     }
 }
 
-const KEY_CAP: usize = 16;
+// Long enough for `baseTimeNanoseconds` (19 bytes), the longest key read.
+const KEY_CAP: usize = 24;
 const WORD_CAP: usize = 128;
 const PH_CAP: usize = 8;
 
@@ -141,6 +142,8 @@ enum St {
     TopKey,
     TopColon,
     TopValue,
+    /// The integer value of the top-level `baseTimeNanoseconds`.
+    TopWord,
     TopCommaOrEnd,
     ArrFirst,
     ArrElem,
@@ -317,6 +320,8 @@ pub struct EventScanner<S = DefaultStorage> {
     tid: IdField,
     id: IdField,
     scope: IdField,
+    /// The top-level `baseTimeNanoseconds`, once read.
+    base_time_ns: Option<i64>,
     /// Which of `ts`/`dur` came from a numeric string ([`QUOTED_TS`], [`QUOTED_DUR`]).
     quoted_times: u8,
     // fast path: gaps learned per (`ph` column, preceding field)
@@ -403,6 +408,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             tid: IdField::Missing,
             id: IdField::Missing,
             scope: IdField::Missing,
+            base_time_ns: None,
             quoted_times: 0,
             gaps: [Gap::EMPTY; GAP_ROWS * GAP_COLS],
         }
@@ -493,6 +499,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         &self.warnings
     }
 
+    /// The top-level `baseTimeNanoseconds` (Kineto's CLOCK_REALTIME origin of `ts`, ns), once
+    /// the scanner has read it: before or after `traceEvents`, so a caller that needs it for
+    /// every event keeps times relative until the end. `None` when absent or not an integer.
+    pub fn base_time_ns(&self) -> Option<i64> {
+        self.base_time_ns
+    }
+
     /// Events returned so far.
     pub fn events(&self) -> u64 {
         self.events
@@ -541,6 +554,19 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     i = j;
                     self.end_word(false);
                     self.st = St::EvCommaOrEnd;
+                    continue;
+                }
+                St::TopWord => {
+                    let j = find(input, i, DELIM);
+                    self.push_word(&input[i..j]);
+                    if j == n {
+                        return Ok((Scan::NeedsInput, n));
+                    }
+                    i = j;
+                    if !self.word_over {
+                        self.base_time_ns = parse_int(&self.word[..self.word_len]);
+                    }
+                    self.st = St::TopCommaOrEnd;
                     continue;
                 }
                 St::Skip => {
@@ -615,6 +641,15 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                             continue;
                         }
                         self.warnings.non_array_trace_events += 1;
+                    }
+                    if (b == b'-' || b.is_ascii_digit())
+                        && !self.key_over
+                        && &self.key[..self.key_len] == b"baseTimeNanoseconds"
+                    {
+                        self.word_len = 0;
+                        self.word_over = false;
+                        self.st = St::TopWord;
+                        continue;
                     }
                     i = self.begin_skip(b, i, St::TopCommaOrEnd);
                 }
@@ -740,7 +775,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     }
                     _ => self.recover(),
                 },
-                St::Str | St::Word | St::Skip | St::Done => unreachable!(),
+                St::Str | St::Word | St::TopWord | St::Skip | St::Done => unreachable!(),
             }
         }
     }

@@ -29,6 +29,8 @@ pub use floor::PowerHistogram;
 pub use series::{Series, SeriesPoint};
 pub use stream::{Planned, SpanPlan};
 pub use verdict::{PowerSource, Signal, Verdict};
+// For the trace join (`crate::join`), which judges its own windows the same way.
+pub(crate) use verdict::{Context as VerdictContext, combine as combine_verdicts};
 
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
