@@ -23,7 +23,7 @@ mod reorder;
 mod series;
 mod verdict;
 
-pub use acc::{GpuAcc, POWER_BINS, Prev, RaplAcc, RefAcc, Sample, bin_edges, clip, power_bin};
+pub use acc::{GpuAcc, POWER_BINS, Prev, RefAcc, Sample, bin_edges, power_bin};
 pub use floor::PowerHistogram;
 pub use series::{Series, SeriesPoint};
 pub use verdict::{PowerSource, Signal, Verdict};
@@ -35,6 +35,7 @@ use serde::Serialize;
 
 use crate::Limits;
 use crate::csv::{Col, CsvEvent, Row, RowKind, TraceCsvReader};
+use crate::energy::WindowCounter;
 use reorder::Reorder;
 
 /// Which mark pair is "the window": the `occurrence`-th MARK labelled `start` (in file order)
@@ -472,7 +473,8 @@ struct ActiveWindow {
     t1: Option<i64>,
     reference: RefAcc,
     gpus: Vec<GpuAcc>,
-    rapl: RaplAcc,
+    /// RAPL package energy, µJ.
+    rapl: WindowCounter,
     /// False for a span past `max_spans`: a placeholder that holds nothing and is never
     /// reported, kept open only so that pair ends still close the pairs they belong to.
     kept: bool,
@@ -813,7 +815,7 @@ impl Engine {
             t1: None,
             reference: RefAcc::default(),
             gpus,
-            rapl: RaplAcc::default(),
+            rapl: WindowCounter::default(),
             kept,
         }
     }
@@ -922,7 +924,7 @@ impl Engine {
                     continue;
                 }
                 let t1 = w.t1();
-                w.rapl.add(prev, t, uj, max, w.t0, t1);
+                w.rapl.add_wrapping(prev, (t, uj), max, (w.t0, t1));
             }
         }
         self.rapl_prev = Some((t, uj));
@@ -1125,30 +1127,29 @@ impl Engine {
             if g.samples == 0 {
                 continue;
             }
-            let has_power = a.power_covered_ns > 0 || a.gap_skipped_ns > 0;
-            let has_util = a.util_covered_ns > 0;
-            let has_counter = a.counter_covered_ns > 0;
+            let has_power = a.power.covered_ns > 0 || a.power.skipped_ns > 0;
             let v = ctx.gpu_verdict(i, a, w.t0, t1);
             gpus.push(GpuWindow {
                 gpu_index: g.key,
                 reference: RefFigures::from(&a.reference),
-                energy_edge_j: has_power.then_some(a.energy_edge_j),
-                energy_counter_j: has_counter.then_some(a.counter_mj / 1000.0),
-                util_time_weighted_pct: has_util
-                    .then(|| a.util_integral / a.util_covered_ns as f64),
+                energy_edge_j: has_power.then_some(a.power.integral),
+                energy_counter_j: (a.counter.covered_ns > 0).then(|| a.counter.delta / 1000.0),
+                util_time_weighted_pct: (a.util.covered_ns > 0)
+                    .then(|| a.util.integral / a.util.covered_ns as f64),
                 sm_clock_mean_mhz: (a.sm_clock_n > 0).then(|| a.sm_clock_sum / a.sm_clock_n as f64),
                 samples: a.samples,
                 repeated_samples: a.repeated,
-                repeated_energy_share: (a.energy_edge_j > 0.0)
-                    .then(|| a.energy_on_repeats_j / a.energy_edge_j),
-                max_gap_s: (a.max_gap_ns > 0).then(|| a.max_gap_ns as f64 / 1e9),
+                repeated_energy_share: (a.power.integral > 0.0)
+                    .then(|| a.energy_on_repeats_j / a.power.integral),
+                max_gap_s: (a.power.max_interval_ns > 0)
+                    .then(|| a.power.max_interval_ns as f64 / 1e9),
                 power_coverage: if dur_ns > 0.0 {
-                    a.power_covered_ns as f64 / dur_ns
+                    a.power.covered_ns as f64 / dur_ns
                 } else {
                     0.0
                 },
-                gap_skipped_s: a.gap_skipped_ns as f64 / 1e9,
-                counter_resets: a.counter_resets,
+                gap_skipped_s: a.power.skipped_ns as f64 / 1e9,
+                counter_resets: a.counter.resets,
                 verdict: v,
             });
         }
@@ -1165,15 +1166,15 @@ impl Engine {
             energy_counter_j: sum(&|g| g.energy_counter_j),
             energy_reference_j: sum(&|g| g.reference.energy_j),
         };
-        let rapl = (w.rapl.covered_ns > 0 || w.rapl.uncorrected_wraps > 0).then(|| RaplWindow {
-            energy_j: w.rapl.energy_uj / 1e6,
+        let rapl = (w.rapl.covered_ns > 0 || w.rapl.resets > 0).then(|| RaplWindow {
+            energy_j: w.rapl.delta / 1e6,
             coverage: if dur_ns > 0.0 {
                 w.rapl.covered_ns as f64 / dur_ns
             } else {
                 0.0
             },
             wraps: w.rapl.wraps,
-            uncorrected_wraps: w.rapl.uncorrected_wraps,
+            uncorrected_wraps: w.rapl.resets,
         });
         let verdict = verdict::combine(gpus.iter().map(|g| &g.verdict));
         WindowResult {
