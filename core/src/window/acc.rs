@@ -4,7 +4,9 @@
 
 use crate::energy::{WindowCounter, WindowIntegral, diff_f64};
 
-/// Bins of the per-window time-in-power histogram (geometric, see [`power_bin`]).
+/// Bins of the per-window time-in-power histogram (geometric, see [`power_bin`]). It weighs each
+/// bin by time (ns, as f32), not by a count of readings, and is read once for the share of time
+/// above a threshold known only at the end: not a quantile, so not the quantile sketch.
 pub const POWER_BINS: usize = 48;
 const BIN_LO_W: f64 = 8.0;
 const BIN_RATIO: f64 = 1.12;
