@@ -126,7 +126,11 @@ fn overlap_share(ta: i64, tb: i64, lo: i64, hi: i64) -> Option<(i64, f64)> {
     if b <= a || tb <= ta {
         return None;
     }
-    Some((b.saturating_sub(a), diff_f64(b, a) / diff_f64(tb, ta)))
+    // Both differences are positive: `abs_diff` is exact (no i128 conversion), rounded once.
+    Some((
+        b.saturating_sub(a),
+        b.abs_diff(a) as f64 / tb.abs_diff(ta) as f64,
+    ))
 }
 
 /// One interval's kept part inside a window (see [`WindowIntegral::add`]).
@@ -177,7 +181,8 @@ impl WindowIntegral {
         ns_per_unit: f64,
     ) -> Option<Piece> {
         let (overlap_ns, v_start, v_end) = clip(ta, va, tb, vb, t0, t1)?;
-        let len_ns = tb.saturating_sub(ta);
+        // Positive (`clip` checked tb > ta); past i64, longer than any gap.
+        let len_ns = tb.checked_sub(ta).unwrap_or(i64::MAX);
         self.max_interval_ns = self.max_interval_ns.max(len_ns);
         if len_ns > max_gap_ns {
             self.skipped_ns += overlap_ns;
@@ -216,6 +221,20 @@ pub struct CounterResult {
     pub repeats: u64,
 }
 
+/// The wrap rule of [`CounterDelta`] for one pair of readings: the increase from `prev` to `cur`
+/// and whether it wrapped (worth `max - prev + cur`); `None` for a decrease that cannot be a
+/// wrap (no maximum, or a reading above it): a reset.
+#[inline]
+fn counter_step(max: Option<u64>, prev: u64, cur: u64) -> Option<(u64, bool)> {
+    if cur >= prev {
+        return Some((cur - prev, false));
+    }
+    match max {
+        Some(max) if prev <= max && cur <= max => Some((max - prev + cur, true)),
+        _ => None,
+    }
+}
+
 /// Deltas of a cumulative energy counter, with wraparound.
 ///
 /// A RAPL `energy_uj` counter runs from 0 to `max_energy_range_uj` and then starts again from
@@ -251,18 +270,15 @@ impl CounterDelta {
     pub fn push(&mut self, reading: u64) {
         self.result.readings += 1;
         if let Some(prev) = self.prev {
-            if reading > prev {
-                self.total = self.total.saturating_add(reading - prev);
-            } else if reading == prev {
+            if reading == prev {
                 self.result.repeats += 1;
-            } else {
-                match self.max {
-                    Some(max) if prev <= max && reading <= max => {
-                        self.result.wraps += 1;
-                        self.total = self.total.saturating_add(max - prev + reading);
-                    }
-                    _ => self.result.resets += 1,
+            }
+            match counter_step(self.max, prev, reading) {
+                Some((d, wrapped)) => {
+                    self.result.wraps += u64::from(wrapped);
+                    self.total = self.total.saturating_add(d);
                 }
+                None => self.result.resets += 1,
             }
         }
         self.prev = Some(reading);
@@ -327,16 +343,12 @@ impl WindowCounter {
         let Some((overlap_ns, share)) = overlap_share(ta, tb, t0, t1) else {
             return;
         };
-        let mut c = CounterDelta::new(max);
-        c.push(ua);
-        c.push(ub);
-        let r = c.result();
-        if r.resets > 0 {
+        let Some((delta, wrapped)) = counter_step(max, ua, ub) else {
             self.resets += 1;
             return;
-        }
-        self.wraps += r.wraps;
-        self.delta += r.delta.unwrap_or(0) as f64 * share;
+        };
+        self.wraps += u64::from(wrapped);
+        self.delta += delta as f64 * share;
         self.covered_ns += overlap_ns;
     }
 }
@@ -503,6 +515,22 @@ mod tests {
         // Outside the window: nothing counted, not even a reset.
         n.add((30, 10.0), (40, 0.0), (1, 10));
         assert_eq!(n.resets, 1);
+    }
+
+    /// Timestamps whose differences do not fit in an i64 (a corrupt or hostile trace.csv): no
+    /// overflow, the interval is longer than any gap, and a counter is pro-rated exactly.
+    #[test]
+    fn intervals_wider_than_i64_do_not_overflow() {
+        let (lo, hi) = (i64::MIN + 2, i64::MAX - 2);
+        let mut w = WindowIntegral::default();
+        assert_eq!(w.add((lo, 1.0), (hi, 3.0), (lo, hi), i64::MAX - 1, 1e9), None);
+        assert_eq!((w.skipped_ns, w.max_interval_ns), (i64::MAX, i64::MAX));
+        let mut c = WindowCounter::default();
+        c.add_wrapping((lo, 0), (hi, 1000), None, (0, hi));
+        assert!((c.delta - 500.0).abs() < 1e-9, "{}", c.delta);
+        let mut c = WindowCounter::default();
+        c.add((lo, 0.0), (hi, 1000.0), (lo, 0));
+        assert!((c.delta - 500.0).abs() < 1e-9, "{}", c.delta);
     }
 
     #[test]
