@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use flinch_core::analyzer::{
     Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
 };
-use flinch_core::csv::{Col, CsvEvent, TraceCsvReader, parse_py_float};
+use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
+use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
     AnalyzeOptions, ParsedKind, ParsedRow, PowerSource, RecordingAnalysis, WindowAnalyzer,
     WindowResult, WindowSelect,
@@ -266,7 +267,9 @@ fn span_line(w: &WindowResult) -> String {
         } else {
             " (indicative)"
         },
-    )
+    ) + &w
+        .thread
+        .map_or_else(String::new, |t| format!(" thread={t}"))
 }
 
 fn warn_all(r: &RecordingAnalysis) {
