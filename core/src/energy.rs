@@ -523,7 +523,10 @@ mod tests {
     fn intervals_wider_than_i64_do_not_overflow() {
         let (lo, hi) = (i64::MIN + 2, i64::MAX - 2);
         let mut w = WindowIntegral::default();
-        assert_eq!(w.add((lo, 1.0), (hi, 3.0), (lo, hi), i64::MAX - 1, 1e9), None);
+        assert_eq!(
+            w.add((lo, 1.0), (hi, 3.0), (lo, hi), i64::MAX - 1, 1e9),
+            None
+        );
         assert_eq!((w.skipped_ns, w.max_interval_ns), (i64::MAX, i64::MAX));
         let mut c = WindowCounter::default();
         c.add_wrapping((lo, 0), (hi, 1000), None, (0, hi));
