@@ -8,8 +8,9 @@
 //!   (`analyze`) keeps one per window and GPU.
 //! - [`CounterDelta`]: differences of a cumulative counter (RAPL `energy_uj`, NVML total energy
 //!   in mJ), with wraparound at a given maximum, counting wraps and resets.
-//! - [`WindowCounter`]: a counter's increase over a window, pro-rated at its edges, by the
-//!   [`CounterDelta`] rule.
+//! - [`CounterStep`]: the wrap rule both use, for one pair of readings (decided once per reading,
+//!   however many windows are open).
+//! - [`WindowCounter`]: a counter's increase over a window, pro-rated at its edges.
 //!
 //! `analyze`'s three reference lines use yet another trapezoid (`window::RefAcc`:
 //! `0.5 * (pa + pb) * dt`, no gap rule): `analyze_trace.py` rounds differently from the telemetry
@@ -221,17 +222,25 @@ pub struct CounterResult {
     pub repeats: u64,
 }
 
-/// The wrap rule of [`CounterDelta`] for one pair of readings: the increase from `prev` to `cur`
-/// and whether it wrapped (worth `max - prev + cur`); `None` for a decrease that cannot be a
-/// wrap (no maximum, or a reading above it): a reset.
-#[inline]
-fn counter_step(max: Option<u64>, prev: u64, cur: u64) -> Option<(u64, bool)> {
-    if cur >= prev {
-        return Some((cur - prev, false));
-    }
-    match max {
-        Some(max) if prev <= max && cur <= max => Some((max - prev + cur, true)),
-        _ => None,
+/// What a cumulative counter did between two readings, by [`CounterDelta`]'s wrap rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterStep(
+    /// The increase and whether it wrapped (worth `max - prev + cur`); `None` for a decrease
+    /// that cannot be a wrap (no maximum, or a reading above it): a reset.
+    Option<(u64, bool)>,
+);
+
+impl CounterStep {
+    /// The step from reading `prev` to reading `cur` of a counter that wraps at `max` if known.
+    #[inline]
+    pub fn new(prev: u64, cur: u64, max: Option<u64>) -> CounterStep {
+        if cur >= prev {
+            return CounterStep(Some((cur - prev, false)));
+        }
+        CounterStep(match max {
+            Some(max) if prev <= max && cur <= max => Some((max - prev + cur, true)),
+            _ => None,
+        })
     }
 }
 
@@ -273,7 +282,7 @@ impl CounterDelta {
             if reading == prev {
                 self.result.repeats += 1;
             }
-            match counter_step(self.max, prev, reading) {
+            match CounterStep::new(prev, reading, self.max).0 {
                 Some((d, wrapped)) => {
                     self.result.wraps += u64::from(wrapped);
                     self.total = self.total.saturating_add(d);
@@ -330,20 +339,14 @@ impl WindowCounter {
         self.covered_ns += overlap_ns;
     }
 
-    /// Adds the interval between two readings of a counter that wraps at `max` when known
-    /// (RAPL `energy_uj`), by [`CounterDelta`]'s rule.
+    /// Adds the interval `[ta, tb]` between two readings of a counter that wraps (RAPL
+    /// `energy_uj`), given what the counter did over it ([`CounterStep::new`]).
     #[inline]
-    pub fn add_wrapping(
-        &mut self,
-        (ta, ua): (i64, u64),
-        (tb, ub): (i64, u64),
-        max: Option<u64>,
-        (t0, t1): (i64, i64),
-    ) {
+    pub fn add_step(&mut self, (ta, tb): (i64, i64), step: CounterStep, (t0, t1): (i64, i64)) {
         let Some((overlap_ns, share)) = overlap_share(ta, tb, t0, t1) else {
             return;
         };
-        let Some((delta, wrapped)) = counter_step(max, ua, ub) else {
+        let Some((delta, wrapped)) = step.0 else {
             self.resets += 1;
             return;
         };
@@ -497,14 +500,14 @@ mod tests {
     #[test]
     fn window_counter_pro_rates_wraps_and_resets() {
         let mut r = WindowCounter::default();
-        r.add_wrapping((0, 90), (10, 5), Some(100), (0, 10));
+        r.add_step((0, 10), CounterStep::new(90, 5, Some(100)), (0, 10));
         assert_eq!((r.delta, r.wraps), (15.0, 1));
-        r.add_wrapping((10, 90), (20, 5), None, (0, 100));
+        r.add_step((10, 20), CounterStep::new(90, 5, None), (0, 100));
         assert_eq!(r.resets, 1);
         assert_eq!(r.covered_ns, 10);
         // Edge pro-rating: half the interval inside.
         let mut r = WindowCounter::default();
-        r.add_wrapping((0, 0), (10, 100), None, (5, 50));
+        r.add_step((0, 10), CounterStep::new(0, 100, None), (5, 50));
         assert_eq!((r.delta, r.covered_ns), (50.0, 5));
         // The f64 counter: a decrease is a reset, skipped.
         let mut n = WindowCounter::default();
@@ -529,7 +532,7 @@ mod tests {
         );
         assert_eq!((w.skipped_ns, w.max_interval_ns), (i64::MAX, i64::MAX));
         let mut c = WindowCounter::default();
-        c.add_wrapping((lo, 0), (hi, 1000), None, (0, hi));
+        c.add_step((lo, hi), CounterStep::new(0, 1000, None), (0, hi));
         assert!((c.delta - 500.0).abs() < 1e-9, "{}", c.delta);
         let mut c = WindowCounter::default();
         c.add((lo, 0.0), (hi, 1000.0), (lo, 0));

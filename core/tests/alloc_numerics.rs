@@ -4,7 +4,9 @@
 mod common;
 
 use common::counting_alloc::count_allocs;
-use flinch_core::energy::{CounterDelta, ReferenceTrapezoid, WindowCounter, WindowIntegral};
+use flinch_core::energy::{
+    CounterDelta, CounterStep, ReferenceTrapezoid, WindowCounter, WindowIntegral,
+};
 use flinch_core::intervals::{Interval, IntervalUnion, IntervalUnionArray, IntervalUnionSlice};
 use flinch_core::sketch::{QuantileSketch, QuantileSketchIn};
 use flinch_core::stats::{Fsum, Num, stats_in_place};
@@ -104,12 +106,8 @@ fn stats_in_place_and_energy_do_not_allocate() {
                 5_000_000_000,
                 1e9,
             );
-            wc.add_wrapping(
-                (a, 7 * i as u64),
-                (b, 7 * i as u64 + 5),
-                Some(1 << 32),
-                window,
-            );
+            let step = CounterStep::new(7 * i as u64, 7 * i as u64 + 5, Some(1 << 32));
+            wc.add_step((a, b), step, window);
             r.push(i as f64 * 1e-4, 100.0);
             c.push(((i * 77_777) as u64) % (1 << 32));
         }

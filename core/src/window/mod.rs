@@ -35,7 +35,7 @@ use serde::Serialize;
 
 use crate::Limits;
 use crate::csv::{Col, CsvEvent, Row, RowKind, TraceCsvReader};
-use crate::energy::WindowCounter;
+use crate::energy::{CounterStep, WindowCounter};
 use reorder::Reorder;
 
 /// Which mark pair is "the window": the `occurrence`-th MARK labelled `start` (in file order)
@@ -941,14 +941,15 @@ impl Engine {
             self.rapl_max = Some(m);
         }
         let Some(uj) = uj else { return };
-        if let Some(prev) = self.rapl_prev {
-            let max = self.rapl_max;
+        if let Some((prev_t, prev_uj)) = self.rapl_prev {
+            // What the counter did is the same for every window: decided once.
+            let step = CounterStep::new(prev_uj, uj, self.rapl_max);
             for w in self.active.iter_mut().chain(self.sel_window.iter_mut()) {
                 if !w.kept {
                     continue;
                 }
                 let t1 = w.t1();
-                w.rapl.add_wrapping(prev, (t, uj), max, (w.t0, t1));
+                w.rapl.add_step((prev_t, t), step, (w.t0, t1));
             }
         }
         self.rapl_prev = Some((t, uj));
