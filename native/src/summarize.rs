@@ -30,9 +30,11 @@ pub struct Args {
     /// is still running.
     #[arg(long)]
     skip_traces: bool,
-    /// Summarize traces with unbounded memory. Default: each trace within `Limits::NATIVE` (about
-    /// 55 MiB of tables), exact whenever the trace fits; past it the entry carries
-    /// `approximations` with the error bounds, and a warning.
+    /// Summarize traces in memory alone, with unbounded memory. Default: each trace as
+    /// `flinch-trace trace` does it (Limits::NATIVE: exact in bounded memory up to the limits in
+    /// docs/trace-exactness.md, spilling busy intervals to a temporary file and reading the file
+    /// again when needed); past the limits the entry carries `approximations` with the error
+    /// bounds, and a warning.
     #[arg(long)]
     exact: bool,
 }
@@ -64,6 +66,7 @@ pub fn run(args: Args) -> CmdResult {
             } else {
                 flinch_core::Limits::NATIVE
             },
+            !args.exact,
         );
     }
     let text = output

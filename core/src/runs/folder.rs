@@ -160,7 +160,7 @@ impl RunsFolder {
                 if let Stage::Trace(_) = self.stage {
                     self.trace = Some(Box::new(Analyzer::new(AnalyzerOptions {
                         kind: Kind::Trace,
-                        limits: LimitsPreset::Native,
+                        limits: LimitsPreset::Page,
                         source: path.to_py_string(),
                         top: Some(TOP_OPS),
                         ..AnalyzerOptions::default()

@@ -67,7 +67,12 @@ impl TelemetryReader {
 
 /// Checks one parsed line and feeds it; what the reference would crash on is skipped or
 /// ignored and counted.
-fn feed_row(acc: &mut TelemetryAccumulator, line: usize, value: &Value, w: &mut Warnings) {
+pub(crate) fn feed_row(
+    acc: &mut TelemetryAccumulator,
+    line: usize,
+    value: &Value,
+    w: &mut Warnings,
+) {
     let Value::Object(row) = value else {
         w.at_line("skipped, not a JSON object", line);
         return;
