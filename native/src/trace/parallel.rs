@@ -22,7 +22,8 @@
 //! scans the rest itself, as one thread would, instead of the scan threads wasting CPU time.
 //!
 //! Memory: per scan thread one 1 MiB read buffer and a ring of 12 event batches (~0.33 MiB
-//! each), plus one read buffer on the summary side for a wrong guess: ~11 MiB.
+//! each; with the join, 48 KiB more each for its side list), plus one read buffer on the
+//! summary side for a wrong guess: ~11 MiB.
 //!
 //! Why positioned reads and not a mapping of the file: a read-only mapping (with a SIGBUS
 //! handler for a file cut meanwhile) was built and measured. It removes the kernel's copy, but
@@ -382,8 +383,7 @@ fn summarize_counting(
                 plan,
                 (limits, exact_io),
                 speculate,
-                &rxs,
-                &frees,
+                (&rxs, &frees),
                 &mut progress,
                 &mut rescanned,
                 join.as_deref_mut(),
@@ -423,8 +423,7 @@ fn collect(
     plan: &Plan,
     (limits, exact_io): (Limits, bool),
     speculate: &AtomicBool,
-    rxs: &[Receiver<Msg>],
-    frees: &[SyncSender<Batch>],
+    (rxs, frees): (&[Receiver<Msg>], &[SyncSender<Batch>]),
     progress: &mut impl FnMut(u64, u64),
     rescanned: &mut usize,
     mut join: Option<&mut FirstPass>,

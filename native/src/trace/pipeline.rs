@@ -379,6 +379,7 @@ enum Msg {
 /// # Errors
 /// A read or gzip error, or malformed JSON outside events: one line naming the byte offset, as
 /// the core analyzer words it.
+#[cfg(test)]
 pub fn summarize(
     input: Input,
     source: &str,
