@@ -119,6 +119,9 @@ pub enum NextFile {
     Trace,
 }
 
+/// Where [`Decode`] puts decoded bytes (with whether the file is gzip).
+type Sink<'a> = &'a mut dyn FnMut(&[u8], bool) -> Result<(), String>;
+
 /// Bytes of one file, plain or gzip (by magic), decoded for a consumer.
 struct Decode {
     first: Option<u8>,
@@ -135,11 +138,7 @@ impl Decode {
         }
     }
 
-    fn write(
-        &mut self,
-        chunk: &[u8],
-        out: &mut dyn FnMut(&[u8], bool) -> Result<(), String>,
-    ) -> Result<(), String> {
+    fn write(&mut self, chunk: &[u8], out: Sink<'_>) -> Result<(), String> {
         if !self.started {
             let Some(&b) = chunk.first() else {
                 return Ok(());
@@ -163,11 +162,7 @@ impl Decode {
         self.feed(chunk, out)
     }
 
-    fn feed(
-        &mut self,
-        mut input: &[u8],
-        out: &mut dyn FnMut(&[u8], bool) -> Result<(), String>,
-    ) -> Result<(), String> {
+    fn feed(&mut self, mut input: &[u8], out: Sink<'_>) -> Result<(), String> {
         let Some((dec, buf)) = &mut self.gz else {
             return out(input, false);
         };
@@ -182,10 +177,7 @@ impl Decode {
     }
 
     /// Ends the file: (the cut-gzip text, the trailing-garbage warning).
-    fn end(
-        &mut self,
-        out: &mut dyn FnMut(&[u8], bool) -> Result<(), String>,
-    ) -> Result<(Option<String>, Option<String>), String> {
+    fn end(&mut self, out: Sink<'_>) -> Result<(Option<String>, Option<String>), String> {
         if let Some(f) = self.first.take() {
             self.started = true;
             out(&[f], false)?;
