@@ -630,6 +630,10 @@ function drawTimeline(tl) {
     p.power.forEach(([t, , hi], k) => (k ? g.lineTo(x(t), yW(hi)) : g.moveTo(x(t), yW(hi))));
     g.stroke();
   });
+  if (!tl.gpus.some((p) => p.power.length)) {
+    g.fillStyle = '#8a1c2b';
+    g.fillText('no recorded power in the trace\'s time span (see the warnings above)', pad.l + 8, powerTop + 16);
+  }
   // The axis: seconds from its start, in the trace's ts.
   g.fillStyle = '#555';
   const span = (tl.t1_us - tl.t0_us) / 1e6;

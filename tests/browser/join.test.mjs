@@ -11,7 +11,7 @@ import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  native, startServer, startBrowser, openPage, waitFinished, resultJson, artifactPath,
+  ROOT, native, startServer, startBrowser, openPage, waitFinished, resultJson, artifactPath,
 } from './harness.mjs';
 
 const BASE = 1_764_000_000_000_000_000n;
@@ -54,6 +54,10 @@ const files = {
   gz: file('step.pt.trace.json.gz', gzipSync(trace(BASE))),
   nobase: file('nobase.pt.trace.json', trace(null)),
   csv: file('trace.csv', recording()),
+  // A real Kineto trace (HTA's, 1.1 MB gzip, no baseTimeNanoseconds): real pauses, host events
+  // and annotations, on a recording from another time (the join says they do not overlap).
+  hta: file('rank-0.pt.trace.json.gz',
+    readFileSync(path.join(ROOT, 'tests/traces/HolisticTraceAnalysis/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz'))),
 };
 
 let server;
@@ -155,7 +159,28 @@ test('the form\'s options are the CLI\'s: --min-gap-ms, --clock-offset-ms, --gpu
   await page.fill('#gpu-map', '');
 });
 
+test('a real Kineto trace with a recording of another time: native --json byte for byte', async () => {
+  // Its GPU never idles 100 ms: 0.2 ms finds two pauses.
+  await page.fill('#clock-offset-ms', '0');
+  await page.fill('#min-gap-ms', '0.2');
+  await page.setInputFiles('#file-input', [files.hta, files.csv]);
+  assert.equal(await waitFinished(page, 120_000), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.hta, ['--min-gap-ms', '0.2', '--clock-offset-ms', '0']));
+  const r = JSON.parse(text);
+  assert.equal(r.pauses.length, 2);
+  // No power reading touches them: no energy.
+  assert.ok(r.pauses.every((p) => p.host.length > 0 && p.telemetry.gpu_energy_j === null), 'real pauses with host events, no energy');
+  assert.match(r.join_warnings.join('\n'), /do not overlap/);
+  assert.equal(await page.locator('#pauses-table tbody tr').count(), r.pauses.length);
+  await page.screenshot({ path: artifactPath('page-join-hta.png'), fullPage: true });
+  await page.fill('#clock-offset-ms', '');
+  await page.fill('#min-gap-ms', '100');
+});
+
 test('a trace without baseTimeNanoseconds and no offset: the native error; three files: a clear error', async () => {
+  await page.fill('#clock-offset-ms', '');
+  await page.fill('#min-gap-ms', '100');
   await page.setInputFiles('#file-input', [files.nobase, files.csv]);
   assert.equal(await waitFinished(page), 'error');
   const nat = native(['trace', 'nobase.pt.trace.json', '--telemetry', 'trace.csv', '--json'], dir);

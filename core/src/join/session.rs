@@ -456,10 +456,10 @@ fn feed(
 /// GPU's power, on one axis (trace `ts`, µs).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Timeline {
-    /// Start of the axis, trace µs (the earlier of the trace's first event and the recording's
-    /// first sample).
+    /// Start of the axis, trace µs: the trace's first event (the recording's first sample when
+    /// the trace has no timed event).
     pub t0_us: f64,
-    /// End of the axis, trace µs.
+    /// End of the axis, trace µs: the trace's last event end (or the recording's last sample).
     pub t1_us: f64,
     /// Per trace device.
     pub devices: Vec<TimelineDevice>,
@@ -497,24 +497,15 @@ impl Timeline {
     pub fn new(r: &JoinReport, rec: &Recording, buckets: usize) -> Option<Timeline> {
         let a = r.alignment.as_ref()?;
         let to_us = |unix: i64| (i128::from(unix) - i128::from(a.offset_ns)) as f64 / 1e3;
-        let mut lo = f64::INFINITY;
-        let mut hi = f64::NEG_INFINITY;
-        let rs = rec.span_ns;
-        for t in [
-            a.trace_start_unix_ns,
-            a.trace_end_unix_ns,
-            rs.map(|s| s.0),
-            rs.map(|s| s.1),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            lo = lo.min(to_us(t));
-            hi = hi.max(to_us(t));
-        }
-        if !(lo.is_finite() && hi.is_finite()) {
-            return None;
-        }
+        // The trace's span (the recording's when the trace has no timed event): a recording
+        // that lies elsewhere would squeeze the trace to a line.
+        let (lo, hi) = match (a.trace_start_unix_ns, a.trace_end_unix_ns) {
+            (Some(s), Some(e)) => (to_us(s), to_us(e)),
+            _ => {
+                let (s, e) = rec.span_ns?;
+                (to_us(s), to_us(e))
+            }
+        };
         let hi = if hi > lo { hi } else { lo + 1.0 };
         let devices = r
             .pause_devices

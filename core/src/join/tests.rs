@@ -754,8 +754,25 @@ fn trace_join_session_errors_and_timeline() {
     let r = j.report().unwrap();
     let rec = recording(&csv);
     let t = Timeline::new(r, &rec, 151).unwrap();
-    // The trace spans 0.8 s..3.0 s of ts, the recording 1.0 s..2.5 s.
+    // The trace spans 0.8 s..3.0 s of ts (the recording 1.0 s..2.5 s).
     assert_eq!((t.t0_us, t.t1_us), (800_000.0, 3_000_000.0));
+    // A recording an hour later: the axis stays the trace's, with no power on it.
+    let mut later = RecordingBuilder::new(RecordingOptions::default());
+    let shifted: String = csv
+        .lines()
+        .map(|l| {
+            let mut f: Vec<String> = l.split(',').map(String::from).collect();
+            if let Ok(w) = f[1].parse::<i64>() {
+                f[1] = format!("{}", w + 3_600_000_000_000);
+            }
+            f.join(",") + "\n"
+        })
+        .collect();
+    later.write(shifted.as_bytes()).unwrap();
+    let later = later.end().unwrap();
+    let t2 = Timeline::new(r, &later, 151).unwrap();
+    assert_eq!((t2.t0_us, t2.t1_us), (800_000.0, 3_000_000.0));
+    assert!(t2.gpus.iter().all(|g| g.power.is_empty()));
     let d0 = t.devices.iter().find(|d| d.device == 0).unwrap();
     assert_eq!(
         d0.pauses_us,
