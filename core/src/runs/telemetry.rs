@@ -24,9 +24,14 @@ pub struct TelemetryReader {
 impl TelemetryReader {
     /// A reader for `windows`.
     pub fn new(windows: &[Window]) -> Self {
+        Self::with_max_line_bytes(windows, super::jsonl::MAX_LINE_BYTES)
+    }
+
+    /// A reader for `windows` skipping lines longer than `max_line_bytes`.
+    pub fn with_max_line_bytes(windows: &[Window], max_line_bytes: usize) -> Self {
         TelemetryReader {
             acc: TelemetryAccumulator::new(windows),
-            reader: JsonlReader::new(),
+            reader: JsonlReader::with_max_line_bytes(max_line_bytes),
             warnings: Warnings::default(),
         }
     }
