@@ -12,9 +12,10 @@
 use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
+pub use flinch_core::join::merge_json;
 use flinch_core::join::{
-    Alignment, AlignmentSource, FirstPass, FirstPassResult, GpuMap, JoinOptions, JoinPass,
-    JoinReport, Recording, RecordingBuilder, RecordingOptions, parse_offset_ms,
+    Alignment, AlignmentSource, FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport,
+    Recording, RecordingBuilder, RecordingOptions, join_options,
 };
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::window::PowerSource;
@@ -63,24 +64,12 @@ impl JoinArgs {
 
     /// The core options, checked.
     pub fn options(&self) -> Result<JoinOptions, String> {
-        let mut o = JoinOptions::default();
-        if let Some(ms) = self.min_gap_ms {
-            if !(ms.is_finite() && ms > 0.0 && ms < 1e12) {
-                return Err(format!(
-                    "--min-gap-ms {ms}: expected a positive number of ms"
-                ));
-            }
-            o.gaps.min_gap_ns = ((ms * 1e6).round() as i64).max(1);
-        }
-        o.pauses.max_pauses_per_device = self.top_pauses;
-        if let Some(text) = &self.clock_offset_ms {
-            o.clock_offset_ns =
-                Some(parse_offset_ms(text).map_err(|e| format!("--clock-offset-ms {text}: {e}"))?);
-        }
-        if let Some(text) = &self.gpu_map {
-            o.gpu_map = GpuMap::parse(text)?;
-        }
-        Ok(o)
+        join_options(
+            self.min_gap_ms,
+            self.top_pauses,
+            self.clock_offset_ms.as_deref(),
+            self.gpu_map.as_deref(),
+        )
     }
 
     /// Whether a recording is given.
@@ -220,40 +209,6 @@ pub fn finish(
     }
     let merged = merger.map(Merger::finish).transpose()?;
     Ok((pass.finish(), merged))
-}
-
-/// The summary's JSON object with the join's keys appended (each in its struct's field order).
-pub fn merge_json(summary_json: &str, r: &JoinReport) -> String {
-    let trimmed = summary_json.trim_end();
-    let Some(body) = trimmed.strip_suffix('}') else {
-        return summary_json.to_string();
-    };
-    let mut out = body.trim_end().to_string();
-    let mut add = |key: &str, value: String| {
-        out.push_str(&format!(",\n  \"{key}\": {}", value.replace('\n', "\n  ")));
-    };
-    let pretty = |v: &dyn erased::Ser| v.pretty();
-    add("alignment", pretty(&r.alignment));
-    add("pause_devices", pretty(&r.pause_devices));
-    add("pauses", pretty(&r.pauses));
-    if let Some(a) = &r.annotation_energy {
-        add("annotation_energy", pretty(a));
-    }
-    add("join_warnings", pretty(&r.join_warnings));
-    out.push_str("\n}");
-    out
-}
-
-mod erased {
-    /// Pretty JSON of any serializable value, behind a trait object.
-    pub trait Ser {
-        fn pretty(&self) -> String;
-    }
-    impl<T: serde::Serialize> Ser for T {
-        fn pretty(&self) -> String {
-            serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
-        }
-    }
 }
 
 /// The text tables: the top pauses, then energy per annotation, then warnings.
