@@ -16,6 +16,7 @@
 
 pub mod annotation_energy;
 pub mod clock;
+pub mod first_pass;
 pub mod gaps;
 pub mod names;
 pub mod pauses;
@@ -33,6 +34,7 @@ use serde::Serialize;
 
 pub use annotation_energy::{AnnotationEnergy, AnnotationEnergyAcc};
 pub use clock::{Alignment, AlignmentSource, GpuMap, parse_offset_ms};
+pub use first_pass::{FirstPass, FirstPassResult, KeptAnnotations};
 pub use gaps::{Gap, GapFinder, GapOptions, GapsFound};
 pub use names::Names;
 pub use pauses::{HostEntry, PauseHost, PauseOptions, WithinEntry};

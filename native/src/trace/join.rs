@@ -1,18 +1,21 @@
 //! `trace --pauses / --min-gap-ms / --telemetry CSV`: the trace joined with a recording
 //! (`flinch_core::join`; docs/join.md).
 //!
-//! The join reads the trace file twice on a thread of its own, beside the summary: the first
-//! pass finds each device's GPU idle gaps and `baseTimeNanoseconds`, the second attributes host
-//! events to the longest gaps and, with a recording, judges each gap and sums energy per
-//! annotation. The recording is read once into memory per GPU (bounded; see
-//! `flinch_core::join::recording`). The result's keys are appended to the summary's JSON object.
+//! The join's first pass ([`FirstPass`]: each device's GPU idle gaps, `baseTimeNanoseconds`
+//! and a bounded copy of the annotation spans) rides on the summary's own scan
+//! (`super::summarize_file_joined`). The second pass attributes host events to the longest
+//! gaps and, with a recording, judges each gap and sums energy per annotation ([`finish`]): it
+//! reads the trace again only when there is a pause to list, a merged file to write, or more
+//! annotation spans than the copy holds; otherwise it replays the copied spans. The recording
+//! is read once into memory per GPU (bounded; see `flinch_core::join::recording`). The result's
+//! keys are appended to the summary's JSON object.
 use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
 pub use flinch_core::join::merge_json;
 use flinch_core::join::{
-    Alignment, AlignmentSource, GapFinder, JoinOptions, JoinPass, JoinReport, Recording,
-    RecordingBuilder, RecordingOptions, join_options,
+    Alignment, AlignmentSource, FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport,
+    Recording, RecordingBuilder, RecordingOptions, join_options,
 };
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::window::PowerSource;
@@ -67,6 +70,11 @@ impl JoinArgs {
             self.clock_offset_ms.as_deref(),
             self.gpu_map.as_deref(),
         )
+    }
+
+    /// Whether a recording is given.
+    pub fn has_telemetry(&self) -> bool {
+        self.telemetry.is_some()
     }
 
     /// Where to write the merged trace, with the recording to merge.
@@ -139,16 +147,42 @@ fn scan_file(
     Ok(sc.base_time_ns())
 }
 
-/// Both passes over one trace file; with `perfetto` (OUT, recording), the merged file too
-/// (its event count comes back).
+/// The first pass for `opts`, to be fed every event of the trace in order (and its base time);
+/// `recording`: a recording will be joined, so the annotation spans are copied.
+pub fn first_pass(opts: &JoinOptions, recording: bool) -> FirstPass {
+    FirstPass::new(opts.gaps, recording)
+}
+
+/// Both passes over one trace file, each reading it: what [`first_pass`] fed by the summary's
+/// scan and [`finish`] give, the oracle of the tests.
+#[cfg(test)]
 pub fn run(
     path: &Path,
     opts: &JoinOptions,
     rec: Option<&Recording>,
     perfetto: Option<(&Path, &Path)>,
 ) -> Result<(JoinReport, Option<u64>), String> {
-    let mut finder = GapFinder::new(opts.gaps);
-    let base = scan_file(path, |e| finder.add(e), None)?;
+    let mut first = first_pass(opts, false);
+    let base = scan_file(path, |e| first.add(e), None)?;
+    first.set_base_time_ns(base);
+    finish(path, first.finish(), opts, rec, perfetto)
+}
+
+/// The second pass over one trace file, after `first`; with `perfetto` (OUT, recording), the
+/// merged file too (its event count comes back). Reads the file again only when it must (see
+/// the module docs).
+pub fn finish(
+    path: &Path,
+    first: FirstPassResult,
+    opts: &JoinOptions,
+    rec: Option<&Recording>,
+    perfetto: Option<(&Path, &Path)>,
+) -> Result<(JoinReport, Option<u64>), String> {
+    let FirstPassResult {
+        found,
+        base_time_ns: base,
+        annotations,
+    } = first;
     let mut merger = match perfetto {
         Some((out, csv)) => {
             let align = Alignment::new(base, opts.clock_offset_ns).ok_or(
@@ -158,12 +192,19 @@ pub fn run(
         }
         None => None,
     };
-    let found = finder.finish();
-    // Without a pause, a recording or a merge, the second pass has nothing to add.
-    let second =
-        found.devices.iter().any(|d| !d.gaps.is_empty()) || rec.is_some() || merger.is_some();
+    // Host events matter only to listed pauses; without one, a recording needs only the
+    // annotation spans, which the first pass copied when they fit.
+    let listed =
+        opts.pauses.max_pauses_per_device > 0 && found.devices.iter().any(|d| !d.gaps.is_empty());
+    let replay = match (rec, annotations) {
+        (Some(_), Some(a)) if !listed && merger.is_none() => Some(a),
+        _ => None,
+    };
+    let reread = listed || merger.is_some() || (rec.is_some() && replay.is_none());
     let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
-    if second {
+    if let Some(a) = replay {
+        a.replay(|e| pass.add(e));
+    } else if reread {
         scan_file(path, |e| pass.add(e), merger.as_mut())?;
     }
     let merged = merger.map(Merger::finish).transpose()?;
