@@ -204,6 +204,24 @@ impl TraceCsvReader {
         }
     }
 
+    /// Back to the state of [`TraceCsvReader::new`], in place (the record buffer is not
+    /// copied: a reader kept in a static can be reused without a temporary on the stack).
+    pub fn reset(&mut self) {
+        self.rdr.reset();
+        self.nout = 0;
+        self.nends = 0;
+        self.overflow = false;
+        self.record_line = 1;
+        self.in_record = false;
+        self.cols = Columns::NONE;
+        self.header_seen = false;
+        self.rows = 0;
+        self.ended = false;
+        self.last_byte = 0;
+        self.fast_lines = 0;
+        self.sep = 0;
+    }
+
     /// A reader that sends every byte through csv-core (the oracle of the fast path's tests).
     #[cfg(test)]
     fn without_fast_path() -> TraceCsvReader {
@@ -949,6 +967,35 @@ mod tests {
             CsvEvent::BadRow { .. } => out.push(std::format!("{ev:?}")),
         });
         out
+    }
+
+    /// A reader reset after part of one file (stopped inside a record, after a header, or at
+    /// its end) reads the next exactly as a new reader does.
+    #[test]
+    fn reset_reader_reads_as_a_new_one() {
+        let mut rng = Rng::from_env(23);
+        for _ in 0..40 {
+            let (a, b) = (random_file(&mut rng), random_file(&mut rng));
+            let cut = rng.below(a.len() as u64 + 1) as usize;
+            let mut rdr = TraceCsvReader::new();
+            let mut rest = &a.as_bytes()[..cut];
+            while !rest.is_empty() {
+                let (_, n) = rdr.read(rest);
+                rest = &rest[n..];
+            }
+            if rng.below(2) == 0 {
+                while rdr.read(&[]).0 != CsvEvent::End {}
+            }
+            rdr.reset();
+            for_each_split(b.as_bytes(), 2, rng.next_u64(), |chunks| {
+                let mut used = TraceCsvReader::new();
+                used.read(a.as_bytes());
+                used.reset();
+                assert_eq!(events(used, chunks), events(TraceCsvReader::new(), chunks));
+            });
+            let chunks: &[&[u8]] = &[b.as_bytes()];
+            assert_eq!(events(rdr, chunks), events(TraceCsvReader::new(), chunks));
+        }
     }
 
     #[test]

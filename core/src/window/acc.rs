@@ -62,6 +62,15 @@ pub struct RefAcc {
 }
 
 impl RefAcc {
+    /// Nothing added yet (`Default`, usable in a `const`).
+    pub const NEW: RefAcc = RefAcc {
+        prev: None,
+        energy_j: 0.0,
+        util_sum: 0.0,
+        util_n: 0,
+        samples: 0,
+    };
+
     /// Adds one sample (already known to be in the window, power parsed).
     pub fn add(&mut self, t_ns: i64, power_w: f64, util_pct: Option<f64>) {
         if let Some((ta, pa, ua)) = self.prev {
@@ -153,26 +162,31 @@ pub struct GpuAcc {
 
 impl Default for GpuAcc {
     fn default() -> Self {
-        GpuAcc {
-            reference: RefAcc::default(),
-            samples: 0,
-            repeated: 0,
-            energy_edge_j: 0.0,
-            energy_on_repeats_j: 0.0,
-            power_covered_ns: 0,
-            gap_skipped_ns: 0,
-            max_gap_ns: 0,
-            util_integral: 0.0,
-            util_covered_ns: 0,
-            counter_mj: 0.0,
-            counter_covered_ns: 0,
-            counter_resets: 0,
-            sm_clock_sum: 0.0,
-            sm_clock_n: 0,
-            hist_ns: [0.0; POWER_BINS],
-            past_end: false,
-        }
+        GpuAcc::NEW
     }
+}
+
+impl GpuAcc {
+    /// Nothing added yet (`Default`, usable in a `const`).
+    pub const NEW: GpuAcc = GpuAcc {
+        reference: RefAcc::NEW,
+        samples: 0,
+        repeated: 0,
+        energy_edge_j: 0.0,
+        energy_on_repeats_j: 0.0,
+        power_covered_ns: 0,
+        gap_skipped_ns: 0,
+        max_gap_ns: 0,
+        util_integral: 0.0,
+        util_covered_ns: 0,
+        counter_mj: 0.0,
+        counter_covered_ns: 0,
+        counter_resets: 0,
+        sm_clock_sum: 0.0,
+        sm_clock_n: 0,
+        hist_ns: [0.0; POWER_BINS],
+        past_end: false,
+    };
 }
 
 /// The previous readings of one GPU, each signal on its own.

@@ -14,31 +14,50 @@
 //! a small time-in-power histogram and the power busy share is read from it at the end: one pass,
 //! which also works for `write()`/`end()`.
 //!
-//! Needs the `alloc` feature (marks, labels and span results are owned).
-#![cfg(feature = "alloc")]
+//! [`WindowAnalyzer`] needs the `alloc` feature (marks, labels and span results are owned).
+//! Without it, [`FixedWindowAnalyzer`] analyzes one selected window in memory fixed at compile
+//! time, with the same accumulators and verdict rules (see `fixed.rs`).
 
 mod acc;
+mod fixed;
 mod floor;
+mod lines;
 mod reorder;
+#[cfg(feature = "alloc")]
 mod series;
 mod verdict;
 
 pub use acc::{GpuAcc, POWER_BINS, Prev, RaplAcc, RefAcc, Sample, bin_edges, clip, power_bin};
+pub use fixed::{FixedOptions, FixedResult, FixedWindow, FixedWindowAnalyzer, Pass};
+#[cfg(feature = "alloc")]
 pub use floor::PowerHistogram;
+pub use floor::TwoPassQuantile;
+pub use lines::{PyFixed, VerdictText, write_reference_lines};
+#[cfg(feature = "alloc")]
 pub use series::{Series, SeriesPoint};
-pub use verdict::{PowerSource, Signal, Verdict};
+#[cfg(feature = "alloc")]
+pub use verdict::Verdict;
+pub use verdict::{PowerSource, Signal};
 
+#[cfg(feature = "alloc")]
 use alloc::collections::BTreeMap;
+#[cfg(feature = "alloc")]
 use alloc::string::{String, ToString};
+#[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 use serde::Serialize;
 
+#[cfg(feature = "alloc")]
 use crate::Limits;
-use crate::csv::{Col, CsvEvent, Row, RowKind, TraceCsvReader};
-use reorder::Reorder;
+use crate::csv::{Col, Row, RowKind};
+#[cfg(feature = "alloc")]
+use crate::csv::{CsvEvent, TraceCsvReader};
+#[cfg(feature = "alloc")]
+use reorder::{GrowReorder, Reorder};
 
 /// Which mark pair is "the window": the `occurrence`-th MARK labelled `start` (in file order)
 /// and the `occurrence`-th labelled `end`. Occurrence 1 is the reference's rule.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WindowSelect {
     /// Start label.
@@ -50,6 +69,7 @@ pub struct WindowSelect {
 }
 
 /// Options of an analysis.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug)]
 pub struct AnalyzeOptions {
     /// Memory bounds (`max_marks`, `max_gpus`).
@@ -75,6 +95,7 @@ pub struct AnalyzeOptions {
     pub reference_only: bool,
 }
 
+#[cfg(feature = "alloc")]
 impl Default for AnalyzeOptions {
     fn default() -> Self {
         AnalyzeOptions {
@@ -122,6 +143,7 @@ pub struct RowCounts {
 }
 
 /// One mark of the recording.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct MarkInfo {
     /// Label.
@@ -179,6 +201,7 @@ impl From<&RefAcc> for RefFigures {
 }
 
 /// One GPU over one window.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuWindow {
     /// `gpu_index` (null when the file has none).
@@ -236,6 +259,7 @@ pub struct RaplWindow {
 }
 
 /// One window or span.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct WindowResult {
     /// `window` (the selected pair), `pair` (X_start/X_end, begin/end) or `between` (consecutive marks).
@@ -265,6 +289,7 @@ pub struct WindowResult {
 }
 
 /// The selected pair: where its marks were found.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct Selection {
     /// Start label.
@@ -279,23 +304,65 @@ pub struct Selection {
     pub end_t_mono_ns: Option<i64>,
 }
 
+#[cfg(feature = "alloc")]
 impl Selection {
     /// The reference's error for this selection, if any (exact texts).
     pub fn error(&self) -> Option<String> {
-        let fmt = |t: Option<i64>| t.map_or_else(|| "None".to_string(), |v| v.to_string());
-        match (self.start_t_mono_ns, self.end_t_mono_ns) {
+        SelectionError::of(self.start_t_mono_ns, self.end_t_mono_ns).map(|e| e.to_string())
+    }
+}
+
+/// What is wrong with a selected pair of marks; displays as the reference's exact text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectionError {
+    /// A mark is missing: the times of those found.
+    Missing {
+        /// Time of the start mark, if found.
+        start_t_mono_ns: Option<i64>,
+        /// Time of the end mark, if found.
+        end_t_mono_ns: Option<i64>,
+    },
+    /// The end mark is not after the start mark.
+    Reversed,
+}
+
+impl SelectionError {
+    /// The error for marks found at these times, if any.
+    pub fn of(start_t_mono_ns: Option<i64>, end_t_mono_ns: Option<i64>) -> Option<SelectionError> {
+        match (start_t_mono_ns, end_t_mono_ns) {
             (Some(a), Some(b)) if b > a => None,
-            (Some(_), Some(_)) => Some("End MARK must be after start MARK".to_string()),
-            (a, b) => Some(alloc::format!(
-                "Missing MARK(s). start={} end={}",
-                fmt(a),
-                fmt(b)
-            )),
+            (Some(_), Some(_)) => Some(SelectionError::Reversed),
+            _ => Some(SelectionError::Missing {
+                start_t_mono_ns,
+                end_t_mono_ns,
+            }),
+        }
+    }
+}
+
+impl core::fmt::Display for SelectionError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let t = |f: &mut core::fmt::Formatter<'_>, t: Option<i64>| match t {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("None"),
+        };
+        match *self {
+            SelectionError::Reversed => f.write_str("End MARK must be after start MARK"),
+            SelectionError::Missing {
+                start_t_mono_ns,
+                end_t_mono_ns,
+            } => {
+                f.write_str("Missing MARK(s). start=")?;
+                t(f, start_t_mono_ns)?;
+                f.write_str(" end=")?;
+                t(f, end_t_mono_ns)
+            }
         }
     }
 }
 
 /// A downsampled series of one GPU.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuSeries {
     /// `gpu_index`.
@@ -307,6 +374,7 @@ pub struct GpuSeries {
 }
 
 /// The result of analyzing one recording.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordingAnalysis {
     /// Row counts.
@@ -327,6 +395,7 @@ pub struct RecordingAnalysis {
     pub warnings: Vec<String>,
 }
 
+#[cfg(feature = "alloc")]
 impl RecordingAnalysis {
     /// Pretty JSON, the same bytes on every platform.
     pub fn to_json(&self) -> String {
@@ -433,6 +502,7 @@ impl ParsedRow {
     }
 }
 
+#[cfg(feature = "alloc")]
 #[derive(Clone, Copy, Debug)]
 struct SampleItem {
     slot: u16,
@@ -441,6 +511,7 @@ struct SampleItem {
     rapl_max_uj: Option<u64>,
 }
 
+#[cfg(feature = "alloc")]
 #[derive(Clone, Copy, Debug)]
 enum Item {
     Sample(SampleItem),
@@ -450,6 +521,7 @@ enum Item {
     Rapl(Option<u64>, Option<u64>),
 }
 
+#[cfg(feature = "alloc")]
 struct GpuState {
     key: Option<i64>,
     prev: Prev,
@@ -462,6 +534,7 @@ struct GpuState {
     last_power_t: Option<i64>,
 }
 
+#[cfg(feature = "alloc")]
 struct ActiveWindow {
     id: u64,
     kind: &'static str,
@@ -478,6 +551,7 @@ struct ActiveWindow {
     kept: bool,
 }
 
+#[cfg(feature = "alloc")]
 impl ActiveWindow {
     fn t1(&self) -> i64 {
         self.t1.unwrap_or(i64::MAX)
@@ -485,15 +559,17 @@ impl ActiveWindow {
 }
 
 /// The streaming analyzer: `write` chunks of a trace.csv, then `end`.
+#[cfg(feature = "alloc")]
 pub struct WindowAnalyzer {
     reader: TraceCsvReader,
     eng: Engine,
 }
 
 /// Everything but the CSV reader (so a row borrowed from the reader can be added).
+#[cfg(feature = "alloc")]
 struct Engine {
     opts: AnalyzeOptions,
-    reorder: Reorder<Item>,
+    reorder: GrowReorder<Item>,
     counts: RowCounts,
     label_ids: BTreeMap<Vec<u8>, u32>,
     labels: Vec<String>,
@@ -518,8 +594,10 @@ struct Engine {
     labels_cut: u64,
 }
 
+#[cfg(feature = "alloc")]
 const MAX_OPEN_PAIRS: usize = 64;
 
+#[cfg(feature = "alloc")]
 impl WindowAnalyzer {
     /// A new analyzer. Allocates its fixed buffers now.
     pub fn new(opts: AnalyzeOptions) -> WindowAnalyzer {
@@ -591,6 +669,7 @@ impl WindowAnalyzer {
     }
 }
 
+#[cfg(feature = "alloc")]
 impl Engine {
     fn new(opts: AnalyzeOptions) -> Engine {
         Engine {
@@ -1053,27 +1132,10 @@ impl Engine {
         };
         let c = &self.counts;
         let mut warnings = core::mem::take(&mut self.warnings);
-        if c.bad_rows > 0 {
-            warnings.push(alloc::format!(
-                "{} bad rows skipped (unparseable t_mono_ns or over-long); first at line {}",
-                c.bad_rows,
-                c.first_bad_line.unwrap_or(0)
-            ));
-        }
-        if c.late_rows > 0 {
-            warnings.push(alloc::format!(
-                "{} rows arrived more than {} ms after a later-timestamped row (e.g. an appended recording whose clock went back) and were skipped; first at line {}",
-                c.late_rows,
-                self.opts.reorder_horizon_ns / 1_000_000,
-                c.first_late_line.unwrap_or(0)
-            ));
-        }
-        if c.samples_dropped > 0 {
-            warnings.push(alloc::format!(
-                "samples of GPUs beyond max_gpus skipped: {}",
-                c.samples_dropped
-            ));
-        }
+        let _ = c.for_each_warning(self.opts.reorder_horizon_ns, |w| {
+            warnings.push(alloc::fmt::format(w));
+            Ok(())
+        });
         if c.marks_dropped > 0 {
             warnings.push(alloc::format!(
                 "marks beyond max_marks skipped: {}",
@@ -1196,19 +1258,33 @@ impl Engine {
     }
 }
 
-fn summarize_gpu(g: &GpuState) -> GpuSummary {
-    let floor = g.floor.quantile(0.05);
-    let p99 = g.floor.quantile(0.99);
-    let threshold = match (floor, p99) {
+/// The idle floor's quantile of a GPU's power readings.
+const IDLE_FLOOR_Q: f64 = 0.05;
+/// The high quantile the busy threshold is scaled by.
+const POWER_HIGH_Q: f64 = 0.99;
+
+/// Power above this counts as busy: floor + max(10 W, 20% of (p99 − floor)).
+fn busy_threshold_w(floor_w: Option<f64>, p99_w: Option<f64>) -> Option<f64> {
+    match (floor_w, p99_w) {
         (Some(f), Some(h)) => Some(f + (0.2 * (h - f)).max(10.0)),
         _ => None,
-    };
-    let mean_interval_ms = match (g.first_power_t, g.last_power_t) {
-        (Some(a), Some(b)) if g.power_samples > 1 => {
-            Some((b - a) as f64 / 1e6 / (g.power_samples - 1) as f64)
-        }
+    }
+}
+
+/// Mean interval between the first and last of `n` power readings, ms.
+fn mean_interval_ms(first_t: Option<i64>, last_t: Option<i64>, n: u64) -> Option<f64> {
+    match (first_t, last_t) {
+        (Some(a), Some(b)) if n > 1 => Some((b - a) as f64 / 1e6 / (n - 1) as f64),
         _ => None,
-    };
+    }
+}
+
+#[cfg(feature = "alloc")]
+fn summarize_gpu(g: &GpuState) -> GpuSummary {
+    let floor = g.floor.quantile(IDLE_FLOOR_Q);
+    let p99 = g.floor.quantile(POWER_HIGH_Q);
+    let threshold = busy_threshold_w(floor, p99);
+    let mean_interval_ms = mean_interval_ms(g.first_power_t, g.last_power_t, g.power_samples);
     GpuSummary {
         gpu_index: g.key,
         samples: g.samples,
@@ -1223,6 +1299,7 @@ fn summarize_gpu(g: &GpuState) -> GpuSummary {
 
 /// `X` for `X_start`, `X_begin` and `begin`.
 /// The longest prefix of `s` of at most `max` bytes that does not cut a UTF-8 sequence.
+#[cfg(feature = "alloc")]
 fn char_floor(s: &[u8], max: usize) -> usize {
     if s.len() <= max {
         return s.len();
@@ -1234,6 +1311,7 @@ fn char_floor(s: &[u8], max: usize) -> usize {
     k
 }
 
+#[cfg(feature = "alloc")]
 fn pair_start_stem(label: &str) -> Option<&str> {
     if label == "begin" || label == "start" {
         return Some("");
@@ -1244,6 +1322,7 @@ fn pair_start_stem(label: &str) -> Option<&str> {
 }
 
 /// `X` for `X_end` and `end`.
+#[cfg(feature = "alloc")]
 fn pair_end_stem(label: &str) -> Option<&str> {
     if label == "end" {
         return Some("");
@@ -1251,5 +1330,5 @@ fn pair_end_stem(label: &str) -> Option<&str> {
     label.strip_suffix("_end")
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests;
