@@ -307,15 +307,212 @@ fn command_is_recorded_for_its_lifetime_with_marks_and_its_exit_status() {
     assert!(m[1].0 < m[2].0 && m[2].0 < m[3].0);
     assert!(m[3].0 - m[1].0 >= 400_000_000);
     assert_eq!(meta(&csv)["ended_by"], "command exited with status 3");
-    // A command that cannot start is an error.
-    let o = record(&d)
-        .arg("--out")
-        .arg(d.join("u.csv"))
-        .args(["--", "/nonexistent/cmd"])
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A command that cannot start fails before anything is recorded, with the shell's status:
+/// 127 when it does not exist, 126 when it exists but cannot be executed.
+#[test]
+fn a_command_that_cannot_start_records_nothing_and_exits_127_or_126() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmpdir("nocmd");
+    let plain = d.join("plain.sh");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let plain = plain.to_str().unwrap().to_string();
+    let dir = d.to_str().unwrap().to_string();
+    for (cmd, code, want) in [
+        (
+            "/nonexistent/cmd",
+            127,
+            "cannot run /nonexistent/cmd: No such file",
+        ),
+        ("no-such-command-flinch", 127, "command not found"),
+        (plain.as_str(), 126, "not executable"),
+        (dir.as_str(), 126, "is a directory"),
+    ] {
+        let out = d.join("u.csv");
+        let o = record(&d)
+            .arg("--out")
+            .arg(&out)
+            .args(["--", cmd])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{cmd}: {stderr}");
+        assert!(stderr.contains(want), "{cmd}: {stderr}");
+        assert!(!out.exists(), "{cmd}: a recording was written");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A command that ignores SIGTERM: the first SIGTERM is passed on and the recording goes on;
+/// the second kills the command, and the recording ends with every row in the file.
+#[test]
+fn a_second_signal_kills_a_command_that_ignores_the_first() {
+    let d = tmpdir("stubborn");
+    let csv = d.join("t.csv");
+    let child = record(&d)
+        .args(["--interval-ms", "5", "--out"])
+        .arg(&csv)
+        .args(["--", "sh", "-c", "trap '' TERM INT; exec sleep 40"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("cmd_start", || {
+        std::fs::read_to_string(&csv)
+            .is_ok_and(|t| t.contains("cmd_start") && t.lines().count() > 20)
+    });
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(500));
+    let rows_between = std::fs::read_to_string(&csv).unwrap().lines().count();
+    let t = Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = finish(child);
+    assert!(t.elapsed() < Duration::from_secs(5));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(128 + 9), "{stderr}");
+    assert!(stderr.contains("passed to the command"), "{stderr}");
+    assert!(stderr.contains("killing the command"), "{stderr}");
+    let rows = whole_rows(&csv);
+    assert!(rows.len() + 1 >= rows_between, "rows lost");
+    let labels: Vec<String> = marks(&rows).into_iter().map(|(_, l)| l).collect();
+    assert_eq!(labels, ["begin", "cmd_start", "cmd_end", "end"]);
+    assert_eq!(meta(&csv)["ended_by"], "command ended by signal 9");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Runs `record` with a watchdog: kills it (by its own pid) if it has not exited after `limit`.
+fn output_within(mut c: Command, limit: Duration) -> (Output, Duration) {
+    let t = Instant::now();
+    let mut child = c
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return (child.wait_with_output().unwrap(), t.elapsed());
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Regression: `--out` naming a FIFO with no reader blocked in open() forever, deaf to SIGTERM.
+/// Every output that is not a regular file (or a device such as /dev/null) is refused at once.
+#[test]
+fn outputs_that_are_not_files_are_refused_at_once() {
+    let d = tmpdir("notfile");
+    let fifo = d.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let sub = d.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let ok = d.join("ok.csv");
+    for (args, want) in [
+        (vec!["--out".into(), fifo.clone()], "is a FIFO (named pipe)"),
+        (vec!["--out".into(), sub.clone()], "is a directory"),
+        (
+            vec![
+                "--out".into(),
+                ok.clone(),
+                "--host-jsonl".into(),
+                fifo.clone(),
+            ],
+            "is a FIFO (named pipe)",
+        ),
+    ] {
+        let mut c = record(&d);
+        c.args(["--seconds", "1"]).args(&args);
+        let (o, took) = output_within(c, Duration::from_secs(10));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(took < Duration::from_secs(1), "{args:?} took {took:?}");
+    }
+    assert!(stderr_of_dir_hint(&sub));
+    // A character device is fine.
+    let mut c = record(&d);
+    c.args(["--seconds", "0.05", "--out", "/dev/null"]);
+    let (o, _) = output_within(c, Duration::from_secs(10));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The directory message suggests a file inside it.
+fn stderr_of_dir_hint(dir: &Path) -> bool {
+    let o = Command::new(BIN)
+        .args(["record", "--no-rapl", "--seconds", "1", "--out"])
+        .arg(dir)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot run /nonexistent/cmd"));
+    String::from_utf8_lossy(&o.stderr).contains(&format!("{}", dir.join("trace.csv").display()))
+}
+
+/// Regression: `--seconds 2 --interval-ms 2500` recorded 0.11 s. The recording spans the time
+/// asked (its last sample at or after the end), and a mark sent meanwhile is in the file.
+#[test]
+fn a_recording_lasts_its_seconds_whatever_the_interval() {
+    let d = tmpdir("span");
+    let csv = d.join("t.csv");
+    let fifo = d.join("marks");
+    let t0 = Instant::now();
+    let child = record(&d)
+        .args(["--interval-ms", "2500", "--seconds", "2", "--out"])
+        .arg(&csv)
+        .arg("--marks-fifo")
+        .arg(&fifo)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("a listening recorder", || {
+        Command::new(BIN)
+            .args(["mark", "early"])
+            .env("FLINCH_MARKS", &fifo)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    });
+    std::thread::sleep(Duration::from_millis(1000).saturating_sub(t0.elapsed()));
+    let sent = Command::new(BIN)
+        .args(["mark", "at_1s"])
+        .env("FLINCH_MARKS", &fifo)
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = finish(child);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(t0.elapsed() >= Duration::from_secs(2));
+    let rows = whole_rows(&csv);
+    let m = marks(&rows);
+    let labels: Vec<&str> = m.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(labels, ["begin", "early", "at_1s", "end"]);
+    let samples: Vec<u64> = rows
+        .iter()
+        .filter(|r| r[2] == "SAMPLE")
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    // One tick at the start and one at the end: 2 GPUs each.
+    assert_eq!(samples.len(), 4, "{samples:?}");
+    // The last tick at the end, measured from the recording's start (its first deadline; the
+    // first sample itself may wake late on a loaded machine).
+    let start = meta(&csv)["started_mono_ns"].as_u64().unwrap();
+    let span = samples[3] - start;
+    assert!(span >= 2_000_000_000, "spans {span} ns");
+    assert!(span < 3_000_000_000, "spans {span} ns");
+    assert!(samples[0] - start < 1_000_000_000, "{samples:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -600,13 +797,14 @@ fn host_jsonl_feeds_flinch_trace_summarize() {
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
     let w = &s["telemetry"]["r1"]["whole_run"];
-    // One row per 100 ms grid point (one may be lost if a loaded machine skips that tick).
+    // One row per 100 ms grid point, 0 to 1 s inclusive (one may be lost if a loaded machine
+    // skips that tick).
     let n = w["samples"].as_u64().unwrap();
-    assert!(n == 10 || n == 9, "{n}");
+    assert!(n == 11 || n == 10, "{n}");
     assert_eq!(w["metrics"]["gpu_power_w"]["n"], n);
     assert_eq!(w["metrics"]["gpu_mem_clock_mhz"]["max"], 2619.0);
     assert!(w["metrics"]["host_used_bytes"]["min"].as_f64().unwrap() > 0.0);
-    // 10 rows 0.1 s apart at ~200-210 W: about 0.9 s x 205 W.
+    // 11 rows 0.1 s apart at ~200-210 W: about 1 s x 205 W.
     let e = w["whole_gpu_energy_j_over_observed_intervals"]
         .as_f64()
         .unwrap();
@@ -708,7 +906,12 @@ fn bad_arguments_are_clear_errors() {
     for (args, want) in [
         (&["--gpu", "0,0"][..], "lists a GPU twice"),
         (&["--interval-ms", "0"], "at least 0.05"),
+        (
+            &["--interval-ms", "-5"],
+            "--interval-ms -5: must be at least 0.05",
+        ),
         (&["--seconds", "0"], "must be positive"),
+        (&["--seconds", "-1"], "--seconds -1: must be positive"),
         (
             &["--seconds", "1", "--", "true"],
             "either --seconds or a command",

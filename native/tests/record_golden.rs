@@ -61,14 +61,15 @@ fn scripted_recording_matches_the_golden_csv_and_sidecar() {
         meta["rapl_zones"][1]["max_energy_range_uj"],
         262_143_328_850u64
     );
-    assert_eq!(meta["health"]["ticks"], 100);
+    // 100 ticks on the 10 ms grid and the end tick at 1 s.
+    assert_eq!(meta["health"]["ticks"], 101);
     assert_eq!(meta["health"]["missed_ticks"], 0);
     assert_eq!(meta["health"]["marks"], 6);
-    // Every second power reading repeats the previous one: 50 of 99 comparisons.
+    // Every second power reading repeats the previous one: 51 of 100 comparisons.
     let rep = meta["health"]["repeated_power_fraction"].as_f64().unwrap();
-    assert!((rep - 50.0 / 99.0).abs() < 1e-12, "{rep}");
+    assert!((rep - 51.0 / 100.0).abs() < 1e-12, "{rep}");
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("sampler: 100 ticks, 0 missed"), "{stderr}");
+    assert!(stderr.contains("sampler: 101 ticks, 0 missed"), "{stderr}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use crate::CmdResult;
 
 pub mod clock;
+pub mod command;
 pub mod gpu;
 pub mod health;
 pub mod host;
@@ -38,11 +39,11 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     gpu: Option<Vec<u32>>,
     /// Sampling period in milliseconds (fractions allowed, at least 0.05).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     interval_ms: f64,
     /// Recording length in seconds (default 30; `inf` records until Ctrl-C or SIGTERM). With a
     /// command, the recording lasts as long as the command instead.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     seconds: Option<f64>,
     /// Marks FIFO (created 0600 if missing). With a command, a private one is made when omitted.
     #[arg(long)]
@@ -60,7 +61,7 @@ pub struct Args {
     #[arg(long, default_value = "/proc")]
     proc_root: PathBuf,
     /// Host CPU/memory period in milliseconds (/proc/stat counts in 10 ms jiffies).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
     host_interval_ms: u64,
     /// Do not record host CPU and memory.
     #[arg(long)]
@@ -72,7 +73,7 @@ pub struct Args {
     #[arg(long)]
     host_jsonl: Option<PathBuf>,
     /// Host-telemetry JSONL period in milliseconds.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     host_jsonl_interval_ms: u64,
     /// Testing seam: replay GPU readings from a script instead of NVML (see README).
     #[arg(long, hide = true)]
@@ -161,12 +162,23 @@ fn validate(a: &Args) -> Result<(), String> {
     if a.host_interval_ms == 0 || a.host_jsonl_interval_ms == 0 {
         return Err("error: host intervals must be at least 1 ms".into());
     }
+    writer::check_output_path(&a.out)?;
+    if let Some(j) = &a.host_jsonl {
+        writer::check_output_path(j)?;
+    }
     Ok(())
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
     validate(&args)?;
+    if let Some(prog) = args.command.first()
+        && let Err(u) = command::resolve(prog, std::env::var_os("PATH").as_deref())
+    {
+        // Nothing is recorded for a command that cannot start; the shell's exit status says why.
+        eprintln!("{}", u.message);
+        return Ok(ExitCode::from(u.code));
+    }
     let mut warnings: Vec<String> = Vec::new();
     let mut warn = |w: String| {
         eprintln!("{w}");
@@ -392,11 +404,25 @@ pub fn run(args: Args) -> CmdResult {
         let mut cmd = std::process::Command::new(prog);
         cmd.args(&args.command[1..]).env("FLINCH_MARKS", &f.path);
         signals::unblock_in_child(&mut cmd);
-        match cmd.spawn() {
-            Ok(mut child) => {
+        // A signal before the command started ends the recording without starting it.
+        let early = stop_state.stop.load(Ordering::SeqCst);
+        match if early { None } else { Some(cmd.spawn()) } {
+            None => {
+                mark_now("cmd_end");
+                let sig = stop_state.signal.load(Ordering::SeqCst);
+                ended_by = format!("{} received before the command started", signals::name(sig));
+                exit = ExitCode::from((128 + sig).clamp(0, 255) as u8);
+            }
+            Some(Ok(mut child)) => {
                 stop_state
                     .child_pid
                     .store(child.id() as i32, Ordering::SeqCst);
+                // A signal that arrived while the child was starting went to no one: pass it on.
+                let sig = stop_state.signal.load(Ordering::SeqCst);
+                if sig != 0 {
+                    // SAFETY: kill has no memory-safety preconditions; the child is not reaped yet.
+                    unsafe { libc::kill(child.id() as i32, sig) };
+                }
                 let status = child.wait();
                 stop_state.child_pid.store(0, Ordering::SeqCst);
                 mark_now("cmd_end");
@@ -410,12 +436,15 @@ pub fn run(args: Args) -> CmdResult {
                         };
                         exit = ExitCode::from(code.clamp(0, 255) as u8);
                     }
-                    Err(e) => child_error = Some(format!("error: waiting for {prog}: {e}")),
+                    Err(e) => {
+                        child_error = Some((format!("error: waiting for {prog}: {e}"), 1));
+                    }
                 }
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 mark_now("cmd_end");
-                child_error = Some(format!("error: cannot run {prog}: {e}"));
+                let code = command::spawn_error_code(&e);
+                child_error = Some((format!("error: cannot run {prog}: {e}"), code));
             }
         }
         stop_state.stop.store(true, Ordering::SeqCst);
@@ -453,8 +482,9 @@ pub fn run(args: Args) -> CmdResult {
     {
         eprintln!("{w}");
     }
-    if let Some(e) = child_error {
-        return Err(e);
+    if let Some((e, code)) = child_error {
+        eprintln!("{e}");
+        return Ok(ExitCode::from(code));
     }
     if let Some(e) = report.error {
         // Already printed by the writer when it happened; the exit status says it failed.

@@ -19,7 +19,7 @@ const SEND_EVERY_NS: u64 = 50_000_000;
 pub struct SamplerConfig {
     /// Tick period, ns.
     pub interval_ns: u64,
-    /// No tick at or after this CLOCK_MONOTONIC time (`None`: until stopped).
+    /// The last tick is at this CLOCK_MONOTONIC time (`None`: until stopped).
     pub end_mono_ns: Option<u64>,
     /// Host (/proc) reading period, ns.
     pub host_every_ns: u64,
@@ -194,10 +194,12 @@ pub fn run(
     let mut last_send = start;
     let mut k: u64 = 0;
     loop {
-        let deadline = start + k * interval;
-        if cfg.end_mono_ns.is_some_and(|end| deadline >= end) {
-            break;
-        }
+        // The grid up to the end, then one last tick at the end itself: a recording of S
+        // seconds spans S seconds whatever the interval (the last sample at or after the end).
+        let (deadline, last) = match cfg.end_mono_ns {
+            Some(end) if start + k * interval >= end => (end, true),
+            _ => (start + k * interval, false),
+        };
         // Long intervals sleep in slices so a stop is noticed within 50 ms.
         if interval > 50_000_000 {
             loop {
@@ -315,6 +317,11 @@ pub fn run(
             sender.send(Msg::Jsonl(j));
         }
         health.ticks += 1;
+        // A late tick that woke at or after the end is the last sample already.
+        if last || cfg.end_mono_ns.is_some_and(|end| wake >= end) {
+            health.tick_work.add(clock.mono_ns().saturating_sub(wake));
+            break;
+        }
 
         k += 1;
         let now = clock.mono_ns();
@@ -423,10 +430,11 @@ mod tests {
             1000,
         );
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(health.ticks, 200);
+        // 200 ticks on the grid, and the last one at the end itself (2 s after the first).
+        assert_eq!(health.ticks, 201);
         assert_eq!(health.missed_ticks, 0);
         assert_eq!(health.marks, 2);
-        assert_eq!(lines.len(), 1 + 200 + 2);
+        assert_eq!(lines.len(), 1 + 201 + 2);
         // Sample times sit on the deadlines (plus the clock-read cost), never drifting.
         let samples: Vec<u64> = lines
             .iter()
@@ -439,10 +447,11 @@ mod tests {
         }
         assert!(lines[1].contains(",MARK,a,"));
         assert!(lines[4].contains(",MARK,b,"));
-        // 200 readings, 199 compared; only tick 2 -> 3 changes power (100 -> 200).
-        assert_eq!(health.compared_power, 199);
-        assert_eq!(health.repeated_power, 198);
-        assert_eq!(jsonl.lines().count(), 2);
+        // 201 readings, 200 compared; only tick 2 -> 3 changes power (100 -> 200).
+        assert_eq!(health.compared_power, 200);
+        assert_eq!(health.repeated_power, 199);
+        // JSONL rows at 0, 1 and 2 s (the end tick is on the 1 s grid too).
+        assert_eq!(jsonl.lines().count(), 3);
         let row: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
         assert_eq!(row["gpu_csv"], "0,GPU-scripted-0,6,81559,4,100,3,2619,1,2");
         assert!(row["unix"].as_f64().unwrap() > 1.7e9);
@@ -480,19 +489,49 @@ mod tests {
         assert!(health.gpu_read.quantile(0.5).unwrap() < 50_000_000);
     }
 
+    /// Regression: `--seconds 2 --interval-ms 2500` ended after its first tick (0.11 s).
+    #[test]
+    fn an_interval_longer_than_the_recording_still_spans_it() {
+        let (text, health, _) = record("1,1,1,1,1,1,1,1\n", 2_500_000_000, 2_000_000_000, 1000);
+        assert_eq!(health.ticks, 2);
+        let t: Vec<u64> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                l.split(',').next().unwrap().parse::<u64>().unwrap() - FakeClock::START_MONO_NS
+            })
+            .collect();
+        assert_eq!(t.len(), 2);
+        assert!(t[0] < 1_000_000, "{t:?}");
+        assert!((2_000_000_000..2_001_000_000).contains(&t[1]), "{t:?}");
+        // A duration that is a whole number of intervals ends on the grid: 0, 0.5 .. 2.0 s.
+        let (_, health, _) = record("1,1,1,1,1,1,1,1\n", 500_000_000, 2_000_000_000, 1000);
+        assert_eq!(health.ticks, 5);
+    }
+
     #[test]
     fn a_slow_tick_skips_deadlines_instead_of_bunching() {
         // Each clock reading costs 4 ms and a tick reads the clock 5 times (wake, 2 per GPU,
         // the end-of-tick check...): a 10 ms interval falls behind and must skip.
         let (text, health, _) = record("1,1,1,1,1,1,1,1\n", 10_000_000, 1_000_000_000, 4_000_000);
         assert!(health.missed_ticks > 0);
-        assert_eq!(health.ticks + health.missed_ticks, 100);
+        // The 100 grid deadlines before the end, each taken or skipped, and the end tick unless
+        // a late grid tick already woke at or after the end.
+        let slots = health.ticks + health.missed_ticks;
+        assert!(slots == 100 || slots == 101, "{slots}");
         let t: Vec<u64> = text
             .lines()
             .skip(1)
             .map(|l| l.split(',').next().unwrap().parse().unwrap())
             .collect();
-        for w in t.windows(2) {
+        let last = *t.last().unwrap();
+        assert!(
+            last >= FakeClock::START_MONO_NS + 1_000_000_000,
+            "ends early at {last}"
+        );
+        // Apart from the end sample (due at the end, however close the tick before it came),
+        // samples are at least one interval apart.
+        for w in t[..t.len() - 1].windows(2) {
             assert!(
                 w[1] - w[0] >= 10_000_000,
                 "bunched: {} ns apart",

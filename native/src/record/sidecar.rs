@@ -120,7 +120,14 @@ impl Sidecar {
         let tmp = PathBuf::from(tmp);
         let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
         text.push('\n');
-        std::fs::write(&tmp, text)
+        // A fresh file (create_new after removing any leftover): opening whatever sits at the
+        // temporary path, a FIFO included, could block.
+        let _ = std::fs::remove_file(&tmp);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| {
                 let _ = std::fs::remove_file(&tmp);

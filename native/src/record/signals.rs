@@ -1,8 +1,9 @@
 //! SIGINT / SIGTERM: blocked in every thread and taken by one thread with `sigtimedwait`, so no
 //! async-signal-safety concerns and no interrupted writes. Without a child, a signal ends the
-//! recording. With a child, it is forwarded to the child (unless it came from the terminal,
-//! which already sent it to the whole foreground process group) and the recording lasts until
-//! the child exits.
+//! recording. With a child, the first is forwarded to the child (unless it came from the
+//! terminal, which already sent it to the whole foreground process group) and the recording lasts
+//! until the child exits; a second one kills the child (SIGKILL), so the recorder never waits on
+//! a command that ignores signals.
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::thread::JoinHandle;
@@ -43,6 +44,7 @@ pub fn start(state: Arc<StopState>) -> Option<JoinHandle<()>> {
                 tv_sec: 0,
                 tv_nsec: 100_000_000,
             };
+            let mut forwarded = 0u32;
             while !state.done.load(Ordering::SeqCst) {
                 // SAFETY: zeroed siginfo_t is a valid out-parameter.
                 let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -54,6 +56,23 @@ pub fn start(state: Arc<StopState>) -> Option<JoinHandle<()>> {
                 state.signal.store(sig, Ordering::SeqCst);
                 let child = state.child_pid.load(Ordering::SeqCst);
                 if child > 0 {
+                    forwarded += 1;
+                    if forwarded >= 2 {
+                        // A command that outlives one SIGINT/SIGTERM must not hold the
+                        // recorder: the second one kills it, and the recording ends as usual.
+                        eprintln!(
+                            "flinch-trace record: {} again: killing the command (SIGKILL)",
+                            name(sig)
+                        );
+                        // SAFETY: kill has no memory-safety preconditions.
+                        unsafe { libc::kill(child, libc::SIGKILL) };
+                        continue;
+                    }
+                    eprintln!(
+                        "flinch-trace record: {} passed to the command; the recording ends when \
+                         it exits (send it again to kill the command)",
+                        name(sig)
+                    );
                     // From the terminal (SI_KERNEL) the child got it already, as part of the
                     // foreground process group; a kill(2) aimed at us (SI_USER) is forwarded.
                     if info.si_code != libc::SI_KERNEL {

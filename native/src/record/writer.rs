@@ -5,7 +5,7 @@
 //! flushes every [`FLUSH_EVERY`] or 64 KiB, and on a write error (ENOSPC, EFBIG...) truncates the
 //! file back to its last whole row, so the file is always complete up to a row boundary.
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
@@ -279,18 +279,93 @@ impl Out {
     }
 }
 
-fn open_out(path: &Path, header: Option<&str>) -> Result<Out, String> {
-    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    if existing > 0
-        && let Some(h) = header
-    {
-        check_existing(path, h, existing)?;
-    }
+/// Opens an output for appending without ever blocking: `O_NONBLOCK` makes the open of a FIFO
+/// with no reader fail at once (ENXIO) instead of waiting for one, where signals could not end
+/// the wait. The opened file is then checked: a regular file, or a character device such as
+/// `/dev/null`; a FIFO, socket, directory or block device is refused by name.
+fn open_append(path: &Path) -> Result<File, String> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    check_output_path(path)?;
     let file = OpenOptions::new()
         .create(true)
         .append(true)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| format!("error: cannot open {}: {e}", path.display()))?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => refused(path, "a FIFO (named pipe)"),
+            Some(libc::EISDIR) => refused(path, "a directory"),
+            _ => format!("error: cannot open {}: {e}", path.display()),
+        })?;
+    let ft = file
+        .metadata()
+        .map_err(|e| format!("error: cannot stat {}: {e}", path.display()))?
+        .file_type();
+    if let Some(why) = not_a_file(&ft) {
+        return Err(refused(path, why));
+    }
+    if ft.is_char_device() {
+        // Writes to a terminal or device block as usual; only the open had to be non-blocking.
+        use std::os::unix::io::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl on a descriptor this function owns; F_GETFL/F_SETFL take plain ints.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
+    }
+    Ok(file)
+}
+
+/// Refuses, before anything starts, an output path that exists and is not a regular file or a
+/// character device (the opened file is checked again by the writer).
+///
+/// # Errors
+/// The path is a directory, FIFO, socket or block device.
+pub fn check_output_path(path: &Path) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(m) => not_a_file(&m.file_type()).map_or(Ok(()), |why| Err(refused(path, why))),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Why a file of this type cannot be an output (`None`: it can).
+fn not_a_file(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_file() || ft.is_char_device() {
+        None
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        Some("a block device")
+    }
+}
+
+fn refused(path: &Path, what: &str) -> String {
+    let hint = if what == "a directory" {
+        format!(" (e.g. {})", path.join("trace.csv").display())
+    } else {
+        String::new()
+    };
+    format!(
+        "error: {} is {what}; an output must be a regular file{hint}, created if missing",
+        path.display()
+    )
+}
+
+fn open_out(path: &Path, header: Option<&str>) -> Result<Out, String> {
+    let file = open_append(path)?;
+    let existing = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if existing > 0
+        && let Some(h) = header
+    {
+        check_existing(&file, path, h, existing)?;
+    }
     let mut out = Out {
         file,
         path: path.to_path_buf(),
@@ -308,12 +383,25 @@ fn open_out(path: &Path, header: Option<&str>) -> Result<Out, String> {
     Ok(out)
 }
 
-/// Appending is allowed only onto a file with the same header that ends with a whole row.
-fn check_existing(path: &Path, header: &str, len: u64) -> Result<(), String> {
-    let mut f =
-        File::open(path).map_err(|e| format!("error: cannot read {}: {e}", path.display()))?;
+/// Appending is allowed only onto a file with the same header that ends with a whole row. The
+/// file is read through a second, read-only descriptor of the same open file (`/proc/self/fd`),
+/// so what is checked is what was opened, even if the path changes meanwhile.
+fn check_existing(opened: &File, path: &Path, header: &str, len: u64) -> Result<(), String> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    use std::os::unix::io::AsRawFd;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{}", opened.as_raw_fd()))
+        .or_else(|_| {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+        })
+        .map_err(|e| format!("error: cannot read {}: {e}", path.display()))?;
     let mut first = vec![0u8; header.len() + 1];
-    let n = f.read(&mut first).unwrap_or(0);
+    let n = f.read_at(&mut first, 0).unwrap_or(0);
     let line_end = first[..n].iter().position(|&b| b == b'\n' || b == b'\r');
     let same = line_end == Some(header.len()) && &first[..header.len()] == header.as_bytes();
     if !same {
@@ -324,7 +412,6 @@ fn check_existing(path: &Path, header: &str, len: u64) -> Result<(), String> {
         ));
     }
     let mut last = [0u8; 1];
-    use std::os::unix::fs::FileExt;
     if f.read_at(&mut last, len - 1).is_ok() && last[0] != b'\n' {
         return Err(format!(
             "error: {} ends in a cut row (no final newline); repair or move it before appending",
