@@ -18,7 +18,7 @@ use core::fmt::Write;
 use cortex_m_rt::entry;
 use flinch_core::csv::TraceCsvReader;
 use flinch_core::window::{
-    FixedOptions, FixedResult, FixedWindowAnalyzer, Pass, PowerSource, VerdictText,
+    FixedBuffers, FixedOptions, FixedResult, FixedWindowAnalyzer, Pass, PowerSource, VerdictText,
     write_reference_lines,
 };
 
@@ -29,16 +29,18 @@ const ROWS: usize = 256;
 /// Bytes per semihosting read.
 const CHUNK_BYTES: usize = 1024;
 
-type Analyzer = FixedWindowAnalyzer<'static, GPUS, ROWS>;
+type Buffers = FixedBuffers<GPUS, ROWS>;
 
 #[entry]
 fn main() -> ! {
-    // `#[entry]` makes these `&'static mut`, placed in .bss: their size counts at link time.
+    // `#[entry]` makes these `&'static mut`; zero-initialized, they go to .bss (no flash), and
+    // their size counts at link time. The reader (with its 4 KiB record buffer) is built once
+    // in place.
     static mut CMDLINE: [u8; 1024] = [0; 1024];
     static mut CHUNK: [u8; CHUNK_BYTES] = [0; CHUNK_BYTES];
-    static mut ANALYZER: Analyzer = Analyzer::new(FixedOptions::new(b"", b""));
+    static mut BUFFERS: Buffers = Buffers::new();
     static mut READER: Option<TraceCsvReader> = None;
-    let status = run(CMDLINE, CHUNK, ANALYZER, READER);
+    let status = run(CMDLINE, CHUNK, BUFFERS, READER);
     host::exit(status)
 }
 
@@ -48,7 +50,7 @@ const CLI: &str = "flinch-trace analyze";
 fn run(
     cmdline: &'static mut [u8; 1024],
     chunk: &mut [u8; CHUNK_BYTES],
-    analyzer: &'static mut Analyzer,
+    buffers: &'static mut Buffers,
     reader: &'static mut Option<TraceCsvReader>,
 ) -> u8 {
     let mut err = host::stderr();
@@ -99,10 +101,13 @@ fn run(
             return 1;
         }
     };
-    analyzer.reset(FixedOptions {
-        power_source,
-        ..FixedOptions::new(start, end)
-    });
+    let mut analyzer = FixedWindowAnalyzer::new(
+        FixedOptions {
+            power_source,
+            ..FixedOptions::new(start, end)
+        },
+        buffers,
+    );
     let reader = reader.get_or_insert_with(TraceCsvReader::new);
     let mut passes = 0;
     loop {

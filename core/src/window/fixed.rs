@@ -15,7 +15,7 @@
 //! instead ([`Pass::Again`]), and [`TwoPassQuantile`] finds the same percentile in 1.3 KiB.
 use super::acc::{GpuAcc, Prev, RefAcc, Sample};
 use super::floor::TwoPassQuantile;
-use super::reorder::{FixedReorder, Reorder};
+use super::reorder::{Entry, FixedRing, Reorder};
 use super::verdict::{self, PowerSource};
 use super::{
     IDLE_FLOOR_Q, POWER_HIGH_Q, ParsedKind, ParsedRow, RefFigures, RowCounts, SelectionError,
@@ -107,7 +107,7 @@ impl FixedResult {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Item {
+pub(crate) enum Item {
     Sample {
         slot: u16,
         power_w: Option<f64>,
@@ -118,7 +118,7 @@ enum Item {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Gpu {
+pub(crate) struct Gpu {
     key: Option<i64>,
     prev: Prev,
     samples: u64,
@@ -142,11 +142,50 @@ impl Gpu {
     };
 }
 
+/// The memory of a [`FixedWindowAnalyzer`] that grows with its bounds: the reorder ring, and per
+/// GPU its state, two-pass floor histogram and window accumulators (about `ROWS` × 56 B +
+/// `GPUS` × 1.8 KiB). Apart from the analyzer, and all zero bytes when new, so that it can be a
+/// static that costs no flash (`.bss`); the analyzer borrows it.
+pub struct FixedBuffers<const GPUS: usize, const ROWS: usize> {
+    ring: FixedRing<Entry<Item>, ROWS>,
+    gpus: [Gpu; GPUS],
+    floors: [TwoPassQuantile; GPUS],
+    accs: [GpuAcc; GPUS],
+}
+
+/// The ring's unused slots (all zero bytes).
+const FILL: Entry<Item> = Entry::new(
+    (0, 0),
+    Item::Sample {
+        slot: 0,
+        power_w: None,
+        util_pct: None,
+    },
+);
+
+impl<const GPUS: usize, const ROWS: usize> FixedBuffers<GPUS, ROWS> {
+    /// Empty buffers (`const`: for a static).
+    pub const fn new() -> Self {
+        FixedBuffers {
+            ring: FixedRing::new(FILL),
+            gpus: [Gpu::NEW; GPUS],
+            floors: [TwoPassQuantile::new(); GPUS],
+            accs: [GpuAcc::NEW; GPUS],
+        }
+    }
+}
+
+impl<const GPUS: usize, const ROWS: usize> Default for FixedBuffers<GPUS, ROWS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The streaming analyzer of one window, for at most `GPUS` GPUs with a reorder ring of `ROWS`
-/// rows. The caller owns the [`TraceCsvReader`] (so that each can live in a static, built
-/// without a temporary on the stack): [`write`](Self::write) the file in chunks of any size
-/// through it, then [`end_pass`](Self::end_pass); on [`Pass::Again`] write the whole file once
-/// more and call `end_pass` again; then [`result`](Self::result).
+/// rows (at least 2), in [`FixedBuffers`] it borrows. The caller owns the [`TraceCsvReader`] too
+/// (each can live in a static): [`write`](Self::write) the file in chunks of any size through it,
+/// then [`end_pass`](Self::end_pass); on [`Pass::Again`] write the whole file once more and call
+/// `end_pass` again; then [`result`](Self::result).
 pub struct FixedWindowAnalyzer<'a, const GPUS: usize, const ROWS: usize> {
     eng: Engine<'a, GPUS, ROWS>,
 }
@@ -156,76 +195,72 @@ struct Engine<'a, const GPUS: usize, const ROWS: usize> {
     second_pass: bool,
     done: bool,
     counts: RowCounts,
-    reorder: FixedReorder<Item, ROWS>,
+    reorder: Reorder<Item, &'a mut FixedRing<Entry<Item>, ROWS>>,
     n_gpus: usize,
-    gpus: [Gpu; GPUS],
+    gpus: &'a mut [Gpu; GPUS],
     /// Idle floor and p99 of each GPU's power; kept across the passes.
-    floors: [TwoPassQuantile; GPUS],
+    floors: &'a mut [TwoPassQuantile; GPUS],
     sel_seen: [u32; 2],
     sel_t: [Option<i64>; 2],
     /// The window once its start mark left the reorder buffer: t0, t1 when its end did.
     win: Option<(i64, Option<i64>)>,
     reference: RefAcc,
-    accs: [GpuAcc; GPUS],
+    accs: &'a mut [GpuAcc; GPUS],
 }
 
-const NO_ROWS: RowCounts = RowCounts {
-    rows: 0,
-    samples: 0,
-    marks: 0,
-    headers: 0,
-    other_rows: 0,
-    bad_rows: 0,
-    first_bad_line: None,
-    late_rows: 0,
-    first_late_line: None,
-    samples_dropped: 0,
-    marks_dropped: 0,
-    spans_dropped: 0,
-};
-
 impl<'a, const GPUS: usize, const ROWS: usize> FixedWindowAnalyzer<'a, GPUS, ROWS> {
-    /// A new analyzer; `const`, so it can initialize a static. All its memory is in the value:
-    /// about `ROWS` × 56 B + `GPUS` × 1.8 KiB.
-    pub const fn new(opts: FixedOptions<'a>) -> Self {
-        FixedWindowAnalyzer {
+    /// A new analyzer in `bufs` (emptied; they may have served another analysis).
+    pub fn new(opts: FixedOptions<'a>, bufs: &'a mut FixedBuffers<GPUS, ROWS>) -> Self {
+        const { assert!(ROWS >= 2, "the reorder ring needs at least 2 rows") };
+        let FixedBuffers {
+            ring,
+            gpus,
+            floors,
+            accs,
+        } = bufs;
+        let mut a = FixedWindowAnalyzer {
             eng: Engine {
                 opts,
                 second_pass: false,
                 done: false,
-                counts: NO_ROWS,
-                reorder: Reorder::fixed(Item::Mark(0), opts.reorder_horizon_ns),
+                counts: RowCounts::default(),
+                reorder: Reorder::with_ring(ring, ROWS - 1, opts.reorder_horizon_ns),
                 n_gpus: 0,
-                gpus: [Gpu::NEW; GPUS],
-                floors: [TwoPassQuantile::new([IDLE_FLOOR_Q, POWER_HIGH_Q]); GPUS],
+                gpus,
+                floors,
                 sel_seen: [0; 2],
                 sel_t: [None; 2],
                 win: None,
                 reference: RefAcc::NEW,
-                accs: [GpuAcc::NEW; GPUS],
+                accs,
             },
-        }
+        };
+        a.reset(opts);
+        a
     }
 
-    /// Starts over with `opts`, in place, as [`new`](Self::new) would.
+    /// Starts over with `opts`, in place.
     pub fn reset(&mut self, opts: FixedOptions<'a>) {
         let e = &mut self.eng;
         e.opts = opts;
         e.second_pass = false;
         e.done = false;
-        e.reorder.set_horizon(opts.reorder_horizon_ns);
         for f in e.floors.iter_mut() {
-            *f = TwoPassQuantile::new([IDLE_FLOOR_Q, POWER_HIGH_Q]);
+            *f = TwoPassQuantile::new();
         }
         e.restart();
     }
 
-    /// Feeds a chunk of the file through `reader`.
+    /// Feeds a chunk of the file through `reader` (ignored once the reader has ended: reset it
+    /// for another file).
     pub fn write(&mut self, reader: &mut TraceCsvReader, mut chunk: &[u8]) {
         while !chunk.is_empty() {
             let (ev, n) = reader.read(chunk);
             chunk = &chunk[n..];
             self.on_event(reader, ev);
+            if ev == CsvEvent::End {
+                break;
+            }
         }
     }
 
@@ -264,7 +299,7 @@ impl<'a, const GPUS: usize, const ROWS: usize> FixedWindowAnalyzer<'a, GPUS, ROW
             return Pass::Done;
         }
         for f in e.floors.iter_mut() {
-            f.next_pass();
+            f.next_pass([IDLE_FLOOR_Q, POWER_HIGH_Q]);
         }
         e.second_pass = true;
         e.restart();
@@ -281,10 +316,12 @@ impl<'a, const GPUS: usize, const ROWS: usize> FixedWindowAnalyzer<'a, GPUS, ROW
 impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
     /// Back to the state before the first row, keeping the floors' first pass.
     fn restart(&mut self) {
-        self.counts = NO_ROWS;
-        self.reorder.clear();
+        self.counts = RowCounts::default();
+        self.reorder.clear(self.opts.reorder_horizon_ns);
         self.n_gpus = 0;
-        self.gpus = [Gpu::NEW; GPUS];
+        for g in self.gpus.iter_mut() {
+            *g = Gpu::NEW;
+        }
         self.sel_seen = [0; 2];
         self.sel_t = [None; 2];
         self.win = None;

@@ -102,24 +102,29 @@ impl PowerHistogram {
 const FINE_PER_COARSE: usize = 32;
 const COARSE_BINS: usize = BINS / FINE_PER_COARSE;
 
-/// [`PowerHistogram::quantile`] for two quantiles `qs` of a recording read twice, in fixed
-/// memory: [`add`](Self::add) every reading in each pass, [`next_pass`](Self::next_pass) between
-/// them, then [`quantile`](Self::quantile) gives exactly what the full histogram gives for the
-/// same readings.
+/// [`PowerHistogram::quantile`] for two quantiles of a recording read twice, in fixed memory:
+/// [`add`](Self::add) every reading in each pass, [`next_pass`](Self::next_pass) with the
+/// quantiles between them, then [`quantile`](Self::quantile) gives exactly what the full
+/// histogram gives for the same readings. The empty state is all zero bytes (a static of it
+/// costs no flash).
 #[derive(Clone, Copy, Debug)]
 pub struct TwoPassQuantile {
-    qs: [f64; 2],
     coarse: [u32; COARSE_BINS],
     n: u64,
     /// Second pass: per quantile, its coarse bin, its rank inside that bin, and fine counts.
     refine: Option<[(usize, u64, [u32; FINE_PER_COARSE]); 2]>,
 }
 
+impl Default for TwoPassQuantile {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TwoPassQuantile {
-    /// An empty first pass for quantiles `qs` (each in 0..=1).
-    pub const fn new(qs: [f64; 2]) -> TwoPassQuantile {
+    /// An empty first pass.
+    pub const fn new() -> TwoPassQuantile {
         TwoPassQuantile {
-            qs,
             coarse: [0; COARSE_BINS],
             n: 0,
             refine: None,
@@ -156,13 +161,14 @@ impl TwoPassQuantile {
         self.n == 0
     }
 
-    /// Ends the first pass: the second must add the same readings again.
-    pub fn next_pass(&mut self) {
+    /// Ends the first pass, for quantiles `qs` (each in 0..=1): the second must add the same
+    /// readings again.
+    pub fn next_pass(&mut self, qs: [f64; 2]) {
         if self.refine.is_some() || self.n == 0 {
             return;
         }
         let mut r = [(0, 0, [0; FINE_PER_COARSE]); 2];
-        for (slot, &q) in r.iter_mut().zip(&self.qs) {
+        for (slot, &q) in r.iter_mut().zip(&qs) {
             let rank = rank(q, self.n);
             let mut seen = 0u64;
             for (c, &k) in self.coarse.iter().enumerate() {
@@ -176,7 +182,7 @@ impl TwoPassQuantile {
         self.refine = Some(r);
     }
 
-    /// The `k`-th quantile (`qs[k]`) after the second pass; `None` when there was no reading
+    /// The `k`-th quantile (`qs[k]` of `next_pass`) after the second pass; `None` when there was no reading
     /// (or before the second pass).
     pub fn quantile(&self, k: usize) -> Option<f64> {
         let (coarse, rank, fine) = self.refine.as_ref()?.get(k)?;
@@ -214,12 +220,12 @@ mod tests {
                 .collect();
             let qs = [0.05, [0.0, 0.5, 0.99, 1.0][round % 4]];
             let mut full = PowerHistogram::new();
-            let mut two = TwoPassQuantile::new(qs);
+            let mut two = TwoPassQuantile::new();
             for &p in &v {
                 full.add(p);
                 two.add(p);
             }
-            two.next_pass();
+            two.next_pass(qs);
             for &p in &v {
                 two.add(p);
             }
@@ -228,8 +234,8 @@ mod tests {
                 assert_eq!(two.quantile(k), full.quantile(q), "round {round} q {q}");
             }
         }
-        let mut empty = TwoPassQuantile::new([0.05, 0.99]);
-        empty.next_pass();
+        let mut empty = TwoPassQuantile::new();
+        empty.next_pass([0.05, 0.99]);
         assert_eq!(empty.quantile(0), None);
     }
 

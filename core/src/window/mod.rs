@@ -28,7 +28,7 @@ mod series;
 mod verdict;
 
 pub use acc::{GpuAcc, POWER_BINS, Prev, RaplAcc, RefAcc, Sample, bin_edges, clip, power_bin};
-pub use fixed::{FixedOptions, FixedResult, FixedWindow, FixedWindowAnalyzer, Pass};
+pub use fixed::{FixedBuffers, FixedOptions, FixedResult, FixedWindow, FixedWindowAnalyzer, Pass};
 #[cfg(feature = "alloc")]
 pub use floor::PowerHistogram;
 pub use floor::TwoPassQuantile;

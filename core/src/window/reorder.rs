@@ -14,6 +14,12 @@ pub(crate) struct Entry<T> {
     item: T,
 }
 
+impl<T> Entry<T> {
+    pub(crate) const fn new(key: (i64, u8), item: T) -> Self {
+        Entry { key, item }
+    }
+}
+
 /// The ring operations the buffer uses.
 pub(crate) trait Ring<E> {
     fn len(&self) -> usize;
@@ -21,6 +27,25 @@ pub(crate) trait Ring<E> {
     /// Inserts at `i` (≤ len); `Err(e)` when there is no room.
     fn insert(&mut self, i: usize, e: E) -> Result<(), E>;
     fn pop_front(&mut self) -> Option<E>;
+    fn clear(&mut self);
+}
+
+impl<E, R: Ring<E>> Ring<E> for &mut R {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn get(&self, i: usize) -> Option<&E> {
+        (**self).get(i)
+    }
+    fn insert(&mut self, i: usize, e: E) -> Result<(), E> {
+        (**self).insert(i, e)
+    }
+    fn pop_front(&mut self) -> Option<E> {
+        (**self).pop_front()
+    }
+    fn clear(&mut self) {
+        (**self).clear()
+    }
 }
 
 #[cfg(feature = "alloc")]
@@ -42,6 +67,9 @@ impl<E> Ring<E> for VecDeque<E> {
     fn pop_front(&mut self) -> Option<E> {
         VecDeque::pop_front(self)
     }
+    fn clear(&mut self) {
+        VecDeque::clear(self)
+    }
 }
 
 /// A ring of `N` entries in place (no allocation).
@@ -60,12 +88,6 @@ impl<E: Copy, const N: usize> FixedRing<E, N> {
             head: 0,
             len: 0,
         }
-    }
-
-    /// Empties the ring.
-    pub(crate) fn clear(&mut self) {
-        self.head = 0;
-        self.len = 0;
     }
 
     #[inline]
@@ -104,6 +126,10 @@ impl<E: Copy, const N: usize> Ring<E> for FixedRing<E, N> {
         self.len -= 1;
         Some(e)
     }
+    fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
 }
 
 /// Rows the ring holds before it first grows (a 2 s horizon at 100 Hz on two GPUs is 400).
@@ -127,6 +153,7 @@ pub(crate) struct Reorder<T, B> {
 }
 
 /// A reorder buffer in a ring of `N` entries (no allocation).
+#[cfg(test)]
 pub(crate) type FixedReorder<T, const N: usize> = Reorder<T, FixedRing<Entry<T>, N>>;
 
 /// The growable reorder buffer.
@@ -144,40 +171,25 @@ impl<T> GrowReorder<T> {
     }
 }
 
+#[cfg(test)]
 impl<T: Copy, const N: usize> Reorder<T, FixedRing<Entry<T>, N>> {
-    /// Sets the horizon (for a buffer that is empty or cleared next).
-    pub(crate) fn set_horizon(&mut self, horizon_ns: i64) {
-        self.horizon_ns = horizon_ns.max(0);
-    }
-
-    /// Back to empty, as new.
-    pub(crate) fn clear(&mut self) {
-        self.buf.clear();
-        self.max_seen = i64::MIN;
-        self.last_out = None;
-        self.early = 0;
-    }
-
     /// A buffer in a ring of `N` entries: it releases rows once `N - 1` are held.
-    pub(crate) const fn fixed(fill: T, horizon_ns: i64) -> Self {
-        Reorder {
-            buf: FixedRing::new(Entry {
+    pub(crate) fn fixed(fill: T, horizon_ns: i64) -> Self {
+        Reorder::with_ring(
+            FixedRing::new(Entry {
                 key: (0, 0),
                 item: fill,
             }),
-            cap: if N > 1 { N - 1 } else { 1 },
-            horizon_ns: if horizon_ns > 0 { horizon_ns } else { 0 },
-            max_seen: i64::MIN,
-            last_out: None,
-            early: 0,
-            _item: core::marker::PhantomData,
-        }
+            N - 1,
+            horizon_ns,
+        )
     }
 }
 
 impl<T, B: Ring<Entry<T>>> Reorder<T, B> {
-    #[cfg(feature = "alloc")]
-    fn with_ring(buf: B, cap: usize, horizon_ns: i64) -> Self {
+    /// A buffer over `buf` (emptied) that releases rows once more than `cap` are held.
+    pub(crate) fn with_ring(mut buf: B, cap: usize, horizon_ns: i64) -> Self {
+        buf.clear();
         Reorder {
             buf,
             cap: cap.max(1),
@@ -187,6 +199,15 @@ impl<T, B: Ring<Entry<T>>> Reorder<T, B> {
             early: 0,
             _item: core::marker::PhantomData,
         }
+    }
+
+    /// Back to empty, as new, with `horizon_ns`.
+    pub(crate) fn clear(&mut self, horizon_ns: i64) {
+        self.buf.clear();
+        self.horizon_ns = horizon_ns.max(0);
+        self.max_seen = i64::MIN;
+        self.last_out = None;
+        self.early = 0;
     }
 
     /// Adds a row; `Err(item)` when it is later than the horizon (older than a released row),

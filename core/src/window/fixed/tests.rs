@@ -18,14 +18,24 @@ fn fixed<const G: usize, const R: usize>(
 ) -> (FixedResult, u32) {
     let mut opts = FixedOptions::new(start.as_bytes(), end.as_bytes());
     opts.occurrence = occurrence;
-    // Reused (reset) analyzers and readers must act as new ones.
-    let mut a = FixedWindowAnalyzer::<G, R>::new(FixedOptions::new(b"x", b"y"));
+    // Reused (reset) analyzers, buffers and readers must act as new ones.
+    let mut bufs = FixedBuffers::<G, R>::new();
     let mut reader = TraceCsvReader::new();
-    a.write(
-        &mut reader,
-        b"t_mono_ns,row_type,label\n1,MARK,x\n2,SAMPLE,\n3,MARK,y\n",
-    );
-    a.end_pass(&mut reader);
+    let used =
+        b"t_mono_ns,row_type,label,gpu_power_W\n1,MARK,x,\n2,SAMPLE,,5\n3,MARK,y,\n9,SAMPLE,,7\n";
+    {
+        let mut a = FixedWindowAnalyzer::new(FixedOptions::new(b"x", b"y"), &mut bufs);
+        a.write(&mut reader, used);
+        while a.end_pass(&mut reader) == Pass::Again {
+            a.write(&mut reader, used);
+        }
+    }
+    // An ended reader takes no more input (and does not loop): reset, it reads again.
+    let mut a = FixedWindowAnalyzer::new(FixedOptions::new(b"x", b"y"), &mut bufs);
+    a.write(&mut reader, used);
+    assert_eq!(a.result().rows.rows, 0);
+    reader.reset();
+    a.write(&mut reader, &used[..40]);
     a.reset(opts);
     reader.reset();
     let mut passes = 0;
