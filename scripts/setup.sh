@@ -16,6 +16,27 @@ if [[ $(cargo fuzz --version 2>/dev/null) != *" 0.13.2"* ]]; then
     cargo install cargo-fuzz --version 0.13.2 --locked
 fi
 
+step "NVTX test clients: gcc, and a venv at target/nvtx-env with nvtx and nvidia-nvtx (native/tests/nvtx_cli.rs)"
+NVTX_ENV="${FLINCH_NVTX_ENV:-target/nvtx-env}"
+if ! command -v gcc >/dev/null; then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gcc libc6-dev
+fi
+if "$NVTX_ENV/bin/python" -c 'import nvtx, nvidia, pathlib; next(p for d in nvidia.__path__ for p in pathlib.Path(d).rglob("nvtx3/nvToolsExt.h"))' 2>/dev/null; then
+  echo "present: $NVTX_ENV ($("$NVTX_ENV/bin/pip" list 2>/dev/null | grep -i nvtx | xargs))"
+else
+  if ! python3 -m venv --clear "$NVTX_ENV"; then
+    sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-venv
+    python3 -m venv --clear "$NVTX_ENV"
+  fi
+  "$NVTX_ENV/bin/pip" install -q --disable-pip-version-check nvtx==0.2.17 nvidia-nvtx==13.5.25
+fi
+
 # --- browser: wasm-bindgen-cli, Chromium, npm packages (the web helper's section) -------------------------
 if [[ " $* " == *" --browser "* ]]; then
   WASM_BINDGEN_VERSION=0.2.130

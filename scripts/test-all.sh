@@ -16,6 +16,9 @@ step "cargo clippy (all targets, -D warnings)"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "cargo test (workspace)"
+# The NVTX tests load libflinch_nvtx.so from beside the binary; `cargo test` builds only the test harness of
+# a cdylib crate, so the library itself is built first.
+cargo build -p flinch-nvtx
 cargo test --workspace
 
 step "flinch-core without alloc for thumbv7em-none-eabihf (proves no_std, no allocator)"

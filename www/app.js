@@ -1,4 +1,6 @@
-// The page: file input / drop zone -> analysis worker -> tables, plot, result JSON.
+// The page: file input / drop zone -> analysis worker -> tables, plot, result JSON. A dropped or
+// chosen folder is summarized as a runs folder (`flinch-trace summarize`): the page lists its
+// files, and the worker hands the core the bytes of those it asks for.
 // Automation hooks (SPEC §7): <body data-state="loading|ready|working|done|error">, #result-json, #error.
 // Measurements for tests and users: body data-wasm-memory-before-bytes / data-wasm-memory-bytes
 // (WebAssembly memory size before and after a run), data-bytes, data-seconds.
@@ -126,12 +128,27 @@ function showJob(file, options) {
   if (!options.start) {
     $('#csv-result').hidden = true;
     $('#trace-result').hidden = true;
+    $('#runs-result').hidden = true;
     $('#output').hidden = true;
   }
 }
 
+/// Summarizes a runs folder named `runs`; `files`: [{path, file}], paths starting with `runs/`.
+function analyzeRuns(runs, files) {
+  const job = { name: runs, files };
+  const options = { kind: 'runs', source: runs };
+  recording = null;
+  showJob(job, options);
+  if (workerReady) run(job, options);
+  else pending = { file: job, options };
+}
+
 function run(file, options) {
   current = { file, options, t0: performance.now() };
+  if (options.kind === 'runs') {
+    worker.analysis.postMessage({ type: 'summarize', runs: options.source, files: file.files });
+    return;
+  }
   const channel = new MessageChannel();
   worker.analysis.postMessage({ type: 'analyze', options, port: channel.port1 }, [channel.port1]);
   worker.inflate.postMessage({ type: 'start', file, port: channel.port2 }, [channel.port2]);
@@ -161,7 +178,7 @@ function finish(msg) {
   $('#job-stats').textContent = stats;
   $('#run-stats').textContent = stats;
   try {
-    render(result, current.options);
+    render(result, current.options, msg);
   } catch (e) {
     // The JSON is still shown and downloadable; only the drawing failed.
     console.error(e);
@@ -194,8 +211,9 @@ function cancel() {
 // Rendering. The result shapes are those of core (TraceSummary / trace.csv analysis); the page
 // only draws what is there and never recomputes a figure.
 
-function render(result, options) {
-  if (isTraceSummary(result)) renderTrace(result);
+function render(result, options, msg) {
+  if (options.kind === 'runs') renderRuns(result, msg.message);
+  else if (isTraceSummary(result)) renderTrace(result);
   else if (options.start) renderWindow(result);
   else renderRecording(result);
 }
@@ -274,6 +292,37 @@ function renderTrace(r) {
         el('td', { class: 'n' }, num(s.mean)), el('td', { class: 'n' }, num(s.p50)),
         el('td', { class: 'n' }, num(s.p99)), el('td', { class: 'n' }, num(s.max)));
     }),
+  );
+}
+
+/// A runs folder's summary: one row per run (its whole-run telemetry) and per trace.
+function renderRuns(r, message) {
+  $('#runs-result').hidden = false;
+  $('#runs-overview').textContent = `${message} (traces ${r.trace_analysis}).`;
+  const head = (sel, names) => $(sel).replaceChildren(el('tr', {}, ...names.map((h) => el('th', {}, h))));
+  const warnings = (...lists) => lists.reduce((n, l) => n + (l || []).length, 0);
+  $('#runs-table').hidden = !Object.keys(r.telemetry || {}).length;
+  $('#runs-traces').hidden = !(r.traces || []).length;
+  head('#runs-table thead', ['run', 'samples', 'span', 'GPU energy', 'sustained', 'warnings']);
+  $('#runs-table tbody').replaceChildren(
+    ...Object.entries(r.telemetry || {}).map(([name, run]) => {
+      const w = run.whole_run || {};
+      const energy = w.whole_gpu_energy_j_over_observed_intervals;
+      return el('tr', {},
+        el('td', {}, name), el('td', { class: 'n' }, num(w.samples)),
+        el('td', { class: 'n' }, w.span_s == null ? 'n/a' : `${num(w.span_s)} s`),
+        el('td', { class: 'n' }, energy == null ? 'n/a' : `${num(energy)} J`),
+        el('td', {}, run.sustained ? `${num(run.sustained.samples)} samples` : 'none'),
+        el('td', { class: 'n' }, num(warnings(run.warnings, w.warnings))));
+    }),
+  );
+  head('#runs-traces thead', ['trace', 'status', 'warnings']);
+  $('#runs-traces tbody').replaceChildren(
+    ...(r.traces || []).map((t) => el('tr', {},
+      el('td', { class: 'op-name', title: t.source }, t.source),
+      el('td', {}, t.error ? `error: ${t.error}` : t.status === 'not_analyzed' ? `not analyzed: ${t.reason}`
+        : `${Object.keys(t.categories || {}).length} categories, ${(t.largest_ops_by_duration_sum || []).length} ops`),
+      el('td', { class: 'n' }, num(warnings(t.warnings))))),
   );
 }
 
@@ -479,8 +528,47 @@ zone.addEventListener('dragleave', () => zone.classList.remove('over'));
 zone.addEventListener('drop', (ev) => {
   ev.preventDefault();
   zone.classList.remove('over');
-  pick(ev.dataTransfer && ev.dataTransfer.files[0]);
+  const dir = droppedFolder(ev.dataTransfer);
+  if (dir) {
+    // Shown at once (data-state=working) while the folder is listed.
+    showJob({ name: dir.name }, { kind: 'runs', source: dir.name });
+    folderFiles(dir).then((files) => analyzeRuns(dir.name, files), (e) => {
+      current = { file: { name: dir.name }, options: {} };
+      fail(`cannot list the folder: ${e.message || e}`);
+    });
+  } else {
+    pick(ev.dataTransfer && ev.dataTransfer.files[0]);
+  }
 });
+$('#runs-input').addEventListener('change', (ev) => {
+  const files = [...ev.target.files].map((file) => ({ path: file.webkitRelativePath, file }));
+  ev.target.value = '';
+  if (files.length) analyzeRuns(files[0].path.split('/')[0], files);
+});
+
+/// The folder of a drop of exactly one folder, else null. Entries must be taken during the event.
+function droppedFolder(dt) {
+  const items = dt && dt.items ? [...dt.items] : [];
+  const entries = items.map((i) => (i.webkitGetAsEntry ? i.webkitGetAsEntry() : null)).filter(Boolean);
+  return entries.length === 1 && entries[0].isDirectory ? entries[0] : null;
+}
+
+/// Every file under a dropped folder entry, as [{path, file}] with paths starting with its name.
+async function folderFiles(dir) {
+  const out = [];
+  const walk = async (d) => {
+    const reader = d.createReader();
+    // readEntries gives the entries in batches, then an empty one.
+    for (let batch; (batch = await new Promise((ok, err) => reader.readEntries(ok, err))).length;) {
+      for (const e of batch) {
+        if (e.isDirectory) await walk(e);
+        else out.push({ path: e.fullPath.replace(/^\//, ''), file: await new Promise((ok, err) => e.file(ok, err)) });
+      }
+    }
+  };
+  await walk(dir);
+  return out;
+}
 // A file dropped anywhere else must not make the browser navigate away from the page.
 window.addEventListener('dragover', (ev) => ev.preventDefault());
 window.addEventListener('drop', (ev) => ev.preventDefault());

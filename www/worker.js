@@ -1,11 +1,14 @@
 // The analysis worker: takes the (decoded) bytes from the inflate worker over a MessagePort,
-// feeds them to the wasm Analyzer, and reports the result to the page.
+// feeds them to the wasm Analyzer, and reports the result to the page; or summarizes a runs
+// folder: the core asks for its files one by one and this worker only moves their bytes.
 // In:  {type: 'analyze', options, port}   (options: see AnalyzerOptions in core/src/analyzer.rs)
+//      {type: 'summarize', runs, files: [{path, file}]}   (paths start with `runs/`)
 // Out: {type: 'ready', memoryBytes}
-//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes}
+//      {type: 'progress', bytes, total}   (summarize)
+//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes, message?}
 //      {type: 'error', message, bytes, fatal?}  (fatal: the analyzer could not load)
 // Cancel = the page terminates both workers and starts fresh ones.
-import init, { Analyzer } from './pkg/flinch_wasm.js';
+import init, { Analyzer, RunsFolder } from './pkg/flinch_wasm.js';
 import { simdNote } from './simd.js';
 
 let wasm;
@@ -66,6 +69,43 @@ async function analyze(options, port) {
   };
 }
 
+async function summarize(runs, files) {
+  await ready;
+  const memoryBeforeBytes = memoryBytes();
+  const t0 = performance.now();
+  const byPath = new Map(files.map((f) => [f.path, f.file]));
+  const total = files.reduce((n, f) => n + f.file.size, 0);
+  let bytes = 0;
+  let folder = null;
+  try {
+    folder = new RunsFolder(runs, files.map((f) => f.path), false);
+    for (let path = folder.nextFile(); path !== undefined; path = folder.nextFile()) {
+      try {
+        const reader = byPath.get(path).stream().getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          folder.write(value);
+          bytes += value.length;
+        }
+      } catch (e) {
+        folder.readError(e && e.message ? e.message : String(e));
+      }
+      folder.endFile();
+      postMessage({ type: 'progress', bytes, total });
+    }
+    const json = folder.finish();
+    const message = folder.message();
+    const seconds = (performance.now() - t0) / 1000;
+    postMessage({ type: 'done', json, message, bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes() });
+  } catch (e) {
+    postMessage({ type: 'error', message: e && e.message ? e.message : String(e), bytes });
+  } finally {
+    if (folder) folder.free();
+  }
+}
+
 onmessage = (ev) => {
   if (ev.data.type === 'analyze') analyze(ev.data.options, ev.data.port);
+  else if (ev.data.type === 'summarize') summarize(ev.data.runs, ev.data.files);
 };

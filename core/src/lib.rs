@@ -26,6 +26,10 @@ pub mod gzip;
 pub mod intervals;
 pub mod json;
 pub mod limits;
+pub mod ordered;
+pub mod pynum;
+#[cfg(feature = "alloc")]
+pub mod runs;
 pub mod sketch;
 pub mod stats;
 pub mod summary;

@@ -1,10 +1,12 @@
-//! Host telemetry accumulator for `flinch-trace summarize` (SPEC §4).
+//! Host telemetry for `flinch-trace summarize`: rows of a `telemetry.jsonl` shaped into the
+//! reference's `telemetry_summary` objects.
 //!
-//! Rows of a `telemetry.jsonl` go in once, in file order; every time window (the whole run, the
+//! Rows go in once, in file order; every window (a time range over `unix`: the whole run, the
 //! sustained phase, its first and last five minutes, its last 60 s) is accumulated in the same
-//! pass, and [`TelemetryAccumulator::finish`] gives one [`TelemetrySummary`] per window, shaped
-//! exactly like the reference's `telemetry_summary`. The caller (native) parses the JSON and
-//! decides which rows are usable; this module does all the arithmetic.
+//! pass by [`crate::windowed`], and [`TelemetryAccumulator::finish`] gives one
+//! [`TelemetrySummary`] per window, shaped exactly like the reference's `telemetry_summary`.
+//! [`crate::runs`] parses the JSON and decides which rows are usable; this module picks the
+//! metrics out of a row and shapes the output.
 //!
 //! Memory: values are kept exactly (the statistics need them all); vectors grow geometrically,
 //! so the allocation count is logarithmic in the row count, never one per row. The distinct AC
@@ -13,22 +15,27 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::Serializer;
 
-pub mod pynum;
-
-use crate::energy::ReferenceTrapezoid;
-use crate::stats::stats_in_place;
+use crate::ordered::OrderedMap;
+use crate::pynum;
+use crate::stats::ExactStats;
 pub use crate::stats::{Num, Stats};
-
-/// Largest sampling gap, in seconds, that the energy trapezoid bridges (reference rule).
-pub const MAX_ENERGY_GAP_S: i64 = 5;
+pub use crate::windowed::Window;
+use crate::windowed::{WindowSummary, WindowedStats};
 
 /// Distinct `power.ACLineStatus` values kept per window; more are counted in a warning.
 pub const MAX_AC_STATES: usize = 64;
 
 /// The reference's fixed description of the energy figure.
 pub const ENERGY_SCOPE: &str = "Whole NVIDIA GPU incl. other processes; trapezoids skip gaps >5s; not whole-system, CPU or NPU energy.";
+
+/// The host series, in the reference's key order (series 0..3 of the windowed statistics).
+const HOST_SERIES: [&str; 3] = [
+    "host_available_bytes",
+    "host_used_bytes",
+    "host_cpu_percent",
+];
 
 /// The `gpu_csv` fields the reference reads (index into the 10 comma-separated fields, name).
 const GPU_FIELDS: [(usize, &str); 6] = [
@@ -40,6 +47,8 @@ const GPU_FIELDS: [(usize, &str); 6] = [
     (8, "gpu_utilization_percent"),
 ];
 const POWER_FIELD: usize = 2; // position of gpu_power_w in GPU_FIELDS
+/// Series of the windowed statistics: the host ones, then one per GPU field.
+const SERIES: usize = HOST_SERIES.len() + GPU_FIELDS.len();
 
 /// One `power.ACLineStatus` value, borrowed from the row.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -136,28 +145,6 @@ pub struct TelemetryRow<'a> {
     pub ac_state: Option<AcStateRef<'a>>,
 }
 
-/// A time window over `unix`, both ends inclusive like the reference (`start <= unix <= stop`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Window {
-    /// Lower bound, or none.
-    pub start: Option<Num>,
-    /// Upper bound, or none.
-    pub stop: Option<Num>,
-}
-
-impl Window {
-    /// The whole run: no bounds.
-    pub const ALL: Window = Window {
-        start: None,
-        stop: None,
-    };
-
-    fn contains(&self, unix: Num) -> bool {
-        self.start.is_none_or(|s| pynum::ge(unix, s))
-            && self.stop.is_none_or(|s| pynum::le(unix, s))
-    }
-}
-
 /// The reference `telemetry_summary` object, keys in its order; `warnings` is ours and
 /// appears only when something was skipped.
 #[derive(Clone, Debug, Serialize)]
@@ -199,124 +186,25 @@ pub struct RequestedWindow {
 }
 
 /// Per-metric statistics in creation order (a JSON object).
-#[derive(Clone, Debug, Default)]
-pub struct Metrics(pub Vec<(&'static str, Stats)>);
+pub type Metrics = OrderedMap<Stats, &'static str>;
 
-impl Serialize for Metrics {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
+/// The distinct AC states of one window, as a Python set.
+#[derive(Debug, Default)]
+struct AcStates {
+    states: Vec<AcState>,
+    dropped: usize,
 }
 
-/// Accumulates one window.
-#[derive(Debug)]
-struct WindowAcc {
-    window: Window,
-    samples: usize,
-    first_unix: Option<Num>,
-    last_unix: Option<Num>,
-    gaps: Vec<Num>,
-    gaps_over_5s: usize,
-    host: [Vec<Num>; 3],
-    gpu: [Vec<Num>; 6],
-    /// Order in which GPU series got their first value (indices into GPU_FIELDS).
-    gpu_order: [u8; 6],
-    gpu_seen: usize,
-    energy: ReferenceTrapezoid,
-    /// Whether every power timestamp was an integer (then the observed duration is one).
-    power_times_all_int: bool,
-    ac_states: Vec<AcState>,
-    ac_states_dropped: usize,
-}
-
-impl WindowAcc {
-    fn new(window: Window) -> Self {
-        WindowAcc {
-            window,
-            samples: 0,
-            first_unix: None,
-            last_unix: None,
-            gaps: Vec::new(),
-            gaps_over_5s: 0,
-            host: Default::default(),
-            gpu: Default::default(),
-            gpu_order: [0; 6],
-            gpu_seen: 0,
-            energy: ReferenceTrapezoid::new(MAX_ENERGY_GAP_S as f64),
-            power_times_all_int: true,
-            ac_states: Vec::new(),
-            ac_states_dropped: 0,
-        }
-    }
-
-    fn push(&mut self, row: &TelemetryRow<'_>, gpu_values: &[Option<f64>; 6]) {
-        self.samples += 1;
-        if let Some(prev) = self.last_unix {
-            let gap = pynum::sub(row.unix, prev);
-            if pynum::gt(gap, Num::Int(MAX_ENERGY_GAP_S)) {
-                self.gaps_over_5s += 1;
-            }
-            self.gaps.push(gap);
-        } else {
-            self.first_unix = Some(row.unix);
-        }
-        self.last_unix = Some(row.unix);
-        let host = [
-            row.host_available_bytes,
-            row.host_used_bytes,
-            row.host_cpu_percent,
-        ];
-        for (series, value) in self.host.iter_mut().zip(host) {
-            if let Some(v) = value.filter(|v| v.is_finite()) {
-                series.push(v);
-            }
-        }
-        for (i, value) in gpu_values.iter().enumerate() {
-            let Some(v) = *value else { continue };
-            if self.gpu[i].is_empty() && !self.gpu_order[..self.gpu_seen].contains(&(i as u8)) {
-                self.gpu_order[self.gpu_seen] = i as u8;
-                self.gpu_seen += 1;
-            }
-            self.gpu[i].push(Num::Float(v));
-            if i == POWER_FIELD {
-                self.push_power(row.unix, v);
-            }
-        }
-        if let Some(state) = row.ac_state {
-            self.push_ac_state(state);
-        }
-    }
-
-    /// The reference's trapezoid: `(b0-a0)*(a1+b1)/2` summed in order over `0 < b0-a0 <= 5`.
-    fn push_power(&mut self, unix: Num, power_w: f64) {
-        self.power_times_all_int &= matches!(unix, Num::Int(_));
-        self.energy.push(unix.to_f64(), power_w);
-    }
-
-    /// `energy_observed_duration_s`: Python sums integer differences as an `int`. An f64 sum
-    /// of integers below 2^53 is exact, so it converts back without loss.
-    fn observed_duration_s(&self) -> Num {
-        let s = self.energy.observed_s();
-        if self.power_times_all_int && s.abs() < 9_007_199_254_740_992.0 {
-            Num::Int(s as i64)
-        } else {
-            Num::Float(s)
-        }
-    }
-
-    fn push_ac_state(&mut self, state: AcStateRef<'_>) {
-        if self.ac_states.iter().any(|s| s.py_eq(&state)) {
+impl AcStates {
+    fn push(&mut self, state: AcStateRef<'_>) {
+        if self.states.iter().any(|s| s.py_eq(&state)) {
             return;
         }
-        if self.ac_states.len() == MAX_AC_STATES {
-            self.ac_states_dropped += 1;
+        if self.states.len() == MAX_AC_STATES {
+            self.dropped += 1;
             return;
         }
-        self.ac_states.push(match state {
+        self.states.push(match state {
             AcStateRef::Null => AcState::Null,
             AcStateRef::Bool(b) => AcState::Bool(b),
             AcStateRef::Num(n) => AcState::Num(n),
@@ -324,28 +212,10 @@ impl WindowAcc {
         });
     }
 
-    fn finish(mut self, source: &str) -> TelemetrySummary {
-        let mut metrics = Vec::new();
-        if self.samples > 0 {
-            let names = [
-                "host_available_bytes",
-                "host_used_bytes",
-                "host_cpu_percent",
-            ];
-            for (name, series) in names.iter().zip(self.host.iter_mut()) {
-                metrics.push((*name, stats_in_place(series)));
-            }
-            for &i in &self.gpu_order[..self.gpu_seen] {
-                let i = i as usize;
-                metrics.push((GPU_FIELDS[i].1, stats_in_place(&mut self.gpu[i])));
-            }
-        }
-        let mut warnings = Vec::new();
-        let mixed = self
-            .ac_states
-            .windows(2)
-            .any(|w| w[0].rank() != w[1].rank());
-        self.ac_states.sort_by(|a, b| {
+    /// Sorted as Python sorts the set, with a warning where Python cannot compare.
+    fn finish(mut self, warnings: &mut Vec<String>) -> Vec<AcState> {
+        let mixed = self.states.windows(2).any(|p| p[0].rank() != p[1].rank());
+        self.states.sort_by(|a, b| {
             a.rank().cmp(&b.rank()).then_with(|| match (a, b) {
                 (AcState::Str(x), AcState::Str(y)) => x.cmp(y),
                 _ => match (a.as_number(), b.as_number()) {
@@ -359,65 +229,127 @@ impl WindowAcc {
                 "ac_states mixes null, numbers and strings (the reference cannot sort them): sorted null < numbers < strings",
             ));
         }
-        if self.ac_states_dropped > 0 {
+        if self.dropped > 0 {
             warnings.push(alloc::format!(
                 "{} further distinct ac_states beyond {} not listed",
-                self.ac_states_dropped,
+                self.dropped,
                 MAX_AC_STATES
             ));
         }
-        let energy_j = self.energy.energy_j();
-        let energy_observed_duration_s = self.observed_duration_s();
-        TelemetrySummary {
-            source: String::from(source),
-            samples: self.samples,
-            span_s: match (self.first_unix, self.last_unix) {
-                (Some(a), Some(b)) if self.samples >= 2 => Some(pynum::sub(b, a)),
-                _ => None,
-            },
-            requested_window: RequestedWindow {
-                start: self.window.start,
-                stop: self.window.stop,
-            },
-            sampling_gap_s: stats_in_place(&mut self.gaps),
-            gaps_over_5s: self.gaps_over_5s,
-            metrics: Metrics(metrics),
-            ac_states: self.ac_states,
-            whole_gpu_energy_j_over_observed_intervals: energy_j,
-            energy_observed_duration_s,
-            energy_scope: ENERGY_SCOPE,
-            warnings,
-        }
+        self.states
     }
 }
 
 /// Summarizes one telemetry file over several windows in a single pass.
 #[derive(Debug)]
 pub struct TelemetryAccumulator {
-    windows: Vec<WindowAcc>,
+    windows: Vec<Window>,
+    stats: WindowedStats<ExactStats>,
+    ac_states: Vec<AcStates>,
 }
 
 impl TelemetryAccumulator {
     /// An accumulator for `windows` (the first is usually [`Window::ALL`]).
     pub fn new(windows: &[Window]) -> Self {
         TelemetryAccumulator {
-            windows: windows.iter().map(|w| WindowAcc::new(*w)).collect(),
+            windows: Vec::from(windows),
+            stats: WindowedStats::exact(windows, SERIES),
+            ac_states: windows.iter().map(|_| AcStates::default()).collect(),
         }
     }
 
     /// Feeds one row, in file order, to every window that contains its `unix`.
     pub fn push(&mut self, row: &TelemetryRow<'_>) {
-        let gpu_values = parse_gpu_csv(row.gpu_csv);
-        for w in &mut self.windows {
-            if w.window.contains(row.unix) {
-                w.push(row, &gpu_values);
+        let ws = &mut self.stats;
+        ws.begin_row(row.unix);
+        let host = [
+            row.host_available_bytes,
+            row.host_used_bytes,
+            row.host_cpu_percent,
+        ];
+        for (series, value) in host.into_iter().enumerate() {
+            match value {
+                Some(v) => ws.push(series, v),
+                None => ws.push_missing(series),
+            }
+        }
+        for (i, value) in parse_gpu_csv(row.gpu_csv).into_iter().enumerate() {
+            let Some(v) = value else { continue };
+            ws.push(HOST_SERIES.len() + i, v);
+            if i == POWER_FIELD {
+                ws.push_power(v);
+            }
+        }
+        if let Some(state) = row.ac_state {
+            for (w, states) in self.ac_states.iter_mut().enumerate() {
+                if self.stats.holds_row(w) {
+                    states.push(state);
+                }
             }
         }
     }
 
     /// One summary per window, in the order the windows were given.
-    pub fn finish(self, source: &str) -> Vec<TelemetrySummary> {
-        self.windows.into_iter().map(|w| w.finish(source)).collect()
+    pub fn finish(mut self, source: &str) -> Vec<TelemetrySummary> {
+        let ac_states = core::mem::take(&mut self.ac_states);
+        let windows = core::mem::take(&mut self.windows);
+        let mut out = Vec::with_capacity(windows.len());
+        for (w, (window, states)) in windows.iter().zip(ac_states).enumerate() {
+            // The windowed statistics hold one state per window given to `new`.
+            let Some(summary) = self.stats.summary(w) else {
+                continue;
+            };
+            out.push(self.finish_window(w, window, summary, states, source));
+        }
+        out
+    }
+
+    fn finish_window(
+        &mut self,
+        w: usize,
+        window: &Window,
+        summary: WindowSummary,
+        states: AcStates,
+        source: &str,
+    ) -> TelemetrySummary {
+        let ws = &mut self.stats;
+        let mut metrics = Vec::new();
+        if summary.samples > 0 {
+            for (series, name) in HOST_SERIES.iter().enumerate() {
+                metrics.push((*name, ws.stats(w, series).unwrap_or(Stats::EMPTY)));
+            }
+            // GPU series in the order they first got a value, as the reference's dict.
+            let mut gpu: Vec<(u32, usize)> = (0..GPU_FIELDS.len())
+                .filter_map(|i| {
+                    let cell = ws.cell(w, HOST_SERIES.len() + i)?;
+                    (cell.appended() > 0).then(|| (cell.rank(), i))
+                })
+                .collect();
+            gpu.sort_unstable();
+            for (_, i) in gpu {
+                let stats = ws.stats(w, HOST_SERIES.len() + i).unwrap_or(Stats::EMPTY);
+                metrics.push((GPU_FIELDS[i].1, stats));
+            }
+        }
+        let mut warnings = Vec::new();
+        let ac_states = states.finish(&mut warnings);
+        TelemetrySummary {
+            source: String::from(source),
+            samples: summary.samples as usize,
+            span_s: summary.span_s,
+            requested_window: RequestedWindow {
+                start: window.start_s,
+                stop: window.stop_s,
+            },
+            sampling_gap_s: summary.sampling_gap_s,
+            gaps_over_5s: summary.gaps_over_max as usize,
+            metrics: OrderedMap(metrics),
+            ac_states,
+            whole_gpu_energy_j_over_observed_intervals: summary.energy_j,
+            energy_observed_duration_s: summary.energy_observed_duration_s,
+            energy_scope: ENERGY_SCOPE,
+            warnings,
+        }
     }
 }
 
@@ -438,7 +370,7 @@ pub fn parse_gpu_csv(line: &str) -> [Option<f64>; 6] {
     }
     let mut out = [None; 6];
     for (slot, (index, _)) in out.iter_mut().zip(GPU_FIELDS) {
-        *slot = pynum::parse_py_float(fields[index]).filter(|v| v.is_finite());
+        *slot = pynum::parse_py_float(fields[index].as_bytes()).filter(|v| v.is_finite());
     }
     out
 }
@@ -503,13 +435,11 @@ mod tests {
             }
             let windows = [
                 Window::ALL,
+                Window::inclusive(1005.0, 1030.0),
                 Window {
-                    start: Some(Num::Float(1005.0)),
-                    stop: Some(Num::Float(1030.0)),
-                },
-                Window {
-                    start: Some(Num::Int(1020)),
-                    stop: None,
+                    start_s: Some(Num::Int(1020)),
+                    stop_s: None,
+                    stop_exclusive: false,
                 },
             ];
             let mut acc = TelemetryAccumulator::new(&windows);

@@ -3,7 +3,7 @@
 //! them by re-reading a file once per window.
 //!
 //! The windows are given up front. Rows are fed in file order: [`WindowedStatsIn::begin_row`]
-//! with the row's time (f64 unix seconds, as the reference's `r["unix"]`), then the row's values
+//! with the row's time (unix seconds as the reference's `r["unix"]`, an int or a float), then the row's values
 //! with [`push`](WindowedStatsIn::push) / [`push_missing`](WindowedStatsIn::push_missing) per
 //! series, and its power reading with [`push_power`](WindowedStatsIn::push_power). Every window
 //! that contains the row's time takes them. Per window this gives, like the reference:
@@ -11,9 +11,15 @@
 //! - `sampling_gap_s`: stats of the gaps between consecutive rows of the window, and the count
 //!   of gaps above the maximum gap (`gaps_over_5s`);
 //! - per series: whether any row appended to it (the reference creates the key even for a
-//!   `None` value) and its [`Stats`];
+//!   `None` value), in which order the series were first appended to (the reference's key
+//!   order), and its [`Stats`];
 //! - the reference trapezoid energy over the window's consecutive power readings
-//!   ([`ReferenceTrapezoid`]).
+//!   ([`ReferenceTrapezoid`]) and the length of the intervals it integrated.
+//!
+//! Times keep Python's number semantics ([`crate::pynum`]): a difference of two `int` times is
+//! an `int` (a span prints `2`, not `2.0`), and comparisons between ints and floats are exact.
+//! In this module a *window* is always such a time range; [`crate::telemetry`] shapes these
+//! figures into `summarize`'s output.
 //!
 //! Values go into a [`StatsSink`]: exact ([`ExactStats`], `alloc`) or a bounded
 //! [`QuantileSketchIn`] (mean, min, max exact; percentiles within the sketch's stated error).
@@ -22,18 +28,19 @@
 //!
 //! # Example
 //! ```
+//! use flinch_core::stats::Num;
 //! use flinch_core::windowed::{Window, WindowedStats};
 //!
-//! let (start, duration) = (1000.0, 600.0);
+//! let (start, duration) = (1000, 600);
 //! let windows = [
 //!     Window::ALL,
-//!     Window::inclusive(start, start + 300.0),                       // first 5 min
-//!     Window::inclusive(start + duration - 60.0, start + duration), // last 60 s
+//!     Window::inclusive(start, start + 300),                       // first 5 min
+//!     Window::inclusive(start + duration - 60, start + duration), // last 60 s
 //! ];
 //! const CPU: usize = 0;
 //! let mut ws = WindowedStats::exact(&windows, 1);
 //! for i in 0..2000 {
-//!     let unix = 900.0 + i as f64;
+//!     let unix = 900 + i;
 //!     ws.begin_row(unix);
 //!     ws.push(CPU, (i % 100) as f64);
 //!     ws.push_power(250.0);
@@ -41,11 +48,13 @@
 //! assert_eq!(ws.summary(1).unwrap().samples, 301);
 //! assert_eq!(ws.summary(2).unwrap().energy_j, Some(250.0 * 60.0));
 //! assert_eq!(ws.stats(2, CPU).unwrap().n, 61);
+//! assert_eq!(ws.summary(2).unwrap().span_s, Some(Num::Int(60)));
 //! ```
 
 use serde::Serialize;
 
 use crate::energy::ReferenceTrapezoid;
+use crate::pynum;
 #[cfg(feature = "alloc")]
 use crate::sketch::QuantileSketch;
 use crate::sketch::QuantileSketchIn;
@@ -55,15 +64,15 @@ use crate::stats::{Num, Stats};
 
 /// The reference's maximum gap: trapezoids skip longer intervals, and longer row gaps are
 /// counted in `gaps_over_5s`.
-pub const REFERENCE_MAX_GAP_S: f64 = 5.0;
+pub const REFERENCE_MAX_GAP_S: Num = Num::Int(5);
 
-/// A time window in f64 seconds. `None` leaves a side open.
+/// A time range in seconds (Python numbers). `None` leaves a side open.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Window {
     /// Inclusive start (`start <= t`).
-    pub start_s: Option<f64>,
+    pub start_s: Option<Num>,
     /// End: inclusive (`t <= stop`) unless `stop_exclusive`.
-    pub stop_s: Option<f64>,
+    pub stop_s: Option<Num>,
     /// `t < stop` instead of `t <= stop` (the reference's request trends use `begin <= t < end`).
     pub stop_exclusive: bool,
 }
@@ -77,30 +86,32 @@ impl Window {
     };
 
     /// `[start_s, stop_s]`, both ends inclusive, as `telemetry_summary(path, start, stop)`.
-    pub const fn inclusive(start_s: f64, stop_s: f64) -> Window {
+    pub fn inclusive(start_s: impl Into<Num>, stop_s: impl Into<Num>) -> Window {
         Window {
-            start_s: Some(start_s),
-            stop_s: Some(stop_s),
+            start_s: Some(start_s.into()),
+            stop_s: Some(stop_s.into()),
             stop_exclusive: false,
         }
     }
 
-    /// `[start_s, stop_s)`.
-    pub const fn half_open(start_s: f64, stop_s: f64) -> Window {
+    /// `[start_s, stop_s)`, as the reference's request trends (`begin <= t < end`).
+    pub fn half_open(start_s: impl Into<Num>, stop_s: impl Into<Num>) -> Window {
         Window {
-            start_s: Some(start_s),
-            stop_s: Some(stop_s),
+            start_s: Some(start_s.into()),
+            stop_s: Some(stop_s.into()),
             stop_exclusive: true,
         }
     }
 
-    /// Whether `t_s` lies in the window (NaN lies only in a window open on both sides).
-    pub fn contains(&self, t_s: f64) -> bool {
-        let after_start = self.start_s.is_none_or(|s| t_s >= s);
+    /// Whether `t_s` lies in the window, compared as Python compares (NaN lies only in a
+    /// window open on both sides).
+    pub fn contains(&self, t_s: impl Into<Num>) -> bool {
+        let t_s = t_s.into();
+        let after_start = self.start_s.is_none_or(|s| pynum::ge(t_s, s));
         let before_stop = match self.stop_s {
             None => true,
-            Some(e) if self.stop_exclusive => t_s < e,
-            Some(e) => t_s <= e,
+            Some(e) if self.stop_exclusive => pynum::lt(t_s, e),
+            Some(e) => pynum::le(t_s, e),
         };
         after_start && before_stop
     }
@@ -153,13 +164,19 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> StatsSink for QuantileSketchIn<B> {
 #[derive(Clone, Debug)]
 pub struct WindowState<A> {
     window: Window,
-    max_gap_s: f64,
+    max_gap_s: Num,
     samples: u64,
-    first_t_s: f64,
-    last_t_s: f64,
+    first_t_s: Num,
+    last_t_s: Num,
     gaps: A,
     gaps_over_max: u64,
     energy: ReferenceTrapezoid,
+    /// Whether every power reading's time was an int (then the observed duration is one).
+    power_times_all_int: bool,
+    /// Series first appended to so far (the next one gets this rank).
+    series_seen: u32,
+    /// Whether the current row lies in the window (decided once per row, in `begin_row`).
+    holds_row: bool,
 }
 
 impl<A: StatsSink> WindowState<A> {
@@ -170,28 +187,35 @@ impl<A: StatsSink> WindowState<A> {
             window,
             max_gap_s: REFERENCE_MAX_GAP_S,
             samples: 0,
-            first_t_s: 0.0,
-            last_t_s: 0.0,
+            first_t_s: Num::Int(0),
+            last_t_s: Num::Int(0),
             gaps: gap_sink,
             gaps_over_max: 0,
-            energy: ReferenceTrapezoid::new(REFERENCE_MAX_GAP_S),
+            energy: ReferenceTrapezoid::new(REFERENCE_MAX_GAP_S.to_f64()),
+            power_times_all_int: true,
+            series_seen: 0,
+            holds_row: false,
         }
     }
 
     /// Sets the maximum gap (energy intervals longer are skipped, row gaps longer are counted).
-    pub fn with_max_gap_s(mut self, max_gap_s: f64) -> WindowState<A> {
-        self.max_gap_s = max_gap_s;
-        self.energy = ReferenceTrapezoid::new(max_gap_s);
+    pub fn with_max_gap_s(mut self, max_gap_s: impl Into<Num>) -> WindowState<A> {
+        self.set_max_gap_s(max_gap_s.into());
         self
     }
 
-    fn row(&mut self, t_s: f64) {
+    fn set_max_gap_s(&mut self, max_gap_s: Num) {
+        self.max_gap_s = max_gap_s;
+        self.energy = ReferenceTrapezoid::new(max_gap_s.to_f64());
+    }
+
+    fn row(&mut self, t_s: Num) {
         if self.samples == 0 {
             self.first_t_s = t_s;
         } else {
-            let gap = t_s - self.last_t_s;
-            self.gaps.push_value(Num::Float(gap));
-            if gap > self.max_gap_s {
+            let gap = pynum::sub(t_s, self.last_t_s);
+            self.gaps.push_value(gap);
+            if pynum::gt(gap, self.max_gap_s) {
                 self.gaps_over_max += 1;
             }
         }
@@ -199,15 +223,31 @@ impl<A: StatsSink> WindowState<A> {
         self.samples += 1;
     }
 
+    fn power(&mut self, t_s: Num, power_w: f64) {
+        self.power_times_all_int &= matches!(t_s, Num::Int(_));
+        self.energy.push(t_s.to_f64(), power_w);
+    }
+
+    /// `energy_observed_duration_s`: Python sums integer differences as an `int`. An f64 sum
+    /// of integers below 2^53 is exact, so it converts back without loss.
+    fn observed_duration_s(&self) -> Num {
+        let s = self.energy.observed_s();
+        if self.power_times_all_int && s.abs() < 9_007_199_254_740_992.0 {
+            Num::Int(s as i64)
+        } else {
+            Num::Float(s)
+        }
+    }
+
     /// The window's row figures so far.
     pub fn summary(&mut self) -> WindowSummary {
         WindowSummary {
             samples: self.samples,
-            span_s: (self.samples >= 2).then_some(self.last_t_s - self.first_t_s),
+            span_s: (self.samples >= 2).then(|| pynum::sub(self.last_t_s, self.first_t_s)),
             sampling_gap_s: self.gaps.stats(),
             gaps_over_max: self.gaps_over_max,
             energy_j: self.energy.energy_j(),
-            energy_observed_duration_s: self.energy.observed_s(),
+            energy_observed_duration_s: self.observed_duration_s(),
             energy_intervals: self.energy.intervals(),
         }
     }
@@ -224,15 +264,16 @@ pub struct WindowSummary {
     /// Rows in the window (`samples`).
     pub samples: u64,
     /// Last minus first row time in file order, with at least two rows (`span_s`).
-    pub span_s: Option<f64>,
+    pub span_s: Option<Num>,
     /// Stats of the gaps between consecutive rows of the window (`sampling_gap_s`).
     pub sampling_gap_s: Stats,
     /// Gaps above the maximum gap (`gaps_over_5s`).
     pub gaps_over_max: u64,
     /// Reference trapezoid energy (`whole_gpu_energy_j_over_observed_intervals`).
     pub energy_j: Option<f64>,
-    /// Summed length of the integrated intervals (`energy_observed_duration_s`).
-    pub energy_observed_duration_s: f64,
+    /// Summed length of the integrated intervals (`energy_observed_duration_s`): an int when
+    /// every power reading's time was one.
+    pub energy_observed_duration_s: Num,
     /// Integrated intervals.
     pub energy_intervals: u64,
 }
@@ -241,19 +282,30 @@ pub struct WindowSummary {
 #[derive(Clone, Debug)]
 pub struct SeriesState<A> {
     appended: u64,
+    rank: u32,
     sink: A,
 }
 
 impl<A: StatsSink> SeriesState<A> {
     /// A cell collecting into `sink`.
     pub fn new(sink: A) -> SeriesState<A> {
-        SeriesState { appended: 0, sink }
+        SeriesState {
+            appended: 0,
+            rank: 0,
+            sink,
+        }
     }
 
     /// Rows that appended to this series in this window, values or missing ones (the
     /// reference's series key exists when this is > 0).
     pub fn appended(&self) -> u64 {
         self.appended
+    }
+
+    /// Where this series stands among the window's series by first append (0 first): the
+    /// order of the reference's keys. Meaningful once [`appended`](Self::appended) is > 0.
+    pub fn rank(&self) -> u32 {
+        self.rank
     }
 
     /// The series' statistics in this window.
@@ -274,7 +326,7 @@ pub struct WindowedStatsIn<A, W, C> {
     windows: W,
     cells: C,
     series: usize,
-    current_t_s: Option<f64>,
+    current_t_s: Option<Num>,
     _sink: core::marker::PhantomData<A>,
 }
 
@@ -326,10 +378,10 @@ impl<A: StatsSink>
     }
 
     /// Sets every window's maximum gap (default [`REFERENCE_MAX_GAP_S`]).
-    pub fn with_max_gap_s(mut self, max_gap_s: f64) -> Self {
+    pub fn with_max_gap_s(mut self, max_gap_s: impl Into<Num>) -> Self {
+        let max_gap_s = max_gap_s.into();
         for w in self.windows.iter_mut() {
-            w.max_gap_s = max_gap_s;
-            w.energy = ReferenceTrapezoid::new(max_gap_s);
+            w.set_max_gap_s(max_gap_s);
         }
         self
     }
@@ -378,13 +430,20 @@ where
     }
 
     /// Starts a row at `t_s`: counts it, and its gap, in every window that contains it.
-    pub fn begin_row(&mut self, t_s: f64) {
+    pub fn begin_row(&mut self, t_s: impl Into<Num>) {
+        let t_s = t_s.into();
         self.current_t_s = Some(t_s);
         for w in self.windows.as_mut() {
-            if w.window.contains(t_s) {
+            w.holds_row = w.window.contains(t_s);
+            if w.holds_row {
                 w.row(t_s);
             }
         }
+    }
+
+    /// Whether the current row lies in window `w`.
+    pub fn holds_row(&self, w: usize) -> bool {
+        self.windows.as_ref().get(w).is_some_and(|s| s.holds_row)
     }
 
     /// Adds the current row's value of `series` to every window holding the row. Ignored
@@ -400,16 +459,19 @@ where
     }
 
     fn push_opt(&mut self, series: usize, v: Option<Num>) {
-        let Some(t) = self.current_t_s else { return };
-        if series >= self.series {
+        if self.current_t_s.is_none() || series >= self.series {
             return;
         }
         let n = self.series;
-        let windows = self.windows.as_ref();
+        let windows = self.windows.as_mut();
         let cells = self.cells.as_mut();
-        for (w, state) in windows.iter().enumerate() {
-            if state.window.contains(t) {
+        for (w, state) in windows.iter_mut().enumerate() {
+            if state.holds_row {
                 let cell = &mut cells[w * n + series];
+                if cell.appended == 0 {
+                    cell.rank = state.series_seen;
+                    state.series_seen += 1;
+                }
                 cell.appended += 1;
                 if let Some(v) = v {
                     cell.sink.push_value(v);
@@ -423,8 +485,8 @@ where
     pub fn push_power(&mut self, power_w: f64) {
         let Some(t) = self.current_t_s else { return };
         for w in self.windows.as_mut() {
-            if w.window.contains(t) {
-                w.energy.push(t, power_w);
+            if w.holds_row {
+                w.power(t, power_w);
             }
         }
     }
@@ -503,11 +565,16 @@ mod tests {
         (
             WindowSummary {
                 samples: kept.len() as u64,
-                span_s: (kept.len() >= 2).then(|| kept[kept.len() - 1].t - kept[0].t),
+                span_s: (kept.len() >= 2).then(|| Num::Float(kept[kept.len() - 1].t - kept[0].t)),
                 sampling_gap_s: stats_f64(&gaps),
                 gaps_over_max: gaps.iter().filter(|&&g| g > 5.0).count() as u64,
                 energy_j: e.energy_j(),
-                energy_observed_duration_s: e.observed_s(),
+                // Python's `sum([])` is the int 0; these times are floats.
+                energy_observed_duration_s: if power.is_empty() {
+                    Num::Int(0)
+                } else {
+                    Num::Float(e.observed_s())
+                },
                 energy_intervals: e.intervals(),
             },
             stats_f64(&a),
@@ -630,6 +697,52 @@ mod tests {
             [SeriesState::new(mk())],
         );
         assert!(bad.is_none());
+    }
+
+    /// Integer times keep Python's int results (span, gaps, observed duration); one float
+    /// power time makes the duration a float; int bounds compare exactly with float times.
+    #[test]
+    fn int_times_give_int_figures() {
+        let windows = [Window::ALL, Window::inclusive(Num::Int(12), Num::Int(14))];
+        let mut ws = WindowedStats::exact(&windows, 1);
+        for t in [10i64, 12, 13, 20] {
+            ws.begin_row(t);
+            ws.push_power(100.0);
+        }
+        let all = ws.summary(0).unwrap();
+        assert_eq!(all.span_s, Some(Num::Int(10)));
+        assert_eq!(all.sampling_gap_s.max, Some(Num::Int(7)));
+        assert_eq!(all.gaps_over_max, 1);
+        assert_eq!(all.energy_observed_duration_s, Num::Int(3));
+        assert_eq!(ws.summary(1).unwrap().samples, 2);
+        ws.begin_row(20.5);
+        ws.push_power(100.0);
+        let all = ws.summary(0).unwrap();
+        assert_eq!(all.span_s, Some(Num::Float(10.5)));
+        assert_eq!(all.energy_observed_duration_s, Num::Float(3.5));
+        let big = (1i64 << 53) + 1;
+        assert!(Window::inclusive(Num::Int(big), Num::Int(big)).contains(Num::Int(big)));
+        assert!(!Window::inclusive(Num::Int(big), Num::Int(big)).contains(big as f64));
+    }
+
+    /// The series' rank is the order of their first append within each window.
+    #[test]
+    fn series_rank_follows_first_append_per_window() {
+        let windows = [Window::ALL, Window::inclusive(2, 9)];
+        let mut ws = WindowedStats::exact(&windows, 3);
+        ws.begin_row(1);
+        ws.push(2, 1);
+        ws.begin_row(2);
+        ws.push(1, 1);
+        ws.push_missing(0);
+        ws.push(2, 1);
+        let ranks = |ws: &mut WindowedStats<ExactStats>, w| {
+            (0..3)
+                .map(|s| ws.cell(w, s).unwrap().rank())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ranks(&mut ws, 0), [2, 1, 0]);
+        assert_eq!(ranks(&mut ws, 1), [1, 0, 2]);
     }
 
     #[test]

@@ -12,20 +12,24 @@ fn allocations_for(rows: usize) -> u64 {
     let windows = [
         Window::ALL,
         Window {
-            start: Some(Num::Float(100.0)),
-            stop: Some(Num::Float(1e12)),
+            start_s: Some(Num::Float(100.0)),
+            stop_s: Some(Num::Float(1e12)),
+            stop_exclusive: false,
         },
         Window {
-            start: Some(Num::Int(100)),
-            stop: Some(Num::Int(400)),
+            start_s: Some(Num::Int(100)),
+            stop_s: Some(Num::Int(400)),
+            stop_exclusive: false,
         },
         Window {
-            start: Some(Num::Float(1e9)),
-            stop: None,
+            start_s: Some(Num::Float(1e9)),
+            stop_s: None,
+            stop_exclusive: false,
         },
         Window {
-            start: None,
-            stop: Some(Num::Int(60)),
+            start_s: None,
+            stop_s: Some(Num::Int(60)),
+            stop_exclusive: false,
         },
     ];
     let mut acc = TelemetryAccumulator::new(&windows);

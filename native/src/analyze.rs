@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use flinch_core::analyzer::{
     Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
 };
-use flinch_core::csv::{Col, CsvEvent, TraceCsvReader, parse_py_float};
+use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
+use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
     AnalyzeOptions, ParsedKind, ParsedRow, PowerSource, PyFixed, RecordingAnalysis, VerdictText,
     WindowAnalyzer, WindowResult, WindowSelect, write_reference_lines,
@@ -255,7 +256,9 @@ fn span_line(w: &WindowResult) -> String {
         e(w.total.energy_edge_j),
         e(w.reference.energy_j),
         VerdictText(w.verdict.verdict, w.verdict.confident),
-    )
+    ) + &w
+        .thread
+        .map_or_else(String::new, |t| format!(" thread={t}"))
 }
 
 fn warn_all(r: &RecordingAnalysis) {

@@ -661,7 +661,9 @@ fn rapl_zones_from_a_fake_tree_and_one_warning_for_unreadable_ones() {
     let text = std::fs::read_to_string(&csv).unwrap();
     let header = text.lines().next().unwrap();
     assert!(
-        header.ends_with(",rapl_max_energy_range_uj,rapl_package-0_core_uj,rapl_package-0_dram_uj"),
+        header.ends_with(
+            ",rapl_max_energy_range_uj,mark_thread,rapl_package-0_core_uj,rapl_package-0_dram_uj"
+        ),
         "{header}"
     );
     let first = whole_rows(&csv)
@@ -670,7 +672,7 @@ fn rapl_zones_from_a_fake_tree_and_one_warning_for_unreadable_ones() {
         .unwrap();
     assert_eq!(first[9], "1000");
     assert_eq!(first[17], "262143328850");
-    assert_eq!(&first[18..], ["50", ""]);
+    assert_eq!(&first[18..], ["", "50", ""]);
     // The second GPU's row of the tick leaves the tick fields empty.
     let second = whole_rows(&csv)
         .into_iter()

@@ -383,3 +383,58 @@ fn cut_and_bare_array_traces_are_summarized_with_warnings() {
         warnings(3)[0].starts_with("tracecrash/u-trace/report.json: unreadable or malformed (")
     );
 }
+
+/// Every file under `dir`, as `rel/...` paths.
+fn list_files(dir: &Path, rel: &str, out: &mut Vec<String>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let rel = format!("{rel}/{}", e.file_name().to_string_lossy());
+        if e.file_type().unwrap().is_dir() {
+            list_files(&e.path(), &rel, out);
+        } else {
+            out.push(rel);
+        }
+    }
+}
+
+/// The page's form (`flinch_core::runs::RunsFolder`: a list of paths, then the bytes of the
+/// files it asks for) writes exactly the bytes the CLI writes and prints the same line, on
+/// every case, with and without --skip-traces.
+#[test]
+fn folder_form_writes_the_cli_bytes() {
+    let mut cases_seen = 0;
+    for entry in std::fs::read_dir(cases()).unwrap() {
+        let case = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let mut paths = Vec::new();
+        list_files(&cases().join(&case), &case, &mut paths);
+        for skip in [false, true] {
+            let out = out_path(&format!("folder-{case}-{skip}"));
+            let mut args = vec!["--runs", case.as_str(), "--out", out.to_str().unwrap()];
+            if skip {
+                args.push("--skip-traces");
+            }
+            let result = summarize(&cases(), &args);
+            assert!(result.status.success(), "{case}");
+            let mut folder = flinch_core::runs::RunsFolder::new(&case, &paths, skip);
+            while let Some(p) = folder.next_file() {
+                let bytes = std::fs::read(cases().join(&p)).unwrap();
+                for chunk in bytes.chunks(7) {
+                    folder.write(chunk);
+                }
+                folder.end_file();
+            }
+            assert_eq!(
+                folder.finish().unwrap(),
+                std::fs::read_to_string(&out).unwrap(),
+                "{case} skip_traces={skip}"
+            );
+            assert_eq!(
+                format!("{}\n", folder.summary().message()),
+                String::from_utf8_lossy(&result.stdout),
+                "{case}"
+            );
+        }
+        cases_seen += 1;
+    }
+    assert!(cases_seen >= 7, "{cases_seen} cases");
+}

@@ -1,10 +1,12 @@
-//! flinch-wasm: the thin wasm-bindgen adapter over [`flinch_core::analyzer`] used by `www/`.
+//! flinch-wasm: the thin wasm-bindgen adapter over [`flinch_core::analyzer`] and
+//! [`flinch_core::runs`] used by `www/`.
 //!
 //! Every exported method is a one-liner over the core; the one piece of glue is
 //! [`to_js_error`], which turns a core error into a JS `Error` carrying the core's message.
 use flinch_core::analyzer::{
     AnalyzeError, Analyzer as CoreAnalyzer, AnalyzerOptions, Inflater as CoreInflater,
 };
+use flinch_core::runs::RunsFolder as CoreRunsFolder;
 use wasm_bindgen::prelude::*;
 
 /// The streaming analyzer, as seen from JavaScript:
@@ -116,6 +118,60 @@ impl Inflater {
 impl Default for Inflater {
     fn default() -> Self {
         Inflater::new()
+    }
+}
+
+/// A runs folder, as `flinch-trace summarize` reads it: `new RunsFolder(runs, paths,
+/// skipTraces)`, then `nextFile()` (a path, or undefined when done), `write(chunk)` for that
+/// file's bytes, `readError(message)` if reading it failed, `endFile()`; then `finish()`.
+#[wasm_bindgen]
+pub struct RunsFolder {
+    inner: CoreRunsFolder,
+}
+
+#[wasm_bindgen]
+impl RunsFolder {
+    /// The folder named `runs` holding the files at `paths` (each starting with `runs/`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(runs: &str, paths: Vec<String>, skip_traces: bool) -> RunsFolder {
+        RunsFolder {
+            inner: CoreRunsFolder::new(runs, &paths, skip_traces),
+        }
+    }
+
+    /// The next file to read, or undefined when all are read.
+    #[wasm_bindgen(js_name = nextFile)]
+    pub fn next_file(&mut self) -> Option<String> {
+        self.inner.next_file()
+    }
+
+    /// The next chunk of the current file.
+    pub fn write(&mut self, chunk: &[u8]) {
+        self.inner.write(chunk)
+    }
+
+    /// Reading the current file failed.
+    #[wasm_bindgen(js_name = readError)]
+    pub fn read_error(&mut self, message: &str) {
+        self.inner.read_error(message)
+    }
+
+    /// The end of the current file.
+    #[wasm_bindgen(js_name = endFile)]
+    pub fn end_file(&mut self) {
+        self.inner.end_file()
+    }
+
+    /// The summary JSON: the bytes `flinch-trace summarize --runs <runs>` writes.
+    pub fn finish(&self) -> Result<String, JsError> {
+        self.inner
+            .finish()
+            .map_err(|e| JsError::new(&e.to_string()))
+    }
+
+    /// The line `flinch-trace summarize` prints.
+    pub fn message(&self) -> String {
+        self.inner.summary().message()
     }
 }
 

@@ -4,7 +4,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 
 use super::busy::BusyUnion;
 use super::interner::Interner;
@@ -886,18 +886,15 @@ impl Serialize for Categories {
             duration_sum_us: f64,
             busy_union_us: f64,
         }
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for c in &self.0 {
-            m.serialize_entry(
-                &c.name,
-                &Row {
-                    events: c.events,
-                    duration_sum_us: c.duration_sum_us,
-                    busy_union_us: c.busy_union_us,
-                },
-            )?;
-        }
-        m.end()
+        let rows = self.0.iter().map(|c| {
+            let row = Row {
+                events: c.events,
+                duration_sum_us: c.duration_sum_us,
+                busy_union_us: c.busy_union_us,
+            };
+            (&c.name, row)
+        });
+        crate::ordered::serialize_pairs(s, rows)
     }
 }
 
@@ -920,11 +917,7 @@ pub struct PhaseCounts(pub Vec<(String, u64)>);
 
 impl Serialize for PhaseCounts {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
+        crate::ordered::serialize_pairs(s, self.0.iter().map(|(k, v)| (k, v)))
     }
 }
 

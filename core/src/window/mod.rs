@@ -156,6 +156,9 @@ pub struct MarkInfo {
     pub occurrence: u32,
     /// Line in the file.
     pub line: u64,
+    /// `mark_thread`: pairs are matched only between marks with the same value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
 }
 
 /// The recording-level figures of one GPU.
@@ -270,6 +273,9 @@ pub struct WindowResult {
     pub end_label: String,
     /// Occurrence of the start label.
     pub occurrence: u32,
+    /// A pair's `mark_thread` (both marks carry it), when its marks have one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
     /// Start, CLOCK_MONOTONIC ns.
     pub t0_mono_ns: i64,
     /// End, CLOCK_MONOTONIC ns.
@@ -444,6 +450,8 @@ pub struct ParsedRow {
     pub rapl_uj: Option<u64>,
     /// `rapl_max_energy_range_uj` (full analysis only).
     pub rapl_max_uj: Option<u64>,
+    /// `mark_thread` (marks only).
+    pub mark_thread: Option<u64>,
 }
 
 impl ParsedRow {
@@ -482,6 +490,7 @@ impl ParsedRow {
                 kind: ParsedKind::Mark,
                 t_mono_ns: t,
                 t_wall_ns: row.i64(Col::TWallNs),
+                mark_thread: row.i64(Col::MarkThread).and_then(|v| u64::try_from(v).ok()),
                 ..ParsedRow::default()
             };
         }
@@ -498,6 +507,7 @@ impl ParsedRow {
             energy_mj: full.then(|| row.f64(Col::GpuEnergyMj)).flatten(),
             rapl_uj: full.then(|| u(Col::RaplEnergyUj)).flatten(),
             rapl_max_uj: full.then(|| u(Col::RaplMaxEnergyRangeUj)).flatten(),
+            mark_thread: None,
         }
     }
 }
@@ -538,6 +548,8 @@ struct GpuState {
 struct ActiveWindow {
     id: u64,
     kind: &'static str,
+    /// The start mark's `mark_thread`: a pair closes only on an end mark with the same one.
+    thread: Option<u64>,
     start_label: u32,
     end_label: Option<u32>,
     occurrence: u32,
@@ -739,7 +751,7 @@ impl Engine {
             }
             ParsedKind::Mark => {
                 self.counts.marks += 1;
-                match self.add_mark(label, t, p.t_wall_ns, p.line) {
+                match self.add_mark(label, t, p.t_wall_ns, p.mark_thread, p.line) {
                     Some(i) => Item::Mark(i),
                     None => return,
                 }
@@ -816,7 +828,14 @@ impl Engine {
         Some((self.gpus.len() - 1) as u16)
     }
 
-    fn add_mark(&mut self, raw: &[u8], t: i64, t_wall_ns: Option<i64>, line: u64) -> Option<u32> {
+    fn add_mark(
+        &mut self,
+        raw: &[u8],
+        t: i64,
+        t_wall_ns: Option<i64>,
+        thread: Option<u64>,
+        line: u64,
+    ) -> Option<u32> {
         // The selection is matched on the whole label, counted apart from the kept marks.
         let idx = self.marks.len() as u32;
         let mut is_sel = false;
@@ -863,6 +882,7 @@ impl Engine {
             t_wall_ns,
             occurrence,
             line,
+            thread,
         });
         self.mark_label.push(id);
         Some((self.marks.len() - 1) as u32)
@@ -885,6 +905,7 @@ impl Engine {
         ActiveWindow {
             id: self.next_id,
             kind,
+            thread: None,
             start_label,
             end_label: None,
             occurrence,
@@ -950,8 +971,9 @@ impl Engine {
                 w.end_label = Some(label);
             }
         }
-        // A pair end closes the latest open pair with the same stem.
+        // A pair end closes the latest open pair with the same stem and the same thread.
         let name = self.labels[label as usize].clone();
+        let thread = self.marks[i as usize].thread;
         if let Some(stem) = pair_end_stem(&name) {
             // The latest by creation (`active` is reordered by `swap_remove`).
             let found = self
@@ -960,6 +982,7 @@ impl Engine {
                 .filter(|w| {
                     w.kind == "pair"
                         && w.t1.is_none()
+                        && w.thread == thread
                         && pair_start_stem(&self.labels[w.start_label as usize]) == Some(stem)
                 })
                 .max_by_key(|w| w.id);
@@ -975,7 +998,8 @@ impl Engine {
                 .filter(|w| w.kind == "pair" && w.t1.is_none())
                 .count();
             if open < MAX_OPEN_PAIRS {
-                let w = self.new_span("pair", label, occurrence, t);
+                let mut w = self.new_span("pair", label, occurrence, t);
+                w.thread = thread;
                 self.active.push(w);
             } else {
                 self.counts.spans_dropped += 1;
@@ -1246,6 +1270,7 @@ impl Engine {
                 .map(|l| self.labels[l as usize].clone())
                 .unwrap_or_default(),
             occurrence: w.occurrence,
+            thread: w.thread,
             t0_mono_ns: w.t0,
             t1_mono_ns: t1,
             duration_s: (t1 as i128 - w.t0 as i128) as f64 / 1e9,

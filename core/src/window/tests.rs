@@ -223,6 +223,50 @@ fn spans_cover_consecutive_marks_and_pairs() {
 }
 
 #[test]
+fn overlapping_same_name_pairs_pair_by_mark_thread() {
+    // Threads 7 and 9 both run `step`, overlapping: 7 over [10, 40], 9 over [20, 60]; thread 7
+    // nests a second `step` over [25, 30]. Unkeyed marks (no mark_thread) pair among themselves.
+    let hdr = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_index,mark_thread\n";
+    let rows = [
+        "10,0,MARK,step_start,,,7",
+        "15,0,MARK,x_start,,,",
+        "20,0,MARK,step_start,,,9",
+        "25,0,MARK,step_start,,,7",
+        "30,0,MARK,step_end,,,7",
+        "40,0,MARK,step_end,,,7",
+        "45,0,MARK,x_end,,,",
+        "50,0,MARK,x_end,,,9",
+        "60,0,MARK,step_end,,,9",
+    ];
+    let data = format!("{hdr}{}\n", rows.join("\n"));
+    let opts = AnalyzeOptions {
+        spans: true,
+        ..AnalyzeOptions::default()
+    };
+    for_each_split(data.as_bytes(), 3, 1, |chunks| {
+        let r = analyze(chunks, &opts);
+        let mut pairs: Vec<(&str, Option<u64>, i64, i64)> = r
+            .spans
+            .iter()
+            .filter(|s| s.kind == "pair")
+            .map(|s| (s.start_label.as_str(), s.thread, s.t0_mono_ns, s.t1_mono_ns))
+            .collect();
+        pairs.sort_by_key(|p| p.2);
+        assert_eq!(
+            pairs,
+            [
+                ("step_start", Some(7), 10, 40),
+                ("x_start", None, 15, 45),
+                ("step_start", Some(9), 20, 60),
+                ("step_start", Some(7), 25, 30),
+            ]
+        );
+        assert_eq!(r.marks[0].thread, Some(7));
+        assert_eq!(r.marks[1].thread, None);
+    });
+}
+
+#[test]
 fn late_rows_are_counted_with_their_line() {
     // The second recording's clock went back by far more than the horizon.
     let data = format!(

@@ -1,9 +1,12 @@
 //! The marks FIFO (SPEC §3): creation and checks, the line format, and the reader thread.
 //!
-//! Line format: `<label>` (stamped when the recorder reads it) or `@<t_mono_ns> <label>` (stamped
-//! by the sender with CLOCK_MONOTONIC, which `flinch-trace mark` does). Leading and trailing
-//! whitespace is trimmed; empty lines are ignored; lines over [`MAX_LINE`] bytes are dropped with
-//! a warning.
+//! Line format: `<label>` (stamped when the recorder reads it), `@<t_mono_ns> <label>` (stamped
+//! by the sender with CLOCK_MONOTONIC, which `flinch-trace mark` does), or
+//! `@<t_mono_ns>:<thread> <label>` (also keyed: pairs are matched only between marks with the same
+//! `<thread>`, which the NVTX library sends; it goes to the `mark_thread` column). Leading and
+//! trailing whitespace is trimmed; empty lines are ignored; lines over [`MAX_LINE`] bytes are
+//! dropped with a warning. A line `#flinch-nvtx pid=P marks=M dropped=D` is no mark: the NVTX
+//! library's count for one process at its exit, summed into the sidecar.
 use std::ffi::CString;
 use std::fs::File;
 use std::io::ErrorKind;
@@ -16,25 +19,76 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use super::clock::Clock;
-use super::writer::{Msg, RowSender, push_mark_row};
+use super::writer::{Msg, RowSender, push_mark_row_thread};
 
 /// Longest accepted line, bytes (PIPE_BUF, so one write of a line is atomic).
 pub const MAX_LINE: usize = 4096;
+/// The FIFO's pipe size asked for.
+const PIPE_BYTES: libc::c_int = 1 << 20;
 
 /// A parsed mark line: the sender's timestamp if it sent one, and the label.
+#[cfg(test)]
 pub fn parse_line(line: &str) -> Option<(Option<u64>, &str)> {
+    parse_mark(line).map(|(t, _, label)| (t, label))
+}
+
+/// A parsed mark line: the sender's timestamp and thread key, if it sent them, and the label.
+pub fn parse_mark(line: &str) -> Option<(Option<u64>, Option<u64>, &str)> {
     let line = line.trim();
     if line.is_empty() {
         return None;
     }
     if let Some(rest) = line.strip_prefix('@')
-        && let Some((ts, label)) = rest.split_once(' ')
-        && let Ok(t) = ts.parse::<u64>()
+        && let Some((stamp, label)) = rest.split_once(' ')
     {
-        let label = label.trim();
-        return (!label.is_empty()).then_some((Some(t), label));
+        let (ts, thread) = match stamp.split_once(':') {
+            Some((ts, th)) => (ts, th.parse::<u64>().ok().map(Some)),
+            None => (stamp, Some(None)),
+        };
+        if let (Ok(t), Some(thread)) = (ts.parse::<u64>(), thread) {
+            let label = label.trim();
+            return (!label.is_empty()).then_some((Some(t), thread, label));
+        }
     }
-    Some((None, line))
+    Some((None, None, line))
+}
+
+/// What the NVTX library reported for one process at its exit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NvtxStats {
+    /// Marks it wrote to the FIFO.
+    pub marks: u64,
+    /// Marks it dropped (its buffer full, or no reader).
+    pub dropped: u64,
+}
+
+/// Parses `#flinch-nvtx pid=P marks=M dropped=D`.
+pub fn parse_nvtx_stats(line: &str) -> Option<NvtxStats> {
+    let rest = line.trim().strip_prefix("#flinch-nvtx ")?;
+    let mut st = NvtxStats::default();
+    let mut seen = 0;
+    for kv in rest.split_ascii_whitespace() {
+        let (k, v) = kv.split_once('=')?;
+        let v = v.parse::<u64>().ok()?;
+        match k {
+            "marks" => st.marks = v,
+            "dropped" => st.dropped = v,
+            _ => continue,
+        }
+        seen += 1;
+    }
+    (seen == 2).then_some(st)
+}
+
+/// Sums of the NVTX statistics lines read so far.
+#[derive(Debug, Default)]
+pub struct NvtxTotals {
+    /// Processes that reported.
+    pub processes: AtomicU64,
+    /// Marks they wrote.
+    pub marks: AtomicU64,
+    /// Marks they dropped.
+    pub dropped: AtomicU64,
 }
 
 /// Makes sure `path` is a FIFO this user owns: creates it with mode 0600 if missing.
@@ -87,6 +141,7 @@ pub struct MarksReader {
     stop: Arc<AtomicBool>,
     join: JoinHandle<()>,
     marks: Arc<AtomicU64>,
+    nvtx: Arc<NvtxTotals>,
 }
 
 impl MarksReader {
@@ -111,14 +166,29 @@ impl MarksReader {
         {
             return Err(format!("error: marks FIFO {}: not a FIFO", path.display()));
         }
+        // A larger pipe absorbs bursts of marks (NVTX ranges at 100 000/s) while this thread
+        // is busy; best effort (1 MiB is the default limit for unprivileged users).
+        // SAFETY: fcntl on an open descriptor.
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES) };
         let stop = Arc::new(AtomicBool::new(false));
         let marks = Arc::new(AtomicU64::new(0));
-        let (stop_t, marks_t) = (stop.clone(), marks.clone());
+        let nvtx = Arc::new(NvtxTotals::default());
+        let (stop_t, marks_t, nvtx_t) = (stop.clone(), marks.clone(), nvtx.clone());
         let join = std::thread::Builder::new()
             .name("flinch-marks".into())
-            .spawn(move || read_loop(file, &*clock, &sender, n_cols, &stop_t, &marks_t))
+            .spawn(move || read_loop(file, &*clock, &sender, n_cols, &stop_t, &marks_t, &nvtx_t))
             .map_err(|e| format!("error: cannot start the marks thread: {e}"))?;
-        Ok(MarksReader { stop, join, marks })
+        Ok(MarksReader {
+            stop,
+            join,
+            marks,
+            nvtx,
+        })
+    }
+
+    /// The NVTX statistics read so far (complete after [`MarksReader::stop`]).
+    pub fn nvtx_totals(&self) -> Arc<NvtxTotals> {
+        self.nvtx.clone()
     }
 
     /// Reads what is already in the FIFO, then stops; returns the number of marks written.
@@ -136,12 +206,13 @@ fn read_loop(
     n_cols: usize,
     stop: &AtomicBool,
     marks: &AtomicU64,
+    nvtx: &NvtxTotals,
 ) {
     use std::io::Read;
     let mut file = file;
     let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
     let mut overlong = false;
-    let mut chunk = [0u8; 4096];
+    let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         let mut pfd = libc::pollfd {
@@ -177,13 +248,20 @@ fn read_loop(
             }
             if overlong {
                 eprintln!("warning: marks FIFO: dropped a line longer than {MAX_LINE} bytes");
-            } else if let Some((ts, label)) = parse_line(&String::from_utf8_lossy(&line)) {
-                let buf = out.get_or_insert_with(|| sender.buffer());
-                let t_mono = ts.unwrap_or(t_read);
-                // A sender's timestamp gets the wall time it corresponds to.
-                let t_wall = (w_read as i128 - (t_read as i128 - t_mono as i128)).max(0) as u64;
-                push_mark_row(buf, n_cols, t_mono, t_wall, label);
-                rows += 1;
+            } else {
+                let text = String::from_utf8_lossy(&line);
+                if let Some(st) = parse_nvtx_stats(&text) {
+                    nvtx.processes.fetch_add(1, Ordering::SeqCst);
+                    nvtx.marks.fetch_add(st.marks, Ordering::SeqCst);
+                    nvtx.dropped.fetch_add(st.dropped, Ordering::SeqCst);
+                } else if let Some((ts, thread, label)) = parse_mark(&text) {
+                    let buf = out.get_or_insert_with(|| sender.buffer());
+                    let t_mono = ts.unwrap_or(t_read);
+                    // A sender's timestamp gets the wall time it corresponds to.
+                    let t_wall = (w_read as i128 - (t_read as i128 - t_mono as i128)).max(0) as u64;
+                    push_mark_row_thread(buf, n_cols, t_mono, t_wall, label, thread);
+                    rows += 1;
+                }
             }
             line.clear();
             overlong = false;
@@ -207,6 +285,29 @@ mod tests {
         assert_eq!(parse_line("@12"), Some((None, "@12")));
         assert_eq!(parse_line("@12  "), Some((None, "@12")));
         assert_eq!(parse_line("   "), None);
+    }
+
+    #[test]
+    fn parses_thread_keys_and_nvtx_statistics() {
+        assert_eq!(
+            parse_mark("@5:77 a_start"),
+            Some((Some(5), Some(77), "a_start"))
+        );
+        assert_eq!(parse_mark("@5 a"), Some((Some(5), None, "a")));
+        // Not a key: the whole line is a label, as before the key existed.
+        assert_eq!(parse_mark("@5:x a"), Some((None, None, "@5:x a")));
+        assert_eq!(parse_mark("@:7 a"), Some((None, None, "@:7 a")));
+        assert_eq!(parse_line("@5:77 a_start"), Some((Some(5), "a_start")));
+        assert_eq!(
+            parse_nvtx_stats("#flinch-nvtx pid=12 marks=300 dropped=4"),
+            Some(NvtxStats {
+                marks: 300,
+                dropped: 4
+            })
+        );
+        assert_eq!(parse_nvtx_stats("#flinch-nvtx pid=12 marks=300"), None);
+        assert_eq!(parse_nvtx_stats("#flinch-nvtx marks=x dropped=1"), None);
+        assert_eq!(parse_nvtx_stats("#other marks=1 dropped=1"), None);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod health;
 pub mod host;
 pub mod marks;
 pub mod nvml;
+pub mod nvtx;
 pub mod rapl;
 pub mod sampler;
 pub mod sidecar;
@@ -26,7 +27,7 @@ pub mod writer;
 
 use clock::{Clock, FakeClock, SystemClock};
 use gpu::{GpuSource, ScriptedGpu};
-use sidecar::{GpuEntry, Sidecar};
+use sidecar::{GpuEntry, NvtxInfo, Sidecar};
 use writer::{Msg, Writer, column_count, header, push_mark_row};
 
 /// Arguments of `flinch-trace record` (the reference sampler's flags keep working).
@@ -81,6 +82,9 @@ pub struct Args {
     /// Testing seam: a virtual clock advancing this many ns per reading (deterministic output).
     #[arg(long, hide = true)]
     fake_clock_step_ns: Option<u64>,
+    /// Do not inject the NVTX library into the command (its NVTX ranges then make no marks).
+    #[arg(long)]
+    no_nvtx: bool,
     /// Command to run and record: `flinch-trace record [OPTIONS] -- CMD ARGS...`.
     #[arg(last = true)]
     command: Vec<String>,
@@ -251,6 +255,20 @@ pub fn run(args: Args) -> CmdResult {
     };
     let host = (!args.no_host).then(|| host::Host::open(&args.proc_root));
 
+    // NVTX injection into the command.
+    let nvtx_lib = if args.command.is_empty() || args.no_nvtx {
+        None
+    } else {
+        let exe = std::env::current_exe().ok();
+        match nvtx::choose(exe.as_deref(), std::env::var_os("NVTX_INJECTION64_PATH")) {
+            Ok(p) => Some(p),
+            Err(w) => {
+                warn(w);
+                None
+            }
+        }
+    };
+
     // Layout and output.
     let header_line = header(rapl.extra_columns());
     let n_cols = column_count(&header_line);
@@ -349,6 +367,10 @@ pub fn run(args: Args) -> CmdResult {
         host: sidecar::host_info(),
         marks_fifo: fifo.as_ref().map(|f| f.path.display().to_string()),
         command: (!args.command.is_empty()).then(|| args.command.clone()),
+        nvtx: nvtx_lib.as_ref().map(|p| NvtxInfo {
+            library: p.display().to_string(),
+            ..NvtxInfo::default()
+        }),
         started_wall_ns: start_wall,
         started_mono_ns: start_mono,
         warnings,
@@ -403,6 +425,9 @@ pub fn run(args: Args) -> CmdResult {
         mark_now("cmd_start");
         let mut cmd = std::process::Command::new(prog);
         cmd.args(&args.command[1..]).env("FLINCH_MARKS", &f.path);
+        if let Some(lib) = &nvtx_lib {
+            cmd.env("NVTX_INJECTION64_PATH", lib);
+        }
         signals::unblock_in_child(&mut cmd);
         // A signal before the command started ends the recording without starting it.
         let early = stop_state.stop.load(Ordering::SeqCst);
@@ -451,6 +476,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     let health = sampler.join().unwrap_or_default();
     mark_now("end");
+    let nvtx_totals = marks_reader.as_ref().map(|r| r.nvtx_totals());
     let marks_from_fifo = marks_reader.map(|r| r.stop()).unwrap_or(0);
     signals::finish(&stop_state, sig_thread);
     let report = writer.finish();
@@ -476,6 +502,18 @@ pub fn run(args: Args) -> CmdResult {
     );
     eprintln!("{}", summary.render());
     side.health = Some(summary);
+    if let (Some(info), Some(t)) = (side.nvtx.as_mut(), nvtx_totals) {
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
+        info.processes = Some(get(&t.processes));
+        info.marks = Some(get(&t.marks));
+        info.dropped = Some(get(&t.dropped));
+        if get(&t.dropped) > 0 {
+            eprintln!(
+                "warning: NVTX: {} marks dropped in the command's processes (their buffers filled faster than the FIFO was read)",
+                get(&t.dropped)
+            );
+        }
+    }
     side.ended_by = Some(ended_by);
     if report.error.is_none()
         && let Err(w) = side.write(&args.out)

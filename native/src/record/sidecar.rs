@@ -32,6 +32,19 @@ pub struct HostInfo {
     pub cpus: Option<usize>,
 }
 
+/// NVTX injection into the recorded command (see docs/nvtx.md).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NvtxInfo {
+    /// The injection library given as `NVTX_INJECTION64_PATH`.
+    pub library: String,
+    /// Processes whose NVTX library reported at exit (null until the recording ends).
+    pub processes: Option<u64>,
+    /// Marks those processes wrote.
+    pub marks: Option<u64>,
+    /// Marks they dropped (buffer full, or no reader).
+    pub dropped: Option<u64>,
+}
+
 /// The whole sidecar.
 #[derive(Clone, Debug, Serialize)]
 pub struct Sidecar {
@@ -69,6 +82,8 @@ pub struct Sidecar {
     pub marks_fifo: Option<String>,
     /// The command recorded, if any.
     pub command: Option<Vec<String>>,
+    /// NVTX injection into the command (null: off, or no command).
+    pub nvtx: Option<NvtxInfo>,
     /// First recording tick, wall clock ns.
     pub started_wall_ns: u64,
     /// First recording tick, CLOCK_MONOTONIC ns.

@@ -21,7 +21,7 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
 const FLUSH_BYTES: usize = 64 * 1024;
 
 /// The fixed columns, in order (the first ten are SPEC §1's).
-pub const FIXED_COLUMNS: [&str; 18] = [
+pub const FIXED_COLUMNS: [&str; 19] = [
     "t_mono_ns",
     "t_wall_ns",
     "row_type",
@@ -40,6 +40,7 @@ pub const FIXED_COLUMNS: [&str; 18] = [
     "host_mem_used_MiB",
     "host_mem_available_MiB",
     "rapl_max_energy_range_uj",
+    "mark_thread",
 ];
 
 /// The header line (without newline) for the given extra RAPL zone columns.
@@ -96,13 +97,32 @@ pub fn push_mark_row(
     t_wall_ns: u64,
     label: &str,
 ) {
+    push_mark_row_thread(buf, n_cols, t_mono_ns, t_wall_ns, label, None);
+}
+
+/// Appends a MARK row with its `mark_thread` (the key its pair is matched within), if any.
+pub fn push_mark_row_thread(
+    buf: &mut Vec<u8>,
+    n_cols: usize,
+    t_mono_ns: u64,
+    t_wall_ns: u64,
+    label: &str,
+    thread: Option<u64>,
+) {
     let _ = write!(buf, "{t_mono_ns},{t_wall_ns},MARK,");
     push_label(buf, label);
-    for _ in 4..n_cols {
+    for _ in 4..MARK_THREAD_COL {
+        buf.push(b',');
+    }
+    opt(buf, thread);
+    for _ in MARK_THREAD_COL + 1..n_cols {
         buf.push(b',');
     }
     buf.push(b'\n');
 }
+
+/// Index of `mark_thread` among the columns.
+const MARK_THREAD_COL: usize = 18;
 
 /// The per-tick fields only the first row of a tick carries.
 pub struct TickFields<'a> {
@@ -150,6 +170,8 @@ pub fn push_sample_row(
             .map(|b| b / 1_048_576),
     );
     opt(buf, tick.and_then(|t| t.primary_max_uj));
+    // mark_thread: empty on samples.
+    buf.push(b',');
     let mut written = FIXED_COLUMNS.len();
     if let Some(t) = tick {
         for (i, v) in t.rapl.iter().enumerate() {
@@ -529,12 +551,18 @@ mod tests {
     fn rows_have_the_header_width_and_quote_labels() {
         let h = header(["rapl_package-0_dram_uj"].into_iter());
         let n = column_count(&h);
-        assert_eq!(n, 19);
+        assert_eq!(n, 20);
         let mut buf = Vec::new();
         push_mark_row(&mut buf, n, 5, 6, "a,\"b\"");
         assert_eq!(
             String::from_utf8_lossy(&buf),
-            "5,6,MARK,\"a,\"\"b\"\"\",,,,,,,,,,,,,,,\n"
+            "5,6,MARK,\"a,\"\"b\"\"\",,,,,,,,,,,,,,,,\n"
+        );
+        buf.clear();
+        push_mark_row_thread(&mut buf, n, 5, 6, "x_start", Some(4242));
+        assert_eq!(
+            String::from_utf8_lossy(&buf),
+            "5,6,MARK,x_start,,,,,,,,,,,,,,,4242,\n"
         );
         buf.clear();
         let r = GpuReading {
@@ -567,13 +595,13 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(
             lines[0],
-            "1,2,SAMPLE,,71.25,99,40,1980,60,10,0,123,1000,4,12.35,3,5,99,20"
+            "1,2,SAMPLE,,71.25,99,40,1980,60,10,0,123,1000,4,12.35,3,5,99,,20"
         );
         assert_eq!(
             lines[1],
-            "3,4,SAMPLE,,71.25,99,40,1980,60,,1,123,1000,4,,,,,"
+            "3,4,SAMPLE,,71.25,99,40,1980,60,,1,123,1000,4,,,,,,"
         );
-        assert_eq!(lines[2], "7,8,SAMPLE,,,,,,,10,,,,,12.35,3,5,99,20");
+        assert_eq!(lines[2], "7,8,SAMPLE,,,,,,,10,,,,,12.35,3,5,99,,20");
         for l in lines {
             assert_eq!(l.split(',').count(), n, "{l}");
         }

@@ -1,37 +1,68 @@
-//! Reads one `telemetry.jsonl` once and feeds every window's accumulator in that one pass.
-use std::fs::File;
-use std::io::BufReader;
-use std::path::Path;
+//! Reads one `telemetry.jsonl`, pushed in chunks, and feeds every window's accumulator in that
+//! one pass; checks each row as the reference would use it.
+use alloc::string::String;
+use alloc::vec::Vec;
 
-use flinch_core::telemetry::{
-    AcStateRef, Num, TelemetryAccumulator, TelemetryRow, TelemetrySummary, Window,
-};
 use serde_json::Value;
 
-use super::jsonl::{Warnings, for_each_line, num};
+use super::jsonl::{JsonlReader, num};
+use super::warnings::Warnings;
+use crate::telemetry::{
+    AcStateRef, Num, TelemetryAccumulator, TelemetryRow, TelemetrySummary, Window,
+};
 
-/// Summaries of `path` over `windows` (in that order). Rows the reference cannot read are
-/// skipped and described in the first summary's `warnings` (the whole run).
-pub fn summarize(path: &Path, source: &str, windows: &[Window]) -> Vec<TelemetrySummary> {
-    let mut acc = TelemetryAccumulator::new(windows);
-    let mut warnings = Warnings::default();
-    let read = File::open(path).map(BufReader::new).and_then(|reader| {
-        for_each_line(reader, &mut warnings, |line, value, w| {
-            feed_row(&mut acc, line, &value, w)
-        })
-    });
-    if let Err(e) = read {
-        warnings.note(format!(
-            "{source}: read error, rows after it are missing: {e}"
-        ));
+/// Summaries of one telemetry file over several windows (in the order given). Rows the
+/// reference cannot read are skipped and described in the first summary's `warnings` (the
+/// whole run).
+#[derive(Debug)]
+pub struct TelemetryReader {
+    acc: TelemetryAccumulator,
+    reader: JsonlReader,
+    warnings: Warnings,
+}
+
+impl TelemetryReader {
+    /// A reader for `windows`.
+    pub fn new(windows: &[Window]) -> Self {
+        TelemetryReader {
+            acc: TelemetryAccumulator::new(windows),
+            reader: JsonlReader::new(),
+            warnings: Warnings::default(),
+        }
     }
-    let mut out = acc.finish(source);
-    let mut rendered = warnings.render(source);
-    if let Some(first) = out.first_mut() {
-        rendered.append(&mut first.warnings);
-        first.warnings = rendered;
+
+    /// Takes the next chunk of the file.
+    pub fn push(&mut self, chunk: &[u8]) {
+        let acc = &mut self.acc;
+        self.reader
+            .push(chunk, &mut self.warnings, |line, value, w| {
+                feed_row(acc, line, &value, w)
+            });
     }
-    out
+
+    /// The end of the file; `read_error` is the error that ended reading early (or kept the
+    /// file from opening), and then an unfinished last line is dropped. `source` names the
+    /// file in the summaries.
+    pub fn finish(mut self, source: &str, read_error: Option<&str>) -> Vec<TelemetrySummary> {
+        if read_error.is_none() {
+            let acc = &mut self.acc;
+            self.reader.finish(&mut self.warnings, |line, value, w| {
+                feed_row(acc, line, &value, w)
+            });
+        }
+        if let Some(e) = read_error {
+            self.warnings.note(alloc::format!(
+                "{source}: read error, rows after it are missing: {e}"
+            ));
+        }
+        let mut out = self.acc.finish(source);
+        let mut rendered: Vec<String> = self.warnings.render(source);
+        if let Some(first) = out.first_mut() {
+            rendered.append(&mut first.warnings);
+            first.warnings = rendered;
+        }
+        out
+    }
 }
 
 /// Checks one parsed line and feeds it; what the reference would crash on is skipped or

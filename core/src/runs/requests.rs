@@ -1,12 +1,18 @@
 //! `startup`, `sustained_request_summary` and `sustained_request_trends` of a run, from
 //! `report.json`, the host's `status.json` and `requests.jsonl`.
-use flinch_core::stats::{Num, Stats, stats_in_place};
-use flinch_core::telemetry::pynum::{add, ge, gt, lt, sub};
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::OrderedMap;
-use super::jsonl::{Warnings, num, truthy};
+use super::jsonl::{num, truthy};
+use super::warnings::Warnings;
+use crate::pynum::{add, gt, sub};
+use crate::stats::{Num, Stats, stats_in_place};
+use crate::windowed::Window;
 
 const INCLUSIVE_STARTUP_SCOPE: &str = "Host launch through first warmup submission/output includes imports, artifact hashing, plan construction and engine startup; uses recorded host/engine wall timestamps. Constructor timing alone excludes preparation before the constructor.";
 const PRE_CONSTRUCTOR_SCOPE: &str = "Host launch to report creation includes Python/import/preparation work; not isolated OS process creation.";
@@ -24,6 +30,7 @@ const TREND_METRICS: [&str; 7] = [
 ];
 
 /// One line of `requests.jsonl` that is a JSON object, with its line number.
+#[derive(Debug)]
 pub struct Request {
     /// 1-based line number in `requests.jsonl`.
     pub line: usize,
@@ -272,19 +279,20 @@ pub fn sustained(
 
 /// Requests submitted in `[begin, end)` and their metric statistics.
 fn trend(sustained: &[&Request], submitted: &[Option<Num>], begin: Num, end: Num) -> Trend {
-    let window: Vec<&Request> = sustained
+    let window = Window::half_open(begin, end);
+    let kept: Vec<&Request> = sustained
         .iter()
         .zip(submitted)
-        .filter(|(_, t)| t.is_some_and(|t| ge(t, begin) && lt(t, end)))
+        .filter(|(_, t)| t.is_some_and(|t| window.contains(t)))
         .map(|(r, _)| *r)
         .collect();
     Trend {
-        n: window.len(),
+        n: kept.len(),
         window_basis: "request submission time",
         metrics: OrderedMap(
             TREND_METRICS
                 .iter()
-                .map(|m| (m.to_string(), series(&window, m)))
+                .map(|m| (m.to_string(), series(&kept, m)))
                 .collect(),
         ),
     }

@@ -1,7 +1,11 @@
 //! Paths spelled the way Python's `str(pathlib.PurePosixPath)` spells them, and ordered the
 //! way `sorted()` orders `Path` objects (component by component), so `source` strings and
-//! the order of entries match the reference.
-use std::cmp::Ordering;
+//! the order of entries match the reference. Native opens these paths as they print; the page
+//! names the files the user dropped with them.
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
 
 /// A path as Python's `PurePosixPath` normalizes it: `runs/`, `./runs` and `runs//` are all
 /// `runs`; exactly two leading slashes are kept; the empty path is `.`.
@@ -49,12 +53,7 @@ impl PyPath {
         if self.root.is_empty() && self.parts.is_empty() {
             return ".".to_owned();
         }
-        format!("{}{}", self.root, self.parts.join("/"))
-    }
-
-    /// The path to open on this machine.
-    pub fn to_fs(&self) -> std::path::PathBuf {
-        std::path::PathBuf::from(self.to_py_string())
+        alloc::format!("{}{}", self.root, self.parts.join("/"))
     }
 }
 

@@ -1,7 +1,13 @@
 //! `command.log` observations: runtime loading/compilation lines and lifecycle markers.
+use alloc::borrow::ToOwned;
+use alloc::collections::VecDeque;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
 use serde::Serialize;
 
 use super::OrderedMap;
+use super::lines::Lines;
 
 /// Lines quoting runtime loading/compilation timings (kept whole).
 const TIMING_MARKERS: [&str; 6] = [
@@ -35,7 +41,7 @@ pub struct MarkerCount {
     count: usize,
     examples: Vec<String>,
     #[serde(skip)]
-    last: std::collections::VecDeque<String>,
+    last: VecDeque<String>,
 }
 
 /// What the log says: timing evidence lines and lifecycle marker counts.
@@ -46,55 +52,73 @@ pub struct LogObservations {
     pub lifecycle: Lifecycle,
 }
 
-/// Scans the log, streamed line by line (decoded with U+FFFD for invalid UTF-8, as the
-/// reference's `errors="replace"`, and split like `str.splitlines()`); `None` (no log) gives
-/// empty observations. Examples keep the first three and last three matches when there are
-/// more than six, as the reference does, holding at most nine lines per marker. A read error
-/// ends the scan early and is returned beside what was seen.
-pub fn observe(log: Option<impl std::io::BufRead>) -> (LogObservations, Option<std::io::Error>) {
-    let mut timing_lines = Vec::new();
-    let mut counts: Vec<MarkerCount> = LIFECYCLE_MARKERS
-        .iter()
-        .map(|_| MarkerCount::default())
-        .collect();
-    let mut error = None;
-    let mut chunk = Vec::new();
-    let mut log = log;
-    while let Some(reader) = log.as_mut() {
-        chunk.clear();
-        match reader.read_until(b'\n', &mut chunk) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => {
-                error = Some(e);
-                break;
+/// Scans a log pushed in chunks, line by line (decoded with U+FFFD for invalid UTF-8, as the
+/// reference's `errors="replace"`, and split like `str.splitlines()`). Examples keep the first
+/// three and last three matches when there are more than six, as the reference does, holding
+/// at most nine lines per marker. A log never pushed (none on disk) gives empty observations.
+#[derive(Debug)]
+pub struct LogObserver {
+    lines: Lines,
+    timing_lines: Vec<String>,
+    counts: Vec<MarkerCount>,
+}
+
+impl Default for LogObserver {
+    fn default() -> Self {
+        LogObserver {
+            lines: Lines::default(),
+            timing_lines: Vec::new(),
+            counts: LIFECYCLE_MARKERS
+                .iter()
+                .map(|_| MarkerCount::default())
+                .collect(),
+        }
+    }
+}
+
+impl LogObserver {
+    /// Takes the next chunk of the log.
+    pub fn push(&mut self, chunk: &[u8]) {
+        let (timing_lines, counts) = (&mut self.timing_lines, &mut self.counts);
+        self.lines
+            .push(chunk, |piece| observe_piece(piece, timing_lines, counts));
+    }
+
+    /// The end of the log; after a read error (`cut`) an unfinished last line is dropped.
+    pub fn finish(mut self, cut: bool) -> LogObservations {
+        if !cut {
+            let (timing_lines, counts) = (&mut self.timing_lines, &mut self.counts);
+            self.lines
+                .finish(|piece| observe_piece(piece, timing_lines, counts));
+        }
+        for c in &mut self.counts {
+            if c.count > 6 {
+                c.examples.truncate(3);
+                c.examples.extend(c.last.drain(..));
             }
         }
-        let text = String::from_utf8_lossy(&chunk);
-        for line in py_splitlines(&text) {
-            observe_line(line, &mut timing_lines, &mut counts);
+        LogObservations {
+            timing_lines: self.timing_lines,
+            lifecycle: Lifecycle {
+                scope: LIFECYCLE_SCOPE,
+                markers: OrderedMap(
+                    LIFECYCLE_MARKERS
+                        .iter()
+                        .map(|m| m.to_string())
+                        .zip(self.counts)
+                        .collect(),
+                ),
+            },
         }
     }
-    for c in &mut counts {
-        if c.count > 6 {
-            c.examples.truncate(3);
-            c.examples.extend(c.last.drain(..));
-        }
+}
+
+/// One `\n`-terminated piece of the log, decoded as a whole and split like Python.
+fn observe_piece(piece: &[u8], timing_lines: &mut Vec<String>, counts: &mut [MarkerCount]) {
+    let text = String::from_utf8_lossy(piece);
+    for line in py_splitlines(&text) {
+        observe_line(line, timing_lines, counts);
     }
-    let obs = LogObservations {
-        timing_lines,
-        lifecycle: Lifecycle {
-            scope: LIFECYCLE_SCOPE,
-            markers: OrderedMap(
-                LIFECYCLE_MARKERS
-                    .iter()
-                    .map(|m| m.to_string())
-                    .zip(counts)
-                    .collect(),
-            ),
-        },
-    };
-    (obs, error)
 }
 
 fn observe_line(line: &str, timing_lines: &mut Vec<String>, counts: &mut [MarkerCount]) {
@@ -119,7 +143,7 @@ fn observe_line(line: &str, timing_lines: &mut Vec<String>, counts: &mut [Marker
 /// `\x85`, U+2028 and U+2029; no trailing empty line.
 pub fn py_splitlines(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
-    std::iter::from_fn(move || {
+    core::iter::from_fn(move || {
         if rest.is_empty() {
             return None;
         }
@@ -138,7 +162,7 @@ pub fn py_splitlines(text: &str) -> impl Iterator<Item = &str> {
             )
         });
         Some(match brk {
-            None => std::mem::take(&mut rest),
+            None => core::mem::take(&mut rest),
             Some((i, c)) => {
                 let line = &rest[..i];
                 let mut next = i + c.len_utf8();
@@ -155,6 +179,9 @@ pub fn py_splitlines(text: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::for_each_split;
+    use alloc::format;
+    use alloc::vec::Vec;
 
     #[test]
     fn splitlines_like_python() {
@@ -163,19 +190,26 @@ mod tests {
         assert_eq!(py_splitlines("").count(), 0);
     }
 
-    /// Streaming the log through any buffer size gives what the whole text gives.
+    fn observe(chunks: &[&[u8]]) -> LogObservations {
+        let mut o = LogObserver::default();
+        for c in chunks {
+            o.push(c);
+        }
+        o.finish(false)
+    }
+
+    /// Streaming the log in any split observes what the whole text gives.
     #[test]
-    fn any_buffer_split_observes_the_same() {
+    fn any_split_observes_the_same() {
         let text = "a Model loading took 1 s\r\nDropping output for unknown req \u{e9}\r\x0bb\n\n"
             .repeat(5)
             + "force killing remaining process 1 engine startup completed";
         let mut bytes = text.into_bytes();
         bytes.extend_from_slice(b"\xff\xfe Dropping output for unknown req x\r");
-        let (whole, _) = observe(Some(&bytes[..]));
-        for cap in [1, 2, 3, 7, 4096] {
-            let (got, err) = observe(Some(std::io::BufReader::with_capacity(cap, &bytes[..])));
-            assert!(err.is_none());
-            assert_eq!(got.timing_lines, whole.timing_lines, "capacity {cap}");
+        let whole = observe(&[&bytes]);
+        for_each_split(&bytes, 30, 5, |chunks| {
+            let got = observe(chunks);
+            assert_eq!(got.timing_lines, whole.timing_lines);
             for (a, b) in got
                 .lifecycle
                 .markers
@@ -183,13 +217,9 @@ mod tests {
                 .iter()
                 .zip(&whole.lifecycle.markers.0)
             {
-                assert_eq!(
-                    (a.1.count, &a.1.examples),
-                    (b.1.count, &b.1.examples),
-                    "capacity {cap}"
-                );
+                assert_eq!((a.1.count, &a.1.examples), (b.1.count, &b.1.examples));
             }
-        }
+        });
         assert_eq!(whole.lifecycle.markers.0[0].1.count, 6);
         assert_eq!(whole.timing_lines.len(), 6);
     }
@@ -199,7 +229,7 @@ mod tests {
         let text: String = (1..=8)
             .map(|i| format!("x{i} force killing remaining process 7\n"))
             .collect();
-        let (obs, _) = observe(Some(text.as_bytes()));
+        let obs = observe(&[text.as_bytes()]);
         let m = &obs.lifecycle.markers.0[1].1;
         assert_eq!(m.count, 8);
         let want: Vec<String> = [1, 2, 3, 6, 7, 8]
@@ -207,10 +237,8 @@ mod tests {
             .map(|i| format!("x{i} force killing remaining process 7"))
             .collect();
         assert_eq!(m.examples, want);
-        let (few, _) = observe(Some(
-            &b"Dropping output for unknown req 1
-Model loading took 3 s"[..],
-        ));
+        let few = observe(&[b"Dropping output for unknown req 1
+Model loading took 3 s"]);
         assert_eq!(few.lifecycle.markers.0[0].1.examples.len(), 1);
         assert_eq!(few.timing_lines, ["Model loading took 3 s"]);
     }
