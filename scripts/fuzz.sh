@@ -31,6 +31,42 @@ if [[ ! -e fuzz/corpus/scanner/seed-simple ]]; then
     { printf '\x00\x20\x01'; gzip -dc tests/traces/HolisticTraceAnalysis/triton_example.json.gz | head -c 4000; } >fuzz/corpus/scanner/seed-kineto
 fi
 
+# Join seed: a trace with a pause and host work, a NUL, then a two-GPU trace.csv on the same clock
+# (see fuzz_targets/join.rs).
+mkdir -p fuzz/corpus/join
+if [[ ! -e fuzz/corpus/join/seed-pair ]]; then
+    {
+        printf '%s' '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1000,"dur":100},{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":8,"ts":2000,"dur":100},{"ph":"X","cat":"user_annotation","name":"s","pid":9,"tid":9,"ts":900,"dur":1500},{"ph":"X","cat":"cpu_op","name":"c","pid":9,"tid":9,"ts":1200,"dur":300}],"baseTimeNanoseconds":0}'
+        printf '\0'
+        printf 't_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n'
+        printf '1,1000000,SAMPLE,,100,50,,,,,0,5\n2,1500000,SAMPLE,,300,90,,,,,1,9\n3,2100000,SAMPLE,,120,0,,,,7,0,12\n4,1200000,MARK,m,,,,,,,,\n'
+    } >fuzz/corpus/join/seed-pair
+fi
+
+# gzip_diff seeds: 1 knob byte (chunk size), then gzip streams (with padding, with garbage).
+mkdir -p fuzz/corpus/gzip_diff
+if [[ ! -e fuzz/corpus/gzip_diff/seed-multi ]]; then
+    { printf '\x03'; printf 'hello hello hello' | gzip -n; printf '{"traceEvents":[]}' | gzip -n -9; } >fuzz/corpus/gzip_diff/seed-multi
+    { printf '\x00'; printf 'x' | gzip -n; printf '\0\0\0'; } >fuzz/corpus/gzip_diff/seed-padded
+    { printf '\x01'; head -c 3000 tests/analyze/pause.csv | gzip -n; printf 'trailing'; } >fuzz/corpus/gzip_diff/seed-garbage
+fi
+
+# Analyzer seeds: 3 knob bytes (see fuzz_targets/analyzer.rs), then a trace.csv, a trace, a .gz.
+mkdir -p fuzz/corpus/analyzer
+if [[ ! -e fuzz/corpus/analyzer/seed-csv ]]; then
+    { printf '\x82\x85\x07'; head -c 6000 tests/analyze/pause.csv; } >fuzz/corpus/analyzer/seed-csv
+    { printf '\x00\x03\x02'; cat tests/traces/catapult/nanoseconds.json; } >fuzz/corpus/analyzer/seed-trace
+    { printf '\x00\x01\x10'; head -c 4000 tests/analyze/multi_gpu.csv | gzip -n; } >fuzz/corpus/analyzer/seed-csv-gz
+fi
+
+# summarize_rows seeds: 2 knob bytes (see fuzz_targets/summarize_rows.rs), then telemetry lines
+# (and requests lines after a 0xFF byte).
+mkdir -p fuzz/corpus/summarize_rows
+if [[ ! -e fuzz/corpus/summarize_rows/seed2-alpha ]]; then
+    { printf '\x05\x40'; head -c 3000 tests/summarize/cases/basic/alpha-host/telemetry.jsonl; } >fuzz/corpus/summarize_rows/seed2-alpha
+    { printf '\x01\x02'; printf '{"unix": 1e400, "host_memory": {"available": NaN, "used": 1}}\r\n{"unix": 2}\r'; } >fuzz/corpus/summarize_rows/seed2-odd
+fi
+
 # No sanitizer: flinch-core forbids unsafe code, so AddressSanitizer adds build time and halves the
 # execution rate without finding anything a panic would not; libFuzzer still catches panics,
 # hangs (-timeout) and memory blow-ups (-rss_limit_mb).

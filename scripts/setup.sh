@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh machine. Idempotent: each step is skipped when done.
-# Usage: scripts/setup.sh [--browser]   (--browser adds wasm-bindgen-cli, Chromium and npm packages)
+# Usage: scripts/setup.sh [--browser] [--bench]   (--browser adds wasm-bindgen-cli, Chromium and npm packages;
+#        --bench adds pigz for scripts/bench-trace.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,6 +83,18 @@ if [[ " $* " == *" --browser "* ]]; then
     echo "present: tests/browser/node_modules matches package-lock.json"
   else
     (cd tests/browser && npm ci --no-audit --no-fund)
+  fi
+fi
+
+if [[ " $* " == *" --bench "* ]]; then
+  step "pigz (the decompression baseline of scripts/bench-trace.sh)"
+  if command -v pigz >/dev/null; then
+    echo "present: $(pigz --version 2>&1)"
+  else
+    sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends pigz
   fi
 fi
 

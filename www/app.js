@@ -105,7 +105,7 @@ function showProgress(bytes, total) {
 
 /// Starts an analysis of `file`; `window` = {start, end} mark labels for a trace.csv window.
 function analyze(file, window) {
-  const options = { kind: 'auto', limits: 'bounded', source: file.name };
+  const options = { kind: 'auto', limits: 'page', source: file.name };
   if (window) Object.assign(options, window);
   if (!window) recording = null;
   showJob(file, options);

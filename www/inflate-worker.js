@@ -88,7 +88,8 @@ async function run(file, port) {
     }
     if (first) port.postMessage({ type: 'begin', gzip: false });
     const cut = inflater ? inflater.end() : null;
-    port.postMessage({ type: 'end', cut: cut ?? null, bytes });
+    const warning = inflater ? inflater.warning() : null;
+    port.postMessage({ type: 'end', cut: cut ?? null, warning: warning ?? null, bytes });
   } catch (e) {
     postMessage({ type: 'error', message: e && e.message ? e.message : String(e), bytes });
   } finally {

@@ -56,6 +56,7 @@ async function analyze(options, port) {
         }
       } else if (m.type === 'end' && analyzer) {
         if (m.cut) analyzer.noteCutGzip(m.cut);
+        if (m.warning) analyzer.noteGzipWarning(m.warning);
         const json = analyzer.end();
         analyzer.free();
         analyzer = null;

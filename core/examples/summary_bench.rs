@@ -3,7 +3,7 @@
 //! Scans the file once (untimed) into an in-memory list of events (their strings in one arena,
 //! as the native pipeline's batches hold them), then times `TraceSummary` (`Limits::NATIVE`, the
 //! CLI's default) over that list, `add` and `finish` separately, `PASSES` times (default 3).
-//! With `SUMMARY_BENCH_MEMO=1`, through `add_memo` with one memo per (cat, name) per 2048
+//! With `SUMMARY_BENCH_MEMO=1`, through `add_batched` with one memo per (cat, name) per 2048
 //! events, as the native pipeline's batches do (the pairs are numbered untimed, at the scan).
 //! Prints CPU seconds per pass, ns per event, and a hash of the `--json` text, which must not
 //! change when the summary is made faster. For instruction counts of the summary alone (the
@@ -61,6 +61,7 @@ fn event<'a>(r: &Rec, text: &'a [u8]) -> Event<'a> {
         tid: r.tid,
         id: r.id,
         scope: r.scope,
+        quoted_times: 0,
     }
 }
 
@@ -165,7 +166,7 @@ fn add_all(recs: &[Rec], text: &[u8], limits: Limits) -> TraceSummary {
     summary
 }
 
-/// As [`add_all`], through `TraceSummary::add_memo` with one memo per pair, forgotten every
+/// As [`add_all`], through `TraceSummary::add_batched` with one memo per pair, forgotten every
 /// 2048 events: as the native pipeline's batches do (`SUMMARY_BENCH_MEMO=1`).
 #[inline(never)]
 fn add_all_memo(recs: &[Rec], text: &[u8], limits: Limits, pairs: usize) -> TraceSummary {
@@ -174,7 +175,7 @@ fn add_all_memo(recs: &[Rec], text: &[u8], limits: Limits, pairs: usize) -> Trac
     for batch in recs.chunks(2048) {
         memos.iter_mut().for_each(|m| *m = None);
         for r in batch {
-            summary.add_memo(&event(r, text), &mut memos[r.pair as usize]);
+            summary.add_batched(&event(r, text), &mut memos[r.pair as usize]);
         }
     }
     summary

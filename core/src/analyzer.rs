@@ -27,7 +27,9 @@ use serde::Deserialize;
 use crate::Limits;
 use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
 use crate::json::{EventScanner, Scan, ScanError};
-use crate::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
+use crate::summary::{
+    DEFAULT_TOP_OPS, EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult,
+};
 use crate::window::{AnalyzeOptions, PowerSource, RecordingAnalysis, WindowAnalyzer, WindowSelect};
 
 /// What the input is.
@@ -55,7 +57,8 @@ impl Kind {
     }
 }
 
-/// Which memory bounds to use: see [`Limits::EXACT`], [`Limits::NATIVE`] and [`Limits::BOUNDED`].
+/// Which memory bounds to use: see [`Limits::EXACT`], [`Limits::NATIVE`], [`Limits::PAGE`] and
+/// [`Limits::BOUNDED`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LimitsPreset {
@@ -66,6 +69,9 @@ pub enum LimitsPreset {
     Bounded,
     /// [`Limits::NATIVE`]: the native CLI's budget; exact for inputs that fit in it.
     Native,
+    /// [`Limits::PAGE`]: the web page's budget (the native one with room for more durations
+    /// and intervals, within 256 MiB of WebAssembly memory).
+    Page,
 }
 
 /// How to analyze: built by the native commands from their flags, and by the page from a JSON
@@ -77,6 +83,9 @@ pub struct AnalyzerOptions {
     pub kind: Kind,
     /// Memory bounds preset.
     pub limits: LimitsPreset,
+    /// Limits given as such (native callers), used instead of the preset's.
+    #[serde(skip)]
+    pub custom_limits: Option<Limits>,
     /// The `source` string written into the result (native: the path as given; page: the file name).
     pub source: String,
     /// trace.csv only: label of the start mark of the window (with `end`).
@@ -152,12 +161,16 @@ impl AnalyzerOptions {
         })
     }
 
-    /// The [`Limits`] of the chosen preset.
+    /// The [`Limits`]: `custom_limits` when given, else the chosen preset's.
     pub fn limits(&self) -> Limits {
+        if let Some(limits) = self.custom_limits {
+            return limits;
+        }
         match self.limits {
             LimitsPreset::Exact => Limits::EXACT,
             LimitsPreset::Bounded => Limits::BOUNDED,
             LimitsPreset::Native => Limits::NATIVE,
+            LimitsPreset::Page => Limits::PAGE,
         }
     }
 }
@@ -247,8 +260,18 @@ pub struct Analyzer {
     cut_gzip: Option<String>,
     /// The caller inflates gzip itself and feeds decoded bytes ([`Analyzer::with_decoded_input`]).
     decoded_gzip: bool,
+    /// A warning from the gzip layer for the result (trailing garbage ignored).
+    gzip_warning: Option<String>,
     container: Container,
     content: Content,
+    /// For a trace: what [`Analyzer::set_trace_io`] gave, until the summary takes it.
+    trace_io: Option<TraceIo>,
+}
+
+/// A spill and a replay for the trace summary (see [`Analyzer::set_trace_io`]).
+struct TraceIo {
+    spill: Box<dyn IntervalSpill>,
+    replay: Box<dyn EventReplay>,
 }
 
 /// The file layer: plain, or gzip decoded by the core decoder.
@@ -291,11 +314,20 @@ impl Analyzer {
             failed: None,
             cut_gzip: None,
             decoded_gzip: false,
+            gzip_warning: None,
             container: Container::Sniffing { first: None },
             content: Content::Detecting {
                 whitespace: Vec::new(),
             },
+            trace_io: None,
         }
+    }
+
+    /// For a trace: the busy unions' spill and a way to read the input again, so that the
+    /// summary stays exact past its limits (see [`TraceSummary::set_spill`] and
+    /// [`TraceSummary::set_replay`]). Call before the first write.
+    pub fn set_trace_io(&mut self, spill: Box<dyn IntervalSpill>, replay: Box<dyn EventReplay>) {
+        self.trace_io = Some(TraceIo { spill, replay });
     }
 
     /// The options this analyzer was built with.
@@ -349,10 +381,14 @@ impl Analyzer {
     fn feed(&mut self, mut input: &[u8]) -> Result<(), AnalyzeError> {
         match &mut self.container {
             Container::Sniffing { .. } => unreachable!("the container is known before feeding"),
-            Container::Plain => self.content.write(input, &self.options, self.decoded_gzip),
+            Container::Plain => {
+                self.content
+                    .write(input, &self.options, self.decoded_gzip, &mut self.trace_io)
+            }
             Container::Gzip { decoder, out } => loop {
                 let (status, nin, nout) = decoder.decode(input, out)?;
-                self.content.write(&out[..nout], &self.options, true)?;
+                self.content
+                    .write(&out[..nout], &self.options, true, &mut self.trace_io)?;
                 input = &input[nin..];
                 if status != GzStatus::OutputFull {
                     return Ok(());
@@ -377,6 +413,12 @@ impl Analyzer {
     /// a trace.csv fails with [`AnalyzeError::CutInput`].
     pub fn note_cut_gzip(&mut self, message: &str) {
         self.cut_gzip = Some(message.into());
+    }
+
+    /// For callers that inflate by themselves: a warning of the gzip layer
+    /// ([`Inflater::warning`]), listed in the result's warnings.
+    pub fn note_gzip_warning(&mut self, message: &str) {
+        self.gzip_warning = Some(message.into());
     }
 
     /// Ends the input and renders the result JSON: what `--json` prints and the page shows.
@@ -421,6 +463,9 @@ impl Analyzer {
             }
             Container::Plain => {}
             Container::Gzip { decoder, .. } => {
+                if let Some(at) = decoder.trailing_garbage_at() {
+                    self.gzip_warning = Some(trailing_garbage_warning(at));
+                }
                 if let Err(e) = decoder.finish() {
                     if !e.is_truncated() || !matches!(self.content, Content::Trace(_)) {
                         return Err(e.into());
@@ -434,8 +479,16 @@ impl Analyzer {
         {
             return Err(AnalyzeError::CutInput(message));
         }
-        self.content.end(&self.options, self.cut_gzip)
+        self.content
+            .end(&self.options, self.cut_gzip, self.gzip_warning)
     }
+}
+
+/// The warning for trailing garbage at byte `at` of a gzip file.
+pub fn trailing_garbage_warning(at: u64) -> String {
+    alloc::format!(
+        "trailing garbage ignored: bytes from {at} on do not start a gzip member (the data before them was read, as gzip -d does)"
+    )
 }
 
 /// The gzip layer alone, for a caller that inflates in one thread and analyzes in another (the
@@ -476,6 +529,14 @@ impl Inflater {
     /// Input bytes taken by the last [`inflate`](Inflater::inflate) call.
     pub fn consumed(&self) -> usize {
         self.consumed
+    }
+
+    /// After [`end`](Inflater::end): a warning for the result (trailing garbage ignored), to
+    /// pass to [`Analyzer::note_gzip_warning`].
+    pub fn warning(&self) -> Option<String> {
+        self.decoder
+            .trailing_garbage_at()
+            .map(trailing_garbage_warning)
     }
 
     /// End of the compressed input: `Ok(None)` when it ended between members, `Ok(Some(text))`
@@ -529,6 +590,7 @@ impl Content {
         chunk: &[u8],
         options: &AnalyzerOptions,
         decompressed: bool,
+        io: &mut Option<TraceIo>,
     ) -> Result<(), AnalyzeError> {
         match self {
             Content::Detecting { whitespace } => {
@@ -552,8 +614,12 @@ impl Content {
                 };
                 let leading = core::mem::take(whitespace);
                 *self = Content::start(kind, options)?;
-                self.write(&leading, options, decompressed)?;
-                self.write(chunk, options, decompressed)
+                if let (Content::Trace(t), Some(io)) = (&mut *self, io.take()) {
+                    t.summary.set_spill(io.spill);
+                    t.summary.set_replay(io.replay);
+                }
+                self.write(&leading, options, decompressed, io)?;
+                self.write(chunk, options, decompressed, io)
             }
             Content::Csv(w) => {
                 w.write(chunk);
@@ -600,6 +666,7 @@ impl Content {
         self,
         options: &AnalyzerOptions,
         cut_gzip: Option<String>,
+        gzip_warning: Option<String>,
     ) -> Result<Analysis, AnalyzeError> {
         match self {
             Content::Detecting { whitespace } if options.kind == Kind::Auto => {
@@ -608,7 +675,7 @@ impl Content {
                 })
             }
             Content::Detecting { .. } => {
-                Content::start(options.kind, options)?.end(options, cut_gzip)
+                Content::start(options.kind, options)?.end(options, cut_gzip, gzip_warning)
             }
             Content::Trace(mut t) => {
                 let end = t.scanner.finish();
@@ -621,9 +688,14 @@ impl Content {
                         .warnings
                         .insert(0, alloc::format!("{e}: summarized from what was read"));
                 }
+                result.warnings.extend(gzip_warning);
                 Ok(Analysis::Trace(Box::new(result)))
             }
-            Content::Csv(w) => Ok(Analysis::Recording(Box::new(w.end()))),
+            Content::Csv(w) => {
+                let mut r = w.end();
+                r.warnings.extend(gzip_warning);
+                Ok(Analysis::Recording(Box::new(r)))
+            }
         }
     }
 }
@@ -714,6 +786,48 @@ mod tests {
             run(o.clone(), &[b"\x1f", b"x"]),
             Ok(csv_oracle(b"\x1fx", &o))
         );
+    }
+
+    /// Trailing garbage after the last gzip member: the data is analyzed as without it, and the
+    /// result's warnings say so with the offset (trace and trace.csv; whole and decoded input).
+    #[test]
+    fn trailing_gzip_garbage_keeps_the_data_with_a_warning() {
+        let trace = br#"{"traceEvents":[{"ph":"X","name":"k","cat":"kernel","ts":1,"dur":5,"pid":1,"tid":1}]}"#;
+        for data in [&trace[..], PAUSE_CSV] {
+            let gz = gzip(data);
+            let bad = [&gz[..], b"garbage\n\x00"].concat();
+            let o = AnalyzerOptions::default();
+            let want = run(o.clone(), &[&gz]).unwrap();
+            let warning = trailing_garbage_warning(gz.len() as u64);
+            assert!(!want.contains("trailing garbage"));
+            for_each_split(&bad, 4, 3, |chunks| {
+                let got = run(o.clone(), chunks).unwrap();
+                assert!(got.contains(&warning), "{got}");
+                let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+                let mut w: serde_json::Value = serde_json::from_str(&want).unwrap();
+                w["warnings"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(warning.clone().into());
+                assert_eq!(v, w);
+            });
+            // The page's split: an Inflater, then an analyzer fed decoded bytes.
+            let mut inf = Inflater::new();
+            let mut a = Analyzer::with_decoded_input(o.clone(), true);
+            let mut out = alloc::vec![0u8; 1000];
+            let mut input = &bad[..];
+            loop {
+                let n = inf.inflate(input, &mut out).unwrap();
+                a.write(&out[..n]).unwrap();
+                input = &input[inf.consumed()..];
+                if input.is_empty() && n < out.len() {
+                    break;
+                }
+            }
+            assert_eq!(inf.end(), Ok(None));
+            a.note_gzip_warning(&inf.warning().unwrap());
+            assert!(a.end().unwrap().contains(&warning));
+        }
     }
 
     /// The oracle: the trace.csv analysis fed the whole file directly.

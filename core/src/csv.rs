@@ -156,6 +156,12 @@ pub enum CsvEvent {
         /// 1-based line where the record starts.
         line: u64,
     },
+    /// A quoted field opened and never closed: csv reads the rest of the file as that field.
+    /// The record is skipped; the line is where the quote opens.
+    UnbalancedQuote {
+        /// 1-based line of the opening quote.
+        line: u64,
+    },
     /// End of data.
     End,
 }
@@ -178,6 +184,30 @@ pub struct TraceCsvReader {
     fast_lines: u64,
     fast: bool,
     sep: usize,
+    /// Quoting state of the bytes csv-core consumed (see [`TraceCsvReader::track_quotes`]).
+    quote: Quote,
+    /// Line of the quote that opened the current quoted field.
+    quote_line: u64,
+    /// Whether the current record has begun (past any blank lines).
+    rec_started: bool,
+    /// Line where the current record begins.
+    rec_first_line: u64,
+    /// Line where the last header record begins.
+    header_line: u64,
+}
+
+/// Where the bytes read through csv-core stand, with csv-core's default quoting (`"` opens a
+/// quoted field at a field's start; `""` inside one is a quote).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Quote {
+    /// At the start of a field (or between records).
+    FieldStart,
+    /// In an unquoted field.
+    Unquoted,
+    /// In a quoted field.
+    Quoted,
+    /// Just after a quote inside a quoted field: it closes the field, or a second quote follows.
+    ClosingOrDoubled,
 }
 
 impl Default for TraceCsvReader {
@@ -206,25 +236,85 @@ impl TraceCsvReader {
             fast_lines: 0,
             fast: true,
             sep: 0,
+            quote: Quote::FieldStart,
+            quote_line: 0,
+            rec_started: false,
+            rec_first_line: 1,
+            header_line: 1,
         }
     }
 
     /// Back to the state of [`TraceCsvReader::new`], in place (the record buffer is not
     /// copied: a reader kept in a static can be reused without a temporary on the stack).
     pub fn reset(&mut self) {
-        self.rdr.reset();
-        self.nout = 0;
-        self.nends = 0;
-        self.overflow = false;
-        self.record_line = 1;
-        self.in_record = false;
-        self.cols = Columns::NONE;
-        self.header_seen = false;
-        self.rows = 0;
-        self.ended = false;
-        self.last_byte = 0;
-        self.fast_lines = 0;
-        self.sep = 0;
+        // Every field named (no `..`): a field added to the reader must be reset here too.
+        let TraceCsvReader {
+            rdr,
+            out: _,
+            ends: _,
+            nout,
+            nends,
+            overflow,
+            record_line,
+            in_record,
+            cols,
+            header_seen,
+            rows,
+            ended,
+            last_byte,
+            fast_lines,
+            fast: _,
+            sep,
+            quote,
+            quote_line,
+            rec_started,
+            rec_first_line,
+            header_line,
+        } = self;
+        rdr.reset();
+        (*nout, *nends, *overflow) = (0, 0, false);
+        (*record_line, *in_record) = (1, false);
+        (*cols, *header_seen, *rows, *ended) = (Columns::NONE, false, 0, false);
+        (*last_byte, *fast_lines, *sep) = (0, 0, 0);
+        (*quote, *quote_line) = (Quote::FieldStart, 0);
+        (*rec_started, *rec_first_line, *header_line) = (false, 1, 1);
+    }
+
+    /// Follows the quoting of `bytes` (just consumed by csv-core, the first on line `line`), to
+    /// tell a record cut short by an unclosed quote and where it opened, and where each record
+    /// begins. Only the csv-core path sees quotes (the fast path takes lines without any).
+    fn track_quotes(&mut self, bytes: &[u8], mut line: u64) {
+        for &b in bytes {
+            if !self.rec_started && b != b'\n' && b != b'\r' {
+                self.rec_started = true;
+                self.rec_first_line = line;
+            }
+            self.quote = match (self.quote, b) {
+                (Quote::Quoted, b'"') => Quote::ClosingOrDoubled,
+                (Quote::Quoted, _) => Quote::Quoted,
+                (Quote::FieldStart, b'"') => {
+                    self.quote_line = line;
+                    Quote::Quoted
+                }
+                (Quote::ClosingOrDoubled, b'"') => Quote::Quoted,
+                (_, b',' | b'\n' | b'\r') => Quote::FieldStart,
+                _ => Quote::Unquoted,
+            };
+            if b == b'\n' {
+                line += 1;
+            }
+        }
+    }
+
+    /// 1-based line where the last header record begins.
+    pub fn header_line(&self) -> u64 {
+        self.header_line
+    }
+
+    /// Whether the current header names the two columns every row needs (`t_mono_ns` and
+    /// `row_type`). False when the first line is data (no header), or was over-long.
+    pub fn header_usable(&self) -> bool {
+        self.cols.has(Col::TMonoNs) && self.cols.has(Col::RowType)
     }
 
     /// A reader that sends every byte through csv-core (the oracle of the fast path's tests).
@@ -336,6 +426,7 @@ impl TraceCsvReader {
             *consumed += nl + 1;
             if self.is_header() {
                 self.map_header();
+                self.header_line = self.record_line;
                 return Some(CsvEvent::Header);
             }
             self.rows += 1;
@@ -384,6 +475,7 @@ impl TraceCsvReader {
                 self.overflow = false;
             }
             let inp = &input[consumed..];
+            let line0 = self.line_now();
             let (res, nin, nout, nend) = if self.overflow {
                 // Discard the rest of an over-long record, reusing the buffers.
                 self.rdr.read_record(inp, &mut self.out, &mut self.ends)
@@ -396,6 +488,7 @@ impl TraceCsvReader {
             };
             if nin > 0 {
                 self.last_byte = inp[nin - 1];
+                self.track_quotes(&inp[..nin], line0);
             }
             consumed += nin;
             if !self.overflow {
@@ -419,16 +512,37 @@ impl TraceCsvReader {
                     // line is its last line less the newlines inside quoted fields (counted
                     // only when asked, see `Row::line`).
                     self.record_line = self.line_now() - u64::from(self.last_byte == b'\n');
-                    if self.overflow {
+                    let first_line = if self.rec_started {
+                        self.rec_first_line
+                    } else {
+                        self.record_line
+                    };
+                    self.rec_started = false;
+                    // Still in quotes: only at the end of the input, after swallowing the rest.
+                    if matches!(self.quote, Quote::Quoted) {
+                        self.quote = Quote::FieldStart;
                         return (
-                            CsvEvent::BadRow {
-                                line: self.record_line,
+                            CsvEvent::UnbalancedQuote {
+                                line: self.quote_line,
                             },
                             consumed,
                         );
                     }
+                    self.quote = Quote::FieldStart;
+                    if self.overflow {
+                        if !self.header_seen {
+                            // An over-long first line is no header: no column is known, and
+                            // later lines are not taken for the header.
+                            self.cols = Columns::NONE;
+                            self.header_seen = true;
+                            self.header_line = first_line;
+                            return (CsvEvent::Header, consumed);
+                        }
+                        return (CsvEvent::BadRow { line: first_line }, consumed);
+                    }
                     if !self.header_seen || self.is_header() {
                         self.map_header();
+                        self.header_line = first_line;
                         return (CsvEvent::Header, consumed);
                     }
                     self.rows += 1;
@@ -638,6 +752,7 @@ mod tests {
             CsvEvent::NeedsInput | CsvEvent::End => {}
             CsvEvent::Header => out.push(std::format!("H{}", rdr.columns().fields)),
             CsvEvent::BadRow { line } => out.push(std::format!("B{line}")),
+            CsvEvent::UnbalancedQuote { line } => out.push(std::format!("Q{line}")),
             CsvEvent::Row => {
                 let r = rdr.row();
                 out.push(std::format!(
@@ -761,7 +876,9 @@ mod tests {
                     .collect();
                 out.push(std::format!("{ev:?} L{} {fields:?}", r.line()));
             }
-            CsvEvent::BadRow { .. } => out.push(std::format!("{ev:?}")),
+            CsvEvent::BadRow { .. } | CsvEvent::UnbalancedQuote { .. } => {
+                out.push(std::format!("{ev:?}"))
+            }
         });
         out
     }
@@ -772,7 +889,9 @@ mod tests {
     fn reset_reader_reads_as_a_new_one() {
         let mut rng = Rng::from_env(23);
         for _ in 0..40 {
-            let (a, b) = (random_file(&mut rng), random_file(&mut rng));
+            let (mut a, b) = (random_file(&mut rng), random_file(&mut rng));
+            // Stopped inside a quoted field too (an unclosed quote).
+            a.push_str("5,1,MARK,\"open,\n quote");
             let cut = rng.below(a.len() as u64 + 1) as usize;
             let mut rdr = TraceCsvReader::new();
             let mut rest = &a.as_bytes()[..cut];
@@ -841,6 +960,84 @@ mod tests {
             assert_eq!(got[1], "B2");
             assert!(got[2].starts_with("L3 Mark t=Some(5) lab=ok"), "{got:?}");
         });
+    }
+
+    #[test]
+    fn unbalanced_quote_is_reported_at_the_line_where_it_opens() {
+        let head = std::format!("{HDR10}1,2,MARK,a,,,,,,\n\n3,4,MARK,\"ok\nlabel\",,,,,,\n");
+        for rest_lines in [1, 3, 400] {
+            let mut data = head.clone();
+            // A quote inside an unquoted field is text, not a quote.
+            data.push_str("5,6,MARK,x\"y,,,,,,\n");
+            data.push_str("7,8,MARK,\"never closed,,,,,,\n");
+            for k in 0..rest_lines {
+                data.push_str(&std::format!("{k},9,SAMPLE,,100,,,,,\n"));
+            }
+            for_each_split(data.as_bytes(), 3, rest_lines, |chunks| {
+                let got = read_all(chunks);
+                assert_eq!(got.len(), 5, "{got:?}");
+                assert_eq!(got[0], "H10");
+                assert!(got[1].starts_with("L2 Mark"), "{got:?}");
+                assert!(
+                    got[2].starts_with("L4 Mark t=Some(3) lab=ok\nlabel"),
+                    "{got:?}"
+                );
+                assert!(got[3].starts_with("L6 Mark t=Some(5) lab=x\"y"), "{got:?}");
+                assert_eq!(got[4], "Q7", "{rest_lines}");
+            });
+        }
+    }
+
+    #[test]
+    fn an_overlong_record_is_reported_at_its_first_line() {
+        let mut data = std::format!("{HDR10}1,2,MARK,\"");
+        for _ in 0..RECORD_BYTES / 10 {
+            data.push_str("0123456789\n");
+        }
+        data.push_str("\",,,,,,\n5,6,MARK,ok,,,,,,\n");
+        for_each_split(data.as_bytes(), 3, 2, |chunks| {
+            let got = read_all(chunks);
+            assert_eq!(got[1], "B2", "{got:?}");
+            assert!(got[2].starts_with("L412 Mark t=Some(5) lab=ok"), "{got:?}");
+        });
+    }
+
+    /// A first line with a million columns, or one that is data, is no header: the reader says
+    /// so (`header_usable`), in bounded memory, and takes no later data line for the header.
+    #[test]
+    fn a_first_line_that_is_no_header_is_flagged() {
+        let mut wide = "c,".repeat(1_000_000);
+        wide.push('\n');
+        for first in [wide.as_str(), "1,2,MARK,a,,,,,,\n", "\n\nx\n"] {
+            let data = std::format!("{first}{HDR10}5,6,MARK,b,,,,,,\n7,8,SAMPLE,,3,,,,,\n");
+            let mut rdr = TraceCsvReader::new();
+            let mut got = Vec::new();
+            drive(&mut rdr, &[data.as_bytes()], |rdr, ev| {
+                if ev == CsvEvent::Header {
+                    got.push((rdr.header_line(), rdr.header_usable()));
+                }
+            });
+            // The real header on a later line is not taken for one: its columns are unknown.
+            let want_line = if first.starts_with('\n') { 3 } else { 1 };
+            assert_eq!(
+                got,
+                [(want_line, false)],
+                "{:?}",
+                &first[..10.min(first.len())]
+            );
+        }
+        let mut rdr = TraceCsvReader::new();
+        let mut got = Vec::new();
+        drive(
+            &mut rdr,
+            &[std::format!("\n{HDR10}").as_bytes()],
+            |rdr, ev| {
+                if ev == CsvEvent::Header {
+                    got.push((rdr.header_line(), rdr.header_usable()));
+                }
+            },
+        );
+        assert_eq!(got, [(2, true)]);
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! b.gz`) decode to the concatenation of their members.
 //!
 //! Trailing zero bytes after the last complete member are tolerated (as `gzip -d` does: tape and
-//! block devices pad files with zeros); once padding has started, only zeros may follow. Any other
-//! byte where a member should start is reported as bad magic.
+//! block devices pad files with zeros). Other bytes after a complete member that do not start with
+//! the gzip magic are trailing garbage: as `gzip -d` does, the data decoded so far is kept, the
+//! rest is ignored, and [`GzDecoder::trailing_garbage_at`] gives its offset for a warning. Bad magic
+//! at the very start is an error.
 //!
 //! Memory: the inflate state, its 32 KiB history and its output area live inside the decoder
 //! (allocated once at construction under the `alloc` feature, inline without it; see
@@ -198,6 +200,8 @@ enum State {
     Between,
     /// Inside trailing zero padding after the last member.
     Padding,
+    /// Ignoring trailing garbage after the last member.
+    Garbage,
 }
 
 /// A raw-deflate (RFC 1951) inflater that [`GzDecoder`] runs its gzip framing over. The core
@@ -414,6 +418,10 @@ pub struct GzDecoder<I: RawInflate = MinizInflate> {
     total_out: u64,
     members: u64,
     failed: Option<GzError>,
+    /// Offset where the current (or next) member's header starts.
+    member_start: u64,
+    /// Offset of trailing garbage after the last member, once seen.
+    garbage_at: Option<u64>,
 }
 
 impl Default for GzDecoder {
@@ -458,7 +466,26 @@ impl<I: RawInflate> GzDecoder<I> {
             total_out: 0,
             members: 0,
             failed: None,
+            member_start: 0,
+            garbage_at: None,
         }
+    }
+
+    /// The offset of trailing garbage after the last complete member, if any was met: bytes
+    /// that do not start a gzip member. They are ignored (the decoder reports
+    /// [`GzStatus::Done`] and takes all further input), as `gzip -d` ignores them with a
+    /// warning.
+    pub fn trailing_garbage_at(&self) -> Option<u64> {
+        self.garbage_at
+    }
+
+    /// From here on, input is trailing garbage.
+    fn start_garbage(&mut self, offset: u64, input: &[u8], nin: &mut usize) -> GzStatus {
+        self.garbage_at = Some(offset);
+        self.state = State::Garbage;
+        self.total_in += (input.len() - *nin) as u64;
+        *nin = input.len();
+        GzStatus::Done
     }
 
     /// Compressed bytes consumed so far.
@@ -520,7 +547,7 @@ impl<I: RawInflate> GzDecoder<I> {
             return Err(e);
         }
         match self.state {
-            State::Between | State::Padding if self.members > 0 => Ok(()),
+            State::Between | State::Padding | State::Garbage if self.members > 0 => Ok(()),
             _ => Err(GzError::Truncated {
                 offset: self.total_in,
             }),
@@ -593,6 +620,7 @@ impl<I: RawInflate> GzDecoder<I> {
                     if at_end {
                         return Ok(GzStatus::Done);
                     }
+                    self.member_start = self.total_in;
                     if input[*nin] == 0 {
                         self.state = State::Padding;
                     } else {
@@ -606,11 +634,13 @@ impl<I: RawInflate> GzDecoder<I> {
                     *nin += zeros;
                     self.total_in += zeros as u64;
                     if *nin < input.len() {
-                        return Err(GzError::BadMagic {
-                            offset: self.total_in,
-                        });
+                        // Garbage after zeros: all of it, zeros included, is garbage.
+                        return Ok(self.start_garbage(self.member_start, input, nin));
                     }
                     return Ok(GzStatus::Done);
+                }
+                State::Garbage => {
+                    return Ok(self.start_garbage(self.garbage_at.unwrap_or(0), input, nin));
                 }
                 State::Fixed { got } => {
                     if at_end {
@@ -619,6 +649,10 @@ impl<I: RawInflate> GzDecoder<I> {
                     let offset = self.total_in;
                     let b = self.take_header_byte(input, nin);
                     match got {
+                        0 | 1 if b != [MAGIC_0, MAGIC_1][got as usize] && self.members > 0 => {
+                            // Not a member after a complete one: trailing garbage from its start.
+                            return Ok(self.start_garbage(self.member_start, input, nin));
+                        }
                         0 if b != MAGIC_0 => return Err(GzError::BadMagic { offset }),
                         1 if b != MAGIC_1 => return Err(GzError::BadMagic { offset }),
                         2 if b != METHOD_DEFLATE => {

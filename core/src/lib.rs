@@ -24,6 +24,8 @@ pub mod csv;
 pub mod energy;
 pub mod gzip;
 pub mod intervals;
+#[cfg(feature = "alloc")]
+pub mod join;
 pub mod json;
 pub mod limits;
 pub mod ordered;

@@ -7,10 +7,15 @@ pub struct Limits {
     /// Longest string (category, name, label) kept per event, in bytes. Longer strings are
     /// truncated at a UTF-8 boundary and counted as a warning.
     pub max_string_bytes: usize,
-    /// Largest single trace event accepted, in bytes; `usize::MAX` means no limit.
+    /// Largest single trace event accepted, in bytes; `usize::MAX` means no limit. An event's
+    /// size costs no memory (`args` and other fields are skipped without copying), so every
+    /// preset reads events of any size; larger ones are skipped and counted in `warnings`.
     pub max_event_bytes: usize,
     /// Distinct (category, name) ops tracked; beyond it, ops fold into an "(other)" row.
     pub max_ops: usize,
+    /// Bytes of distinct (category, name) op keys kept; a new op that would pass it folds into
+    /// the "(other)" row, as past `max_ops`.
+    pub max_name_bytes: usize,
     /// Distinct categories tracked; beyond it, categories fold into "(other)".
     pub max_categories: usize,
     /// Disjoint intervals kept live over all busy-time unions of a trace summary. Past it, the trace summary retires the older half of the largest
@@ -44,6 +49,7 @@ impl Limits {
         max_string_bytes: 4096,
         max_event_bytes: usize::MAX,
         max_ops: usize::MAX,
+        max_name_bytes: usize::MAX,
         max_categories: usize::MAX,
         max_intervals: usize::MAX,
         max_exact_values: usize::MAX,
@@ -54,23 +60,25 @@ impl Limits {
         max_gpus: 64,
     };
 
-    /// The native CLI's default: a memory budget (at most about 55 MiB of tables, whatever the
-    /// input) under which the results are exact, and past which they degrade with the error
-    /// bound stated under `approximations`. Worst cases: exact durations 16 MiB (4 Mi units:
-    /// 4 Mi durations below 4.29 s), op sketches 16 KiB each for at most 1024 ops (16 MiB),
-    /// busy unions 2^18 live intervals in all (16 bytes each, storage up to ~3x that after a
-    /// union retires half: ~12 MiB), op/category names up to 2 x 2 KiB each (4.1 MiB), open
-    /// `B` slices and their threads (~4 MiB). Events over 4 MiB are skipped (counted). Exact for
-    /// a trace with at most 1023 distinct (category, name) ops, 63 categories, names under
-    /// 2 KiB, about 4 million durations, and at most 2^18 disjoint busy intervals over all
-    /// categories and the total (past that, input in time order stays exact).
+    /// The native CLI's default (`trace`, `summarize`): exact results in bounded memory (peak
+    /// RSS within 64 MiB) for traces up to the stated limits, approximations past them stated
+    /// under `approximations` with their bounds. Tables at most about 40 MiB: op and category
+    /// names 8 MiB (at most 131,072 ops and 1,024 categories; ~100,000 ops at names of up to 80
+    /// bytes) plus ~7 MiB of per-op state, exact durations 24 MiB (6 Mi units: 6 Mi durations
+    /// below 4.29 s, counted by allocated capacity), busy unions 2^18 live intervals in all (16
+    /// bytes each, up to ~3x that after a union retires half: ~12 MiB), open `B` slices and
+    /// their threads (~4 MiB). Past the durations budget the listed ops' percentiles come from
+    /// further passes over the file, and past the interval budget the retired intervals go to a
+    /// temporary file (native `trace` and `summarize`; `flinch_core` alone states the
+    /// approximation instead). Events of any size are read (`args` is skipped without copying).
     pub const NATIVE: Limits = Limits {
         max_string_bytes: 2048,
-        max_event_bytes: 4 << 20,
-        max_ops: 1024,
-        max_categories: 64,
+        max_event_bytes: usize::MAX,
+        max_ops: 1 << 17,
+        max_name_bytes: 8 << 20,
+        max_categories: 1024,
         max_intervals: 1 << 18,
-        max_exact_values: 4 << 20,
+        max_exact_values: 6 << 20,
         max_open_slices: 65_536,
         max_marks: 65_536,
         // Not used by traces; as EXACT, every kept mark's spans (2 per mark).
@@ -78,11 +86,27 @@ impl Limits {
         max_gpus: 64,
     };
 
-    /// A bounded default of a few MiB, for embedded agents and the browser.
+    /// The web page: [`Limits::NATIVE`] with room for more exact durations and live intervals
+    /// (the page cannot spill to a file or read the file again), within 256 MiB of WebAssembly
+    /// memory: durations 64 MiB (16 Mi units), busy unions 2^21 live intervals (up to ~96
+    /// MiB). Past them the output states the approximation and its bound. For trace.csv it
+    /// keeps [`Limits::BOUNDED`]'s marks, spans and GPUs.
+    pub const PAGE: Limits = Limits {
+        max_exact_values: 16 << 20,
+        max_intervals: 1 << 21,
+        // trace.csv: as BOUNDED (spans cost ~0.6 KB per GPU each).
+        max_marks: Limits::BOUNDED.max_marks,
+        max_spans: Limits::BOUNDED.max_spans,
+        max_gpus: Limits::BOUNDED.max_gpus,
+        ..Limits::NATIVE
+    };
+
+    /// A bounded default of a few MiB, for embedded agents (`trace --bounded`).
     pub const BOUNDED: Limits = Limits {
         max_string_bytes: 1024,
-        max_event_bytes: 256 << 20,
+        max_event_bytes: usize::MAX,
         max_ops: 4096,
+        max_name_bytes: 1 << 20,
         max_categories: 256,
         max_intervals: 65_536,
         max_exact_values: 1 << 20,

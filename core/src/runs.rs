@@ -55,7 +55,7 @@ mod traces;
 mod warnings;
 
 pub use folder::{NOT_FOUND, RunsFolder};
-pub use jsonl::JsonlReader;
+pub use jsonl::{JsonlReader, MAX_LINE_BYTES};
 pub use logs::{Lifecycle, LogObservations, LogObserver, MarkerCount};
 pub use path::PyPath;
 pub use requests::{FirstWarmup, RequestSummary, Startup, Trend, Trends};
@@ -70,6 +70,14 @@ pub use crate::ordered::OrderedMap;
 use crate::pynum::{add, sub};
 use crate::telemetry::{Num, TelemetrySummary, Window};
 use jsonl::{num, truthy};
+
+/// Largest file read whole (`report.json`, `status.json`, a trace's diagnostic `report.json`),
+/// in bytes: these are held to be parsed, so a larger one is treated as unreadable, with
+/// [`TOO_LARGE`] as the reason, and memory stays bounded whatever the folder holds.
+pub const MAX_WHOLE_FILE_BYTES: usize = 16 << 20;
+
+/// Why a file read whole was not read: it is larger than [`MAX_WHOLE_FILE_BYTES`].
+pub const TOO_LARGE: &str = "larger than 16777216 bytes, the most read whole";
 
 /// What the caller found at a path, for the files read whole.
 #[derive(Clone, Copy, Debug)]
@@ -195,6 +203,7 @@ pub struct RunSummarizer {
     /// Computed once the log has ended: startup figures and the sustained phase.
     details: Option<Details>,
     telemetry: Option<TelemetryReader>,
+    max_line_bytes: usize,
 }
 
 #[derive(Debug)]
@@ -207,16 +216,23 @@ struct Details {
 impl RunSummarizer {
     /// A summarizer for run `name` of the runs folder `runs`.
     pub fn new(runs: &PyPath, name: &str) -> Self {
+        Self::with_max_line_bytes(runs, name, MAX_LINE_BYTES)
+    }
+
+    /// A summarizer whose JSONL and log lines longer than `max_line_bytes` are skipped and
+    /// counted ([`MAX_LINE_BYTES`] in [`new`](Self::new)).
+    pub fn with_max_line_bytes(runs: &PyPath, name: &str, max_line_bytes: usize) -> Self {
         RunSummarizer {
             paths: RunPaths::new(runs, name),
             w: Warnings::default(),
             report: None,
             host_report: Map::new(),
             requests: Vec::new(),
-            requests_reader: JsonlReader::new(),
-            log: Some(LogObserver::default()),
+            requests_reader: JsonlReader::with_max_line_bytes(max_line_bytes),
+            log: Some(LogObserver::with_max_line_bytes(max_line_bytes)),
             details: None,
             telemetry: None,
+            max_line_bytes,
         }
     }
 
@@ -286,8 +302,11 @@ impl RunSummarizer {
     pub fn log_end(&mut self, read_error: Option<&str>) {
         let Some(log) = self.log.take() else { return };
         let obs = log.finish(read_error.is_some());
+        let shown = self.paths.log.to_py_string();
+        for line in obs.warnings.render(&shown) {
+            self.w.note(line);
+        }
         if let Some(e) = read_error {
-            let shown = self.paths.log.to_py_string();
             self.w.note(alloc::format!(
                 "{shown}: read error, lines after it are missing: {e}"
             ));
@@ -325,9 +344,10 @@ impl RunSummarizer {
         if self.report.is_some() && self.details.is_none() {
             self.log_end(None);
         }
-        let details = &self.details;
-        self.telemetry
-            .get_or_insert_with(|| TelemetryReader::new(&windows(details)))
+        let (details, max_line_bytes) = (&self.details, self.max_line_bytes);
+        self.telemetry.get_or_insert_with(|| {
+            TelemetryReader::with_max_line_bytes(&windows(details), max_line_bytes)
+        })
     }
 
     /// The next chunk of `<name>-host/telemetry.jsonl`.
@@ -449,6 +469,33 @@ mod tests {
             run.telemetry_push(c);
         }
         serde_json::to_string(&run.finish(None)).unwrap()
+    }
+
+    #[test]
+    fn the_too_large_reason_names_the_limit() {
+        assert!(TOO_LARGE.contains(&alloc::format!(" {MAX_WHOLE_FILE_BYTES} bytes")));
+    }
+
+    /// A log line past the limit is skipped and named in the run's warnings with the log's
+    /// path and its line number; the markers of the other lines are found as before.
+    #[test]
+    fn log_lines_past_the_limit_are_counted() {
+        let mut run = RunSummarizer::with_max_line_bytes(&PyPath::new("r"), "x", 40);
+        run.report(FileRead::Bytes(b"{}"));
+        run.status(FileRead::Missing);
+        run.requests_end(None);
+        run.log_push(b"Model loading took 2 s\n");
+        run.log_push(&[b'y'; 50]);
+        run.log_push(b" Model loading took 9 s\nforce killing remaining process 1\n");
+        run.log_end(None);
+        let r = run.finish(None);
+        assert_eq!(
+            r.warnings,
+            ["r/x-host/command.log: line over 40 bytes skipped: 1 line (2)"]
+        );
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("[\"Model loading took 2 s\"]"), "{json}");
+        assert!(json.contains("\"count\":1"), "{json}");
     }
 
     /// Every file pushed in any split gives the record of the files pushed whole.

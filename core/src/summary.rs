@@ -12,7 +12,8 @@
 //!   [`Limits::max_open_slices`]; unmatched `E`s and never-closed `B`s are counted.
 //!
 //! Departures from the reference `trace_summary`, each counted in `warnings`: `dur: true` is
-//! not 1 µs, and `NaN`, negative or missing durations are skipped. Kept for parity: an event
+//! not 1 µs, `NaN`, negative or missing durations are skipped, and an `X` event whose `dur` or
+//! `ts` is a numeric string counts (the reference skips it, or stops on a string `ts`). Kept for parity: an event
 //! without `cat` is counted under category `"uncategorized"` but its op key uses category `""`.
 //!
 //! # Numbers
@@ -22,8 +23,13 @@
 //!
 //! # Modes
 //! - Exact ([`Limits::EXACT`], `alloc`): every duration is kept for exact percentiles.
-//! - Budget ([`Limits::NATIVE`], the native CLI's default): the bounded mode below with limits
-//!   large enough that ordinary traces stay exact; past them it degrades as below.
+//! - Budget ([`Limits::NATIVE`], the native CLI's default; [`Limits::PAGE`] on the web page):
+//!   the bounded mode below with limits large enough that ordinary traces stay exact. With an
+//!   [`IntervalSpill`] ([`TraceSummary::set_spill`]) the busy unions stay exact past
+//!   `max_intervals` (retired intervals go out as sorted runs, merged at the end), and with an
+//!   [`EventReplay`] ([`TraceSummary::set_replay`]) the listed ops' percentiles stay exact past
+//!   `max_exact_values` (further passes over the input at `finish`): native `trace` gives both,
+//!   so only the op/category/name limits remain (docs/trace-exactness.md).
 //! - Bounded: ops beyond `max_ops` fold into an `"(other)"` row, categories beyond
 //!   `max_categories` into an `"(other)"` category, and the busy unions (per category and the
 //!   total) keep at most `max_intervals` live intervals in all: past it, the largest retires
@@ -41,10 +47,20 @@
 //! Without `alloc` this module is empty: the summary keeps growable tables.
 
 #[cfg(feature = "alloc")]
+pub mod batch;
+#[cfg(feature = "alloc")]
 mod busy;
 #[cfg(feature = "alloc")]
 mod imp;
 #[cfg(feature = "alloc")]
 mod interner;
 #[cfg(feature = "alloc")]
+mod refine;
+#[cfg(feature = "alloc")]
+mod spill;
+#[cfg(feature = "alloc")]
 pub use imp::*;
+#[cfg(feature = "alloc")]
+pub use refine::EventReplay;
+#[cfg(feature = "alloc")]
+pub use spill::{IntervalSpill, MemorySpill};

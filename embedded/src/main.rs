@@ -176,7 +176,7 @@ fn sidecar_power_source(csv: &[u8], buf: &mut [u8; CHUNK_BYTES]) -> Option<Power
 fn report(r: &FixedResult, eprint: &mut impl FnMut(core::fmt::Arguments<'_>)) -> u8 {
     let horizon_ns = FixedOptions::new(b"", b"").reorder_horizon_ns;
     let warn_all = |eprint: &mut dyn FnMut(core::fmt::Arguments<'_>)| {
-        let _ = r.rows.for_each_warning(horizon_ns, |w| {
+        let _ = r.rows.for_each_warning(&r.notes, horizon_ns, |w| {
             eprint(format_args!("warning: {w}\n"));
             Ok(())
         });

@@ -3,7 +3,7 @@
 //! run must give exactly what the whole run gives (events, warnings, end state, error); so must
 //! a scan in two pieces, the second by a scanner resumed where the first ended between events
 //! (`element_boundary` / `resume_at`, what native's two-thread scan relies on). A second summary
-//! fed through `add_memo`, one memo per (cat, name) pair forgotten every few events (as native's
+//! fed through `add_batched`, one memo per (cat, name) pair forgotten every few events (as native's
 //! batches do), must give the same result as `add`.
 #![no_main]
 
@@ -13,7 +13,8 @@ use flinch_core::json::{EventScanner, Scan, ScanEnd, ScanError, ScanWarnings};
 type Event = (Vec<u8>, Option<Vec<u8>>, Option<i64>);
 /// An event's (cat, name).
 type Pair = (Option<Vec<u8>>, Option<Vec<u8>>);
-use flinch_core::summary::{OpMemo, TraceSummary};
+use flinch_core::summary::TraceSummary;
+use flinch_core::summary::batch::OpMemo;
 use libfuzzer_sys::fuzz_target;
 
 type Outcome = (Vec<Event>, ScanEnd, ScanWarnings, Option<ScanError>);
@@ -58,7 +59,7 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
                                     memos.len() - 1
                                 }
                             };
-                            memo_sum.add_memo(&e, &mut memos[k].1);
+                            memo_sum.add_batched(&e, &mut memos[k].1);
                         }
                         Scan::NeedsInput => {
                             assert_eq!(pos, chunk.len());
@@ -83,7 +84,7 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
     let warnings = *sc.warnings();
     let result = sum.finish("fuzz", &end, &warnings, 40).to_json();
     let memo_result = memo_sum.finish("fuzz", &end, &warnings, 40).to_json();
-    assert_eq!(result, memo_result, "add_memo differs from add");
+    assert_eq!(result, memo_result, "add_batched differs from add");
     (events, end, warnings, error)
 }
 

@@ -1,10 +1,14 @@
 //! Deterministically writes a Kineto-like (PyTorch profiler) trace and its `.gz`, for the trace
 //! benchmark (`scripts/bench-trace.sh`).
 //!
-//! Usage: `cargo run --release -p flinch-trace --example gen_trace -- OUT_DIR [MEGABYTES]`
+//! Usage: `cargo run --release -p flinch-trace --example gen_trace -- OUT_DIR [MEGABYTES] [SHAPE]`
 //!
 //! Writes `OUT_DIR/trace.json` (about MEGABYTES x 10^6 bytes, default 1000) and
 //! `OUT_DIR/trace.json.gz` (one gzip member). The same arguments always give the same bytes.
+//! SHAPE is `plain` (the default) or `with_stack`: a trace profiled with `with_stack=True`,
+//! where each cpu_op sits under a chain of `python_function` frames named `file.py(line): func`
+//! (thousands of distinct ops, most of them rare) and each step is an `X` `user_annotation`
+//! named `ProfilerStep#N` (one distinct op per step), as Kineto writes them.
 //!
 //! The layout follows a real Kineto trace: metadata keys and `deviceProperties` first, a ~4 MiB
 //! log array before `traceEvents` (kept under the reference tool's 8 MiB header limit), then the
@@ -73,6 +77,111 @@ const KERNELS: &[&str] = &[
     "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
 ];
 
+/// Python source files of the `with_stack` shape's frames.
+const PY_FILES: &[&str] = &[
+    "torch/nn/modules/module.py",
+    "torch/nn/modules/linear.py",
+    "torch/nn/modules/normalization.py",
+    "torch/nn/modules/activation.py",
+    "torch/nn/modules/container.py",
+    "torch/nn/modules/sparse.py",
+    "torch/nn/modules/dropout.py",
+    "torch/nn/functional.py",
+    "torch/_tensor.py",
+    "torch/autograd/__init__.py",
+    "torch/autograd/graph.py",
+    "torch/optim/optimizer.py",
+    "torch/optim/adamw.py",
+    "torch/utils/data/dataloader.py",
+    "torch/utils/data/_utils/fetch.py",
+    "torch/utils/data/_utils/collate.py",
+    "torch/distributed/distributed_c10d.py",
+    "torch/nn/parallel/distributed.py",
+    "torch/amp/autocast_mode.py",
+    "torch/profiler/profiler.py",
+    "transformers/models/llama/modeling_llama.py",
+    "transformers/models/gpt2/modeling_gpt2.py",
+    "transformers/activations.py",
+    "transformers/modeling_utils.py",
+    "transformers/trainer.py",
+    "accelerate/accelerator.py",
+    "model/attention.py",
+    "model/blocks.py",
+    "model/embeddings.py",
+    "train.py",
+];
+
+/// Function names of the `with_stack` shape's frames.
+const PY_FUNCS: &[&str] = &[
+    "_call_impl",
+    "_wrapped_call_impl",
+    "forward",
+    "backward",
+    "step",
+    "zero_grad",
+    "__next__",
+    "_next_data",
+    "fetch",
+    "default_collate",
+    "<listcomp>",
+    "<genexpr>",
+    "_apply",
+    "linear",
+    "layer_norm",
+    "dropout",
+    "softmax",
+    "gelu",
+    "silu",
+    "apply_rotary_pos_emb",
+    "rotate_half",
+    "repeat_kv",
+    "scaled_dot_product_attention",
+    "_use_grad",
+    "_single_tensor_adamw",
+    "_multi_tensor_adamw",
+    "all_reduce",
+    "_run_ddp_forward",
+    "_pre_forward",
+    "__enter__",
+    "__exit__",
+    "wrapper",
+    "decorate_context",
+    "_get_item",
+    "training_step",
+    "compute_loss",
+    "train_step",
+    "main",
+];
+
+/// Distinct frames of the `with_stack` shape: every (file, function) pair at several lines.
+const PY_LINES_PER_FUNC: usize = 8;
+
+/// The name of frame `k` of the pool: `file.py(line): func`.
+fn py_frame(k: usize) -> String {
+    let per_file = PY_FUNCS.len() * PY_LINES_PER_FUNC;
+    let file = PY_FILES[k / per_file % PY_FILES.len()];
+    let func = PY_FUNCS[k / PY_LINES_PER_FUNC % PY_FUNCS.len()];
+    let line = 17 + (k as u64).wrapping_mul(0x9E37_79B9) % 2900;
+    format!("{file}({line}): {func}")
+}
+
+/// Frames at the top of every stack (few distinct ops, most of the time).
+const PY_TOP: &[&str] = &[
+    "train.py(212): <module>",
+    "train.py(187): main",
+    "train.py(143): train_step",
+    "torch/nn/modules/module.py(1527): _call_impl",
+    "torch/nn/modules/module.py(1518): _wrapped_call_impl",
+    "<built-in method run_backward of torch._C._EngineBase object at 0x7f3a2c1e4b80>",
+];
+
+/// Which shape to write (see the module docs).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Plain,
+    WithStack,
+}
+
 const PID: u32 = 1102;
 const MAIN_TID: u32 = 1102;
 const BWD_TID: u32 = 1262;
@@ -89,6 +198,11 @@ struct Gen<W: Write> {
     external_id: u64,
     correlation: u64,
     first_event: bool,
+    shape: Shape,
+    /// `with_stack`: the Python id of the last frame written.
+    python_id: u64,
+    /// Bytes of the log array before `traceEvents` and of the string after it.
+    filler: (u64, u64),
 }
 
 /// Microseconds with three fraction digits, from nanoseconds.
@@ -124,7 +238,7 @@ impl<W: Write> Gen<W> {
         // A large non-traceEvents value before traceEvents: a Kineto-style log array, ~4 MiB.
         self.put("  \"INFO\": [")?;
         let mut n = 0u64;
-        while n < 4 << 20 {
+        while n < self.filler.0 {
             let line = format!(
                 "{}\"INFO:2024-04-03 18:51:{:02} 1102:1102 CuptiActivityProfiler.cpp:{}] Processed {} GPU records ({} bytes)\"",
                 if n == 0 { "" } else { "," },
@@ -253,11 +367,13 @@ impl<W: Write> Gen<W> {
             BWD_TID
         };
         let step_start = self.now_ns;
-        let body = format!(
-            "    \"ph\": \"B\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}",
-            us(step_start)
-        );
-        self.event(&body)?;
+        if self.shape == Shape::Plain {
+            let body = format!(
+                "    \"ph\": \"B\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}",
+                us(step_start)
+            );
+            self.event(&body)?;
+        }
         let ops = 20 + self.rng.below(40);
         let mut t = step_start + 1_000;
         for _ in 0..ops {
@@ -275,14 +391,63 @@ impl<W: Write> Gen<W> {
             let end = inner + 1_000 + self.rng.below(4_000);
             self.cpu_op(tid, t, end - t, name)?;
             self.cpu_op(tid, child_start, child_dur, child)?;
+            if self.shape == Shape::WithStack {
+                self.python_stack(tid, t, end)?;
+            }
             t = end + self.rng.below(20_000);
         }
-        let body = format!(
-            "    \"ph\": \"E\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}",
-            us(t)
-        );
-        self.event(&body)?;
+        if self.shape == Shape::Plain {
+            let body = format!(
+                "    \"ph\": \"E\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}",
+                us(t)
+            );
+            self.event(&body)?;
+        } else {
+            let body = format!(
+                "    \"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"External id\": {}\n    }}",
+                us(step_start),
+                us(t - step_start),
+                self.external_id
+            );
+            self.event(&body)?;
+        }
         self.now_ns = t + 10_000 + self.rng.below(100_000);
+        Ok(())
+    }
+
+    /// `with_stack`: the Python frames around a cpu_op that spans `[start_ns, end_ns)`, outermost
+    /// first: one or two frames from the few at the top of every stack, then one to five from
+    /// the pool of thousands, each a little wider than the frame it calls.
+    fn python_stack(&mut self, tid: u32, start_ns: u64, end_ns: u64) -> std::io::Result<()> {
+        let top = 1 + self.rng.below(2) as usize;
+        let deep = 1 + self.rng.below(5) as usize;
+        let depth = top + deep;
+        let pool = PY_FILES.len() * PY_FUNCS.len() * PY_LINES_PER_FUNC;
+        let parent = self.python_id;
+        for level in 0..depth {
+            let name = if level < top {
+                PY_TOP[self.rng.below(PY_TOP.len() as u64) as usize].to_string()
+            } else {
+                py_frame(self.rng.below(pool as u64) as usize)
+            };
+            // Outer frames start earlier and end later than the frames they call.
+            let pad_ns = (depth - level) as u64 * (200 + self.rng.below(300));
+            let ts = start_ns.saturating_sub(pad_ns);
+            let dur = end_ns + pad_ns - ts;
+            self.python_id += 1;
+            let body = format!(
+                "    \"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"{name}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"Python parent id\": {}, \"Python id\": {}, \"Python thread\": 0\n    }}",
+                us(ts),
+                us(dur),
+                if level == 0 {
+                    parent
+                } else {
+                    self.python_id - 1
+                },
+                self.python_id
+            );
+            self.event(&body)?;
+        }
         Ok(())
     }
 
@@ -292,9 +457,9 @@ impl<W: Write> Gen<W> {
         let line =
             "          <idle>-0     [001] d..2 12345.678901: sched_switch: prev_comm=swapper\\n";
         let mut n = 0;
-        while n < 32 << 20 {
+        while n < self.filler.1 {
             self.put(line)?;
-            n += line.len();
+            n += line.len() as u64;
         }
         self.put("\",\n  \"traceName\": \"/tmp/libkineto_activities_1102.json\",\n  \"displayTimeUnit\": \"ns\",\n  \"baseTimeNanoseconds\": 1712195400000000000\n}\n")
     }
@@ -317,12 +482,38 @@ impl<A: Write, B: Write> Write for Tee<A, B> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let dir = PathBuf::from(args.next().ok_or("usage: gen_trace OUT_DIR [MEGABYTES]")?);
+    let dir = PathBuf::from(
+        args.next()
+            .ok_or("usage: gen_trace OUT_DIR [MEGABYTES] [SHAPE]")?,
+    );
     let megabytes: u64 = match args.next() {
         Some(s) => s.parse()?,
         None => 1000,
     };
-    std::fs::create_dir_all(&dir)?;
+    let shape = args.next().unwrap_or_else(|| "plain".into());
+    let (bytes, steps) = generate(&dir, megabytes * 1_000_000, &shape, (4 << 20, 32 << 20))?;
+    eprintln!(
+        "gen_trace: {bytes} bytes, {steps} steps, in {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Writes `dir/trace.json` and `dir/trace.json.gz` of about `target` bytes in `shape` (`plain`
+/// or `with_stack`), with `filler` bytes of log array before `traceEvents` and of string after
+/// it (the benchmark's: 4 MiB and 32 MiB). Returns the bytes and steps written.
+pub fn generate(
+    dir: &std::path::Path,
+    target: u64,
+    shape: &str,
+    filler: (u64, u64),
+) -> Result<(u64, u64), Box<dyn std::error::Error>> {
+    let shape = match shape {
+        "plain" => Shape::Plain,
+        "with_stack" => Shape::WithStack,
+        other => return Err(format!("unknown shape {other:?}: plain or with_stack").into()),
+    };
+    std::fs::create_dir_all(dir)?;
     let json = BufWriter::with_capacity(1 << 20, File::create(dir.join("trace.json"))?);
     let gz = flate2::write::GzEncoder::new(
         BufWriter::with_capacity(1 << 20, File::create(dir.join("trace.json.gz"))?),
@@ -337,10 +528,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         external_id: 0,
         correlation: 135_000,
         first_event: true,
+        shape,
+        python_id: 0,
+        filler,
     };
-    let target = megabytes * 1_000_000;
     g.header()?;
-    let reserve = 40 << 20; // room for the trailer
+    // Room for the trailer.
+    let reserve = filler.1 + (filler.1 >> 2);
     let mut step = 0;
     while g.written + reserve < target {
         g.step(step)?;
@@ -350,10 +544,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Tee(mut json, gz) = g.out;
     json.flush()?;
     gz.finish()?.flush()?;
-    eprintln!(
-        "gen_trace: {} bytes, {step} steps, in {}",
-        g.written,
-        dir.display()
-    );
-    Ok(())
+    Ok((g.written, step))
 }

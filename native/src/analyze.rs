@@ -4,22 +4,21 @@
 //!
 //! Exit status: 0 on success (including `gpu_energy_J≈(n/a)`, as the reference); 1 for a missing
 //! or out-of-order mark (the reference's texts) and for an unreadable file; 2 for usage errors.
-use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use flinch_core::analyzer::{
-    Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
-};
+use flinch_core::analyzer::{AnalyzerOptions, Kind, LimitsPreset};
 use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
 use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
-    AnalyzeOptions, ParsedKind, ParsedRow, PowerSource, PyFixed, RecordingAnalysis, VerdictText,
-    WindowAnalyzer, WindowResult, WindowSelect, write_reference_lines,
+    AnalyzeOptions, ParsedKind, ParsedRow, Planned, PowerSource, PyFixed, RecordingAnalysis,
+    VerdictText, WindowAnalyzer, WindowResult, WindowSelect, power_text_is_bad,
+    write_reference_lines,
 };
 
 use crate::CmdResult;
+use crate::input::open_input;
 use crate::progress::ProgressLine;
 
 /// Arguments of `flinch-trace analyze`.
@@ -34,8 +33,9 @@ pub struct Args {
     /// Label of the end MARK.
     #[arg(long)]
     end: Option<String>,
-    /// Use the K-th MARK of each label (file order) instead of the first.
-    #[arg(long, default_value_t = 1, value_name = "K")]
+    /// Use the K-th MARK of each label (file order) instead of the first (1 or more).
+    #[arg(long, default_value_t = 1, value_name = "K",
+          value_parser = clap::value_parser!(u32).range(1..))]
     occurrence: u32,
     /// Print the full analysis as JSON (per GPU, edge and counter energy, RAPL, verdict). Without
     /// --start/--end: the recording-level analysis (all spans, marks, plot series).
@@ -63,7 +63,7 @@ fn py_fixed(x: f64, prec: usize) -> String {
 
 /// The power source the sidecar names, if any: any key mentioning "power" with the value
 /// "instant" or "average".
-fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
+pub(crate) fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
     let mut p = csv.as_os_str().to_owned();
     p.push(".meta.json");
     let text = std::fs::read_to_string(PathBuf::from(p)).ok()?;
@@ -89,31 +89,55 @@ fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
     find(&v)
 }
 
-/// Reads `path` in 1 MiB chunks into `sink` (with a progress line on a terminal for big files).
-fn read_all(path: &Path, mut sink: impl FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
-    let mut f = File::open(path)
-        .map_err(|e| format!("flinch-trace analyze: cannot open {}: {e}", path.display()))?;
-    let total = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut progress = ProgressLine::new("analyze", total);
-    let mut buf = vec![0u8; 1 << 20];
-    let mut done: u64 = 0;
+/// Reads `path` (plain, or gzip detected by its magic bytes and inflated) in chunks of up to
+/// 1 MiB into `sink`, with a progress line on a terminal for big files. Returns the input's
+/// warning, if any (trailing garbage after the last gzip member, ignored).
+fn read_all(
+    path: &Path,
+    mut sink: impl FnMut(&[u8]) -> Result<(), String>,
+) -> Result<Option<String>, String> {
+    let mut input = open_input(path).map_err(|e| format!("flinch-trace analyze: {e}"))?;
+    let read = input.progress();
+    let mut progress = ProgressLine::new("analyze", read.total_bytes());
     loop {
-        let n = match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(format!(
-                    "flinch-trace analyze: read error in {} at byte {done}: {e}",
-                    path.display()
-                ));
-            }
-        };
-        sink(&buf[..n])?;
-        done += n as u64;
-        progress.update(done);
+        match input.next_chunk() {
+            Ok(Some(chunk)) => sink(chunk)?,
+            Ok(None) => return Ok(input.warning().map(str::to_string)),
+            Err(e) => return Err(format!("flinch-trace analyze: {}: {e}", path.display())),
+        }
+        progress.update(read.bytes_read());
     }
-    Ok(())
+}
+
+/// Feeds the whole file to `analyzer` (on two threads when two CPUs are there), calling `each`
+/// after every batch of rows, e.g. to write out what the analysis has decided so far. Returns
+/// the input's warning, if any.
+fn feed(
+    path: &Path,
+    analyzer: &mut WindowAnalyzer,
+    mut each: impl FnMut(&mut WindowAnalyzer) -> Result<(), String>,
+) -> Result<Option<String>, String> {
+    if two_cpus() {
+        analyze_two_threads(path, analyzer, BATCH_ROWS, &mut each)
+    } else {
+        read_all(path, |chunk| {
+            analyzer.write(chunk);
+            each(analyzer)
+        })
+    }
+}
+
+/// Marks and finished spans a first pass holds; past that many, they are read in further
+/// passes and written out as they are decided (see `flinch_core::window::stream`), so memory
+/// does not grow with the number of marks. A few MiB of results at most. Tests set fewer with
+/// the environment variable `FLINCH_ANALYZE_HOLD` to take the multi-pass path on small files.
+const HOLD: usize = 4096;
+
+fn hold() -> usize {
+    std::env::var("FLINCH_ANALYZE_HOLD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(HOLD)
 }
 
 /// One reader event for the analysis thread, in file order.
@@ -122,8 +146,10 @@ enum Parsed {
     /// batch's `text`: a MARK's label is `text[a..b]`; a SAMPLE's gpu_power_W and gpu_util_pct
     /// texts are `text[a..b]` and `text[b..c]` (empty when absent: both parse to `None`).
     Row(ParsedRow, u32, u32, u32),
-    /// A header line.
-    Header,
+    /// A header line: its line, and whether it names the columns rows need.
+    Header(u64, bool),
+    /// A record cut short by an unclosed quote, with the quote's line.
+    Quote(u64),
     /// A record skipped as over-long, with its line.
     Bad(u64),
 }
@@ -150,13 +176,14 @@ fn analyze_two_threads(
     path: &Path,
     analyzer: &mut WindowAnalyzer,
     batch_rows: usize,
-) -> Result<(), String> {
+    each: &mut dyn FnMut(&mut WindowAnalyzer) -> Result<(), String>,
+) -> Result<Option<String>, String> {
     use std::sync::mpsc::sync_channel;
     let full = !analyzer.reference_only();
     let (full_tx, full_rx) = sync_channel::<Batch>(2);
     let (empty_tx, empty_rx) = sync_channel::<Batch>(2);
     std::thread::scope(|scope| {
-        let parser = scope.spawn(move || -> Result<(), String> {
+        let parser = scope.spawn(move || -> Result<Option<String>, String> {
             let mut reader = TraceCsvReader::new();
             let mut batch = Batch::default();
             batch.rows.reserve_exact(batch_rows);
@@ -164,7 +191,10 @@ fn analyze_two_threads(
             let on_event = |reader: &TraceCsvReader, ev: CsvEvent, batch: &mut Batch| {
                 match ev {
                     CsvEvent::NeedsInput | CsvEvent::End => return true,
-                    CsvEvent::Header => batch.rows.push(Parsed::Header),
+                    CsvEvent::Header => batch
+                        .rows
+                        .push(Parsed::Header(reader.header_line(), reader.header_usable())),
+                    CsvEvent::UnbalancedQuote { line } => batch.rows.push(Parsed::Quote(line)),
                     CsvEvent::BadRow { line } => batch.rows.push(Parsed::Bad(line)),
                     CsvEvent::Row => {
                         let row = reader.row();
@@ -197,7 +227,7 @@ fn analyze_two_threads(
                 next.rows.reserve_exact(batch_rows);
                 full_tx.send(std::mem::replace(batch, next)).is_ok()
             };
-            read_all(path, |mut chunk| {
+            let note = read_all(path, |mut chunk| {
                 while !chunk.is_empty() {
                     let (ev, n) = reader.read(chunk);
                     chunk = &chunk[n..];
@@ -215,32 +245,41 @@ fn analyze_two_threads(
                 }
             }
             let _ = full_tx.send(batch);
-            Ok(())
+            Ok(note)
         });
-        for batch in full_rx.iter() {
-            for ev in &batch.rows {
-                match ev {
-                    Parsed::Row(p, a, b, c) => {
-                        let (a, b, c) = (*a as usize, *b as usize, *c as usize);
-                        if p.kind == ParsedKind::Sample {
-                            let mut p = *p;
-                            p.power_w = parse_py_float(&batch.text[a..b]);
-                            p.util_pct = parse_py_float(&batch.text[b..c]);
-                            analyzer.push_parsed(&p, b"");
-                        } else {
-                            analyzer.push_parsed(p, &batch.text[a..b]);
+        // On an error here the receiver is dropped, so the parser's next send fails and it stops.
+        let consume = move || -> Result<(), String> {
+            for batch in full_rx {
+                for ev in &batch.rows {
+                    match ev {
+                        Parsed::Row(p, a, b, c) => {
+                            let (a, b, c) = (*a as usize, *b as usize, *c as usize);
+                            if p.kind == ParsedKind::Sample {
+                                let mut p = *p;
+                                p.power_w = parse_py_float(&batch.text[a..b]);
+                                p.power_bad = power_text_is_bad(&batch.text[a..b], p.power_w);
+                                p.util_pct = parse_py_float(&batch.text[b..c]);
+                                analyzer.push_parsed(&p, b"");
+                            } else {
+                                analyzer.push_parsed(p, &batch.text[a..b]);
+                            }
                         }
+                        Parsed::Header(line, usable) => analyzer.add_header(*line, *usable),
+                        Parsed::Quote(line) => analyzer.add_unbalanced_quote(*line),
+                        Parsed::Bad(line) => analyzer.add_bad_row(*line),
                     }
-                    Parsed::Header => analyzer.add_header(),
-                    Parsed::Bad(line) => analyzer.add_bad_row(*line),
                 }
+                // The parser may have stopped already; the batch is then dropped.
+                let _ = empty_tx.try_send(batch);
+                each(analyzer)?;
             }
-            // The parser may have stopped already; the batch is then dropped.
-            let _ = empty_tx.try_send(batch);
-        }
-        parser
+            Ok(())
+        };
+        let consumed = consume();
+        let parsed = parser
             .join()
-            .map_err(|_| "flinch-trace analyze: the parser thread panicked".to_string())?
+            .map_err(|_| "flinch-trace analyze: the parser thread panicked".to_string())?;
+        consumed.and(parsed)
     })
 }
 
@@ -272,42 +311,108 @@ fn two_cpus() -> bool {
     std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
 }
 
-/// The analysis `--json` prints. A plain (not gzip) file on two CPUs: `analyze_two_threads` into
-/// a `WindowAnalyzer` with the options `Analyzer` itself would give it (`window_options`), which
-/// is what `Analyzer` does for `Kind::Csv` on plain input (same rows, same calls, same result).
-/// Otherwise, and for gzip or bad options (so its errors stay its own): `Analyzer` itself.
-fn analysis_for_json(
+/// Writes the pretty JSON of pass 1's analysis (the same bytes as `RecordingAnalysis::to_json`,
+/// plus a newline) to `out`. When pass 1 did not hold them all, the marks and then the spans
+/// are read again in further passes over the file and written out as they are decided; the
+/// analysis then has empty lists in their place.
+fn write_recording_json(
+    out: &mut impl Write,
     path: &Path,
-    options: AnalyzerOptions,
-    threads: bool,
-) -> Result<Analysis, String> {
-    let plain = File::open(path).is_ok_and(|mut f| {
-        let mut magic = [0u8; 2];
-        let n = f.read(&mut magic).unwrap_or(0);
-        !flinch_core::gzip::is_gzip(&magic[..n])
-    });
-    if threads
-        && plain
-        && options.kind == Kind::Csv
-        && let Ok(window_options) = options.window_options()
-    {
-        let mut w = WindowAnalyzer::new(window_options);
-        analyze_two_threads(path, &mut w, BATCH_ROWS)?;
-        return Ok(Analysis::Recording(Box::new(w.end())));
+    opts: &AnalyzeOptions,
+    planned: Planned,
+) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(&planned.analysis).map_err(|e| e.to_string())?;
+    let mut rest = text.as_str();
+    if planned.marks_streamed {
+        rest = open_array(out, rest, "marks")?;
+        let mut arr = JsonArray { out, n: 0 };
+        let mut a = WindowAnalyzer::marks_pass(opts.clone());
+        feed(path, &mut a, |a| {
+            while let Some(m) = a.pop_mark() {
+                arr.push(&m)?;
+            }
+            Ok(())
+        })?;
+        a.end_stream();
+        while let Some(m) = a.pop_mark() {
+            arr.push(&m)?;
+        }
+        arr.close()?;
     }
-    let mut analyzer = Analyzer::new(options);
-    let at = |e: AnalyzeError| format!("flinch-trace analyze: {}: {e}", path.display());
-    read_all(path, |chunk| analyzer.write(chunk).map_err(at))?;
-    analyzer.finish().map_err(at)
+    if let Some(plan) = planned.spans {
+        rest = open_array(out, rest, "spans")?;
+        let mut arr = JsonArray { out, n: 0 };
+        let mut a = WindowAnalyzer::spans_pass(opts.clone(), plan);
+        feed(path, &mut a, |a| {
+            while let Some(w) = a.pop_span() {
+                arr.push(&w)?;
+            }
+            Ok(())
+        })?;
+        a.end_stream();
+        while let Some(w) = a.pop_span() {
+            arr.push(&w)?;
+        }
+        arr.close()?;
+    }
+    out.write_all(rest.as_bytes()).map_err(|e| e.to_string())?;
+    writeln!(out)
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())
 }
 
-/// `--json`: the analysis through `flinch_core::analyzer`, the entry point the web page uses too,
-/// so both print the same bytes for the same file and options (two threads: see
-/// [`analysis_for_json`]).
-fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
+/// Writes `text` up to and including the `[` of the empty top-level array `key` and returns
+/// the text after its `]`. Top-level keys sit on their own line, indented two spaces; a JSON
+/// string holds no raw newline, so the match is unique.
+fn open_array<'t>(out: &mut impl Write, text: &'t str, key: &str) -> Result<&'t str, String> {
+    let head = format!("\n  \"{key}\": [");
+    let at = text
+        .find(&format!("{head}]"))
+        .ok_or_else(|| format!("internal error: no empty {key} list to fill"))?;
+    let end = at + head.len();
+    out.write_all(&text.as_bytes()[..end])
+        .map_err(|e| e.to_string())?;
+    Ok(&text[end + 1..])
+}
+
+/// The items of a top-level array, written as `serde_json::to_string_pretty` writes them.
+struct JsonArray<'a, W: Write> {
+    out: &'a mut W,
+    n: u64,
+}
+
+impl<W: Write> JsonArray<'_, W> {
+    fn push(&mut self, item: &impl serde::Serialize) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(item).map_err(|e| e.to_string())?;
+        let out = &mut *self.out;
+        let io = |e: std::io::Error| e.to_string();
+        out.write_all(if self.n == 0 { b"\n" } else { b",\n" })
+            .map_err(io)?;
+        // Two levels deep: four spaces before every line.
+        for (k, line) in text.split('\n').enumerate() {
+            if k > 0 {
+                out.write_all(b"\n").map_err(io)?;
+            }
+            out.write_all(b"    ").map_err(io)?;
+            out.write_all(line.as_bytes()).map_err(io)?;
+        }
+        self.n += 1;
+        Ok(())
+    }
+
+    fn close(self) -> Result<(), String> {
+        let end: &[u8] = if self.n == 0 { b"]" } else { b"\n  ]" };
+        self.out.write_all(end).map_err(|e| e.to_string())
+    }
+}
+
+/// The options `--json` analyzes with: those of `flinch_core::analyzer` (the entry point the
+/// web page uses), so both give the same bytes for the same file and options.
+fn json_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOptions, String> {
     let options = AnalyzerOptions {
         kind: Kind::Csv,
         limits: LimitsPreset::Exact,
+        custom_limits: None,
         source: args.csv.display().to_string(),
         start: args.start.clone(),
         end: args.end.clone(),
@@ -325,22 +430,37 @@ fn json_through_analyzer(args: &Args, power_source: PowerSource) -> CmdResult {
         ),
         top: None,
     };
-    let analysis = analysis_for_json(&args.csv, options, two_cpus())?;
-    let Analysis::Recording(r) = analysis else {
-        // `Kind::Csv` always gives a recording; render anything else as the page would.
-        writeln!(std::io::stdout().lock(), "{}", analysis.to_json()).map_err(|e| e.to_string())?;
-        return Ok(ExitCode::SUCCESS);
-    };
+    options
+        .window_options()
+        .map_err(|e| format!("flinch-trace analyze: {}: {e}", args.csv.display()))
+}
+
+/// `--gpu N` where no sample has `gpu_index` N: an error naming it (the analysis would be empty).
+fn check_gpu(args: &Args, r: &RecordingAnalysis) -> Result<(), String> {
+    match args.gpu {
+        Some(g) if r.gpus.is_empty() && r.rows.samples > 0 => Err(format!(
+            "flinch-trace analyze: --gpu {g}: no SAMPLE row of {} has gpu_index {g} (rows without one count as GPU 0); leave --gpu out to analyze every GPU",
+            args.csv.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `--json`: pass 1 of the analysis, then the JSON written out (further passes when the marks
+/// or spans are many), never holding the whole text.
+fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
+    let mut a = WindowAnalyzer::planning(opts.clone(), hold());
+    let note = feed(&args.csv, &mut a, |_| Ok(()))?;
+    let mut planned = a.end_planned();
+    planned.analysis.warnings.extend(note);
+    let r = &planned.analysis;
+    check_gpu(args, r)?;
     // Warnings on stderr, as without --json (presentation only: the JSON holds them too).
-    warn_all(&r);
-    // Streamed: the same bytes as `Analysis::to_json` / `Analyzer::end` (same serializer and
-    // formatter), without holding a recording-level text of 100+ MB in memory.
+    warn_all(r);
+    let selection_error = r.selection.as_ref().and_then(|s| s.error());
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    serde_json::to_writer_pretty(&mut out, &r).map_err(|e| e.to_string())?;
-    writeln!(out)
-        .and_then(|()| out.flush())
-        .map_err(|e| e.to_string())?;
-    if let Some(message) = r.selection.as_ref().and_then(|s| s.error()) {
+    write_recording_json(&mut out, &args.csv, &opts, planned)?;
+    if let Some(message) = selection_error {
         eprintln!("{message}");
         return Ok(ExitCode::from(1));
     }
@@ -376,7 +496,8 @@ pub fn run(args: Args) -> CmdResult {
         None => sidecar_power_source(&args.csv).unwrap_or(PowerSource::Unknown),
     };
     if args.json {
-        return json_through_analyzer(&args, power_source);
+        let opts = json_options(&args, power_source)?;
+        return json_mode(&args, opts);
     }
     let recording_level = select.is_none();
     let opts = AnalyzeOptions {
@@ -389,30 +510,28 @@ pub fn run(args: Args) -> CmdResult {
         reference_only: !args.spans,
         ..AnalyzeOptions::default()
     };
-    let mut analyzer = WindowAnalyzer::new(opts);
-    if two_cpus() {
-        analyze_two_threads(&args.csv, &mut analyzer, BATCH_ROWS)?;
-    } else {
-        read_all(&args.csv, |chunk| {
-            analyzer.write(chunk);
-            Ok(())
-        })?;
-    }
-    let r = analyzer.end();
+    let mut analyzer = WindowAnalyzer::planning(opts.clone(), hold());
+    let note = feed(&args.csv, &mut analyzer, |_| Ok(()))?;
+    let mut planned = analyzer.end_planned();
+    planned.analysis.warnings.extend(note);
+    let r = &planned.analysis;
+    check_gpu(&args, r)?;
 
     if let Some(sel) = &r.selection
         && let Some(err) = sel.error()
     {
-        warn_all(&r);
+        warn_all(r);
         return Err(err);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let io = |e: std::io::Error| e.to_string();
     if let Some(w) = &r.window {
         // The reference's three lines, byte for byte.
         let mut text = String::new();
         write_reference_lines(&mut text, w.duration_s, &w.reference).map_err(|e| e.to_string())?;
-        out.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+        out.write_all(text.as_bytes()).map_err(io)?;
         if args.gpu.is_none() && r.gpus.len() > 1 {
+            out.flush().map_err(io)?;
             eprintln!(
                 "note: {} GPUs in this file; these lines mix their samples as the reference does: use --gpu N or --json",
                 r.gpus.len()
@@ -420,7 +539,7 @@ pub fn run(args: Args) -> CmdResult {
         }
     } else if r.selection.is_some() {
         // Both marks were found but one of them arrived beyond the reorder horizon.
-        warn_all(&r);
+        warn_all(r);
         return Err(
             "flinch-trace analyze: a mark of the window arrived too late in the file to be placed in time order (see the warning above)"
                 .to_string(),
@@ -428,10 +547,25 @@ pub fn run(args: Args) -> CmdResult {
     }
     if args.spans {
         for w in &r.spans {
-            writeln!(out, "{}", span_line(w)).map_err(|e| e.to_string())?;
+            writeln!(out, "{}", span_line(w)).map_err(io)?;
+        }
+        if let Some(plan) = planned.spans {
+            // Many spans: read them again, each line written as soon as it is decided.
+            let mut a = WindowAnalyzer::spans_pass(opts, plan);
+            feed(&args.csv, &mut a, |a| {
+                while let Some(w) = a.pop_span() {
+                    writeln!(out, "{}", span_line(&w)).map_err(io)?;
+                }
+                Ok(())
+            })?;
+            a.end_stream();
+            while let Some(w) = a.pop_span() {
+                writeln!(out, "{}", span_line(&w)).map_err(io)?;
+            }
         }
     }
-    warn_all(&r);
+    out.flush().map_err(io)?;
+    warn_all(r);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -505,11 +639,13 @@ mod tests {
                     assert!(want.contains("step,\\nstart"), "{want}");
                 }
                 if !reference_only {
-                    // `--json` (window and recording level): Analyzer vs the two-thread path.
+                    // `--json` (window and recording level): the page's entry point vs pass 1
+                    // holding everything, and vs the marks and spans streamed in more passes.
                     for (start, end) in [(None, None), (Some("begin"), Some("end"))] {
-                        let options = || AnalyzerOptions {
+                        let options = AnalyzerOptions {
                             kind: Kind::Csv,
                             limits: LimitsPreset::Exact,
+                            custom_limits: None,
                             source: path.display().to_string(),
                             start: start.map(String::from),
                             end: end.map(String::from),
@@ -520,14 +656,34 @@ mod tests {
                             power_source: None,
                             top: None,
                         };
-                        let one = analysis_for_json(path, options(), false).unwrap().to_json();
-                        let two = analysis_for_json(path, options(), true).unwrap().to_json();
-                        assert_eq!(two, one, "{} --json {start:?}", path.display());
+                        let mut page = flinch_core::analyzer::Analyzer::new(options.clone());
+                        page.write(&std::fs::read(path).unwrap()).unwrap();
+                        let want = match page.end() {
+                            Ok(json) => json,
+                            Err(flinch_core::analyzer::AnalyzeError::Selection {
+                                result_json,
+                                ..
+                            }) => result_json,
+                            Err(e) => panic!("{e}"),
+                        } + "\n";
+                        let opts = options.window_options().unwrap();
+                        for hold in [0, 1, 5, HOLD] {
+                            let mut a = WindowAnalyzer::planning(opts.clone(), hold);
+                            feed(path, &mut a, |_| Ok(())).unwrap();
+                            let mut out = Vec::new();
+                            write_recording_json(&mut out, path, &opts, a.end_planned()).unwrap();
+                            assert_eq!(
+                                String::from_utf8(out).unwrap(),
+                                want,
+                                "{} --json {start:?} hold {hold}",
+                                path.display()
+                            );
+                        }
                     }
                 }
                 for batch in [1, 3, BATCH_ROWS] {
                     let mut two = WindowAnalyzer::new(opts());
-                    analyze_two_threads(path, &mut two, batch).unwrap();
+                    analyze_two_threads(path, &mut two, batch, &mut |_| Ok(())).unwrap();
                     assert_eq!(
                         two.end().to_json(),
                         want,

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
+use flinch_core::analyzer::trailing_garbage_warning;
 use flinch_core::gzip::{GzDecoder, is_gzip};
 
 /// Sizes of the buffer ring between the reader thread and the consumer.
@@ -77,7 +78,8 @@ impl Progress {
 
 enum Msg {
     Data(Vec<u8>, usize),
-    End,
+    /// The end, with a warning about the input (trailing garbage after the last gzip member).
+    End(Option<String>),
     Error(InputError),
 }
 
@@ -92,6 +94,7 @@ pub struct Input {
     done: bool,
     gzip: bool,
     progress: Progress,
+    warning: Option<String>,
 }
 
 /// Opens `path` with the default ring (4 x 1 MiB) and starts its reader thread.
@@ -155,6 +158,7 @@ pub fn open_input_with(path: &Path, options: InputOptions) -> Result<Input, Stri
         done: false,
         gzip,
         progress: Progress { read, total },
+        warning: None,
     })
 }
 
@@ -162,6 +166,13 @@ impl Input {
     /// Whether the file is gzip (by its magic bytes).
     pub fn is_gzip(&self) -> bool {
         self.gzip
+    }
+
+    /// After the end (`next_chunk` gave `Ok(None)`): a warning about the input for the result,
+    /// e.g. trailing garbage after the last gzip member (ignored, its offset named, as gzip -d
+    /// does).
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
     }
 
     /// A handle on the compressed bytes read so far, for a progress bar.
@@ -189,8 +200,9 @@ impl Input {
                 let (buf, len) = self.current.insert((buf, len));
                 Ok(Some(&buf[..*len]))
             }
-            Ok(Msg::End) => {
+            Ok(Msg::End(warning)) => {
                 self.done = true;
+                self.warning = warning;
                 Ok(None)
             }
             Ok(Msg::Error(e)) => {
@@ -285,7 +297,7 @@ impl Worker {
             while filled < out.len() {
                 match read_retry(&mut self.file, &mut out[filled..]) {
                     Ok(0) => {
-                        end = Some(Msg::End);
+                        end = Some(Msg::End(None));
                         break;
                     }
                     Ok(n) => {
@@ -319,10 +331,12 @@ impl Worker {
             };
             let mut filled = 0;
             let end = loop {
-                if in_pos == self.in_len {
-                    if eof {
+                // Past trailing garbage nothing more is decoded: stop reading.
+                if in_pos == self.in_len || dec.trailing_garbage_at().is_some() {
+                    if eof || dec.trailing_garbage_at().is_some() {
+                        let warning = dec.trailing_garbage_at().map(trailing_garbage_warning);
                         break Some(match dec.finish() {
-                            Ok(()) => Msg::End,
+                            Ok(()) => Msg::End(warning),
                             Err(e) => Msg::Error(gz_error(e)),
                         });
                     }

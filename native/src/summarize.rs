@@ -11,7 +11,10 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use flinch_core::runs::{FileRead, PyPath, RunRecord, RunSummarizer, RunsSummary, host_run_name};
+use flinch_core::runs::{
+    FileRead, MAX_LINE_BYTES, MAX_WHOLE_FILE_BYTES, PyPath, RunRecord, RunSummarizer, RunsSummary,
+    TOO_LARGE, host_run_name,
+};
 
 use crate::CmdResult;
 
@@ -30,9 +33,11 @@ pub struct Args {
     /// is still running.
     #[arg(long)]
     skip_traces: bool,
-    /// Summarize traces with unbounded memory. Default: each trace within `Limits::NATIVE` (about
-    /// 55 MiB of tables), exact whenever the trace fits; past it the entry carries
-    /// `approximations` with the error bounds, and a warning.
+    /// Summarize traces in memory alone, with unbounded memory. Default: each trace as
+    /// `flinch-trace trace` does it (Limits::NATIVE: exact in bounded memory up to the limits in
+    /// docs/trace-exactness.md, spilling busy intervals to a temporary file and reading the file
+    /// again when needed); past the limits the entry carries `approximations` with the error
+    /// bounds, and a warning.
     #[arg(long)]
     exact: bool,
 }
@@ -64,6 +69,7 @@ pub fn run(args: Args) -> CmdResult {
             } else {
                 flinch_core::Limits::NATIVE
             },
+            !args.exact,
         );
     }
     let text = output
@@ -93,16 +99,33 @@ fn list_dir_sorted(dir: &PyPath) -> Vec<PyPath> {
     out
 }
 
-/// Runs `f` with what is at `path` when it is a file (read whole), else `Missing`.
+/// Runs `f` with what is at `path` when it is a file (read whole, up to
+/// [`MAX_WHOLE_FILE_BYTES`]; a larger one is unreadable, [`TOO_LARGE`]), else `Missing`.
 fn with_file<T>(path: &PyPath, f: impl FnOnce(FileRead<'_>) -> T) -> T {
     let path = fs_path(path);
     if !path.is_file() {
         return f(FileRead::Missing);
     }
-    match fs::read(&path) {
-        Ok(bytes) => f(FileRead::Bytes(&bytes)),
+    let mut bytes = Vec::new();
+    let read = fs::File::open(&path).and_then(|file| {
+        file.take(MAX_WHOLE_FILE_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+    });
+    match read {
+        Ok(n) if n > MAX_WHOLE_FILE_BYTES => f(FileRead::Unreadable(TOO_LARGE)),
+        Ok(_) => f(FileRead::Bytes(&bytes)),
         Err(e) => f(FileRead::Unreadable(&e.to_string())),
     }
+}
+
+/// Longest JSONL or log line read, in bytes ([`MAX_LINE_BYTES`]). Tests set a smaller one with
+/// the environment variable `FLINCH_SUMMARIZE_MAX_LINE_BYTES` to skip lines without writing
+/// large files.
+fn max_line_bytes() -> usize {
+    std::env::var("FLINCH_SUMMARIZE_MAX_LINE_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(MAX_LINE_BYTES)
 }
 
 /// Streams the file at `path` into `push` in 64 KiB chunks. `Err(text)` when it cannot be
@@ -122,7 +145,7 @@ fn stream_file(path: &PyPath, mut push: impl FnMut(&[u8])) -> Result<(), (bool, 
 
 /// One run: its files read in the order the core takes them.
 fn summarize_run(runs: &PyPath, name: &str) -> RunRecord {
-    let mut run = RunSummarizer::new(runs, name);
+    let mut run = RunSummarizer::with_max_line_bytes(runs, name, max_line_bytes());
     let paths = run.paths().clone();
     with_file(&paths.report, |f| run.report(f));
     if run.wants_details() {

@@ -22,7 +22,13 @@ use crate::input::open_input;
 use crate::progress::ProgressLine;
 
 #[cfg(unix)]
+mod exact_io;
+#[cfg(all(test, unix))]
+mod exact_tests;
+mod join;
+#[cfg(unix)]
 mod parallel;
+mod perfetto;
 mod pipeline;
 #[cfg(test)]
 mod test_files;
@@ -39,44 +45,91 @@ pub struct Args {
     /// How many (category, name) ops to list, largest duration sum first.
     #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS)]
     top: usize,
-    /// Small bounded memory (Limits::BOUNDED, a few MiB, as the web page): ops/categories beyond
-    /// the limits fold into "(other)" and the busy unions may be approximate (the output states
-    /// the error bound). Default: Limits::NATIVE, a budget of about 52 MiB of tables, exact for
-    /// inputs that fit in it and approximate past it (stated under `approximations`).
+    /// Small bounded memory, in memory alone (Limits::BOUNDED, a few MiB): ops/categories beyond
+    /// the limits fold into "(other)", percentiles may come from sketches and busy unions may be
+    /// approximate (the output states each, with its bound). Default: exact in bounded memory
+    /// (Limits::NATIVE, peak RSS within 64 MiB) up to the limits in docs/trace-exactness.md
+    /// (131,072 ops, 8 MiB of op names), with busy intervals spilled to a temporary file and
+    /// further passes over the file when needed; past the limits, stated under `approximations`.
     #[arg(long, conflicts_with = "exact")]
     bounded: bool,
-    /// Exact whatever the input (Limits::EXACT): memory grows with the distinct ops, durations
-    /// and disjoint busy intervals.
+    /// Exact whatever the input, in memory alone (Limits::EXACT): memory grows with the
+    /// distinct ops, durations and disjoint busy intervals.
     #[arg(long)]
     exact: bool,
+    /// GPU pauses and the join with a recording (docs/join.md).
+    #[command(flatten)]
+    join: join::JoinArgs,
+}
+
+/// A file that failed, in a `--json` array: `source` first, as every result object.
+#[derive(serde::Serialize)]
+struct FileError<'a> {
+    source: &'a str,
+    error: &'a str,
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    let limits = if args.bounded {
-        Limits::BOUNDED
+    let (limits, exact_io) = if args.bounded {
+        (Limits::BOUNDED, false)
     } else if args.exact {
-        Limits::EXACT
+        (Limits::EXACT, false)
     } else {
-        Limits::NATIVE
+        (Limits::NATIVE, true)
     };
     let mut failed = false;
     let mut json_items = Vec::new();
+    // Checked whether or not the join runs, so that a bad option is never silently ignored.
+    let join_opts = args.join.options()?;
+    let join_opts = args.join.enabled().then_some(join_opts);
+    if args.join.perfetto().is_some() && args.files.len() > 1 {
+        return Err("--perfetto writes one merged file: give one trace".into());
+    }
+    let recording = args.join.recording()?;
     for path in &args.files {
         let source = path.display().to_string();
-        match summarize_file(path, &source, limits, args.top, true) {
-            Ok(result) => {
+        // The join reads the file on a thread of its own, beside the summary.
+        let (summary, joined) = std::thread::scope(|s| {
+            let j = join_opts
+                .as_ref()
+                .map(|o| s.spawn(|| join::run(path, o, recording.as_ref(), args.join.perfetto())));
+            let summary = summarize_file(path, &source, limits, args.top, exact_io, true);
+            let joined = j.map(|h| h.join().unwrap_or_else(|_| Err("join failed".into())));
+            (summary, joined.transpose())
+        });
+        match summary.and_then(|r| joined.map(|j| (r, j))) {
+            Ok((result, joined)) => {
+                let joined = joined.map(|(report, merged)| {
+                    if let (Some(n), Some((out, _))) = (merged, args.join.perfetto()) {
+                        eprintln!(
+                            "flinch-trace trace: {source}: {n} recording events merged into {}",
+                            out.display()
+                        );
+                    }
+                    report
+                });
                 if args.json {
-                    json_items.push(result.to_json());
+                    let json = result.to_json();
+                    json_items.push(match &joined {
+                        Some(j) => join::merge_json(&json, j),
+                        None => json,
+                    });
                 } else {
                     print!("{}", render_table(&result));
+                    if let Some(j) = &joined {
+                        print!("{}", join::render(j));
+                    }
                 }
             }
             Err(msg) => {
                 failed = true;
                 eprintln!("flinch-trace trace: {source}: {msg}");
                 if args.json && args.files.len() > 1 {
-                    let err = serde_json::json!({ "source": source, "error": msg });
+                    let err = FileError {
+                        source: &source,
+                        error: &msg,
+                    };
                     json_items.push(serde_json::to_string_pretty(&err).unwrap_or_default());
                 }
             }
@@ -103,12 +156,15 @@ fn indent(json: &str) -> String {
     json.replace('\n', "\n  ")
 }
 
-/// Streams one file through the core scanner and summary.
+/// Streams one file through the core scanner and summary. `exact_io`: past `limits`, spill
+/// busy intervals to a temporary file and read the file again for the listed ops' exact
+/// percentiles (`exact_io`), instead of stating approximations.
 pub fn summarize_file(
     path: &Path,
     source: &str,
     limits: Limits,
     top: usize,
+    exact_io: bool,
     show_progress: bool,
 ) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
@@ -119,7 +175,7 @@ pub fn summarize_file(
     #[cfg(unix)]
     if let Some(plan) = parallel::plan(path) {
         let mut progress = show_progress.then(|| ProgressLine::new("trace", plan.size()));
-        return parallel::summarize(plan, source, limits, Some(top), |done, _| {
+        return parallel::summarize(plan, source, limits, Some(top), exact_io, |done, _| {
             if let Some(p) = progress.as_mut() {
                 p.update(done);
             }
@@ -136,10 +192,11 @@ pub fn summarize_file(
     // Inflating takes most of a core: with two cores or fewer, scanning and summarizing on
     // one thread beside it is faster than on two (see pipeline::summarize_sequential).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let replay = exact_io.then_some(path);
     if input.is_gzip() && cores <= 2 {
-        pipeline::summarize_sequential(input, source, limits, Some(top), update)
+        pipeline::summarize_sequential(input, source, limits, Some(top), replay, update)
     } else {
-        pipeline::summarize(input, source, limits, Some(top), update)
+        pipeline::summarize(input, source, limits, Some(top), replay, update)
     }
 }
 

@@ -206,3 +206,273 @@ fn a_window_mark_beyond_the_reorder_horizon_is_a_clear_error() {
     );
     assert!(err.contains("arrived too late"), "{err}");
 }
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> (Vec<u8>, String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
+        .current_dir(root())
+        .arg("analyze")
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run flinch-trace");
+    (
+        out.stdout,
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// Every mode reads a gzipped trace.csv (detected by content, whatever its name) and prints
+/// exactly what it prints for the plain file: stdout, stderr and exit status.
+#[test]
+fn every_mode_reads_gzip_as_the_plain_file() {
+    let dir = std::env::temp_dir().join(format!("flinch-analyze-gz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let modes: &[&[&str]] = &[
+        &["--json"],
+        &["--spans"],
+        &["--start", "pause_start", "--end", "pause_end"],
+        &["--start", "pause_start", "--end", "pause_end", "--spans"],
+        &["--start", "pause_start", "--end", "pause_end", "--json"],
+        &["--start", "nope", "--end", "pause_end"],
+        &["--start", "nope", "--end", "pause_end", "--json"],
+    ];
+    for name in ["pause.csv", "multi_gpu.csv"] {
+        let plain = root().join("tests/analyze").join(name);
+        let data = std::fs::read(&plain).unwrap();
+        for gz_name in [format!("{name}.gz"), name.to_string()] {
+            let gz = dir.join(&gz_name);
+            std::fs::write(&gz, gzip(&data)).unwrap();
+            for args in modes {
+                let with = |p: &std::path::Path| {
+                    let mut v = vec!["--csv", p.to_str().unwrap()];
+                    v.extend_from_slice(args);
+                    let (out, err, code) = run_env(&v, &[]);
+                    // The path is named in some messages.
+                    (out, err.replace(p.to_str().unwrap(), "PATH"), code)
+                };
+                let want = with(&plain);
+                assert!(!want.0.is_empty() || want.2 != 0, "{name} {args:?}");
+                assert_eq!(with(&gz), want, "{gz_name} {args:?}");
+            }
+        }
+    }
+    // Trailing garbage after the last member: the same output, and a warning (stderr, JSON).
+    let data = std::fs::read(root().join("tests/analyze/pause.csv")).unwrap();
+    let gz = gzip(&data);
+    let bad = dir.join("garbage.csv.gz");
+    std::fs::write(&bad, [&gz[..], b"\x00\x00junk"].concat()).unwrap();
+    let warning = format!(
+        "trailing garbage ignored: bytes from {} on do not start a gzip member (the data before them was read, as gzip -d does)",
+        gz.len()
+    );
+    let plain = root().join("tests/analyze/pause.csv");
+    for args in modes {
+        let run_on = |p: &std::path::Path| {
+            let mut v = vec!["--csv", p.to_str().unwrap()];
+            v.extend_from_slice(args);
+            run_env(&v, &[])
+        };
+        let (want_out, _, want_code) = run_on(&plain);
+        let (out, err, code) = run_on(&bad);
+        assert_eq!(code, want_code, "{args:?}");
+        assert!(
+            err.contains(&format!("warning: {warning}")),
+            "{args:?} {err}"
+        );
+        if args.contains(&"--json") {
+            let mut v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            let w = v["warnings"].as_array_mut().unwrap().pop().unwrap();
+            assert_eq!(w, warning.as_str());
+            let want: serde_json::Value = serde_json::from_slice(&want_out).unwrap();
+            assert!(v == want, "{args:?}");
+        } else {
+            assert_eq!(out, want_out, "{args:?}");
+        }
+    }
+    // A cut .gz is an error naming the offset, in every mode.
+    let data = gzip(&std::fs::read(root().join("tests/analyze/pause.csv")).unwrap());
+    let cut = dir.join("cut.csv.gz");
+    std::fs::write(&cut, &data[..data.len() / 2]).unwrap();
+    for args in modes {
+        let mut v = vec!["--csv", cut.to_str().unwrap()];
+        v.extend_from_slice(args);
+        let (out, err, code) = run_env(&v, &[]);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}");
+        assert!(err.contains("truncated gzip member at byte"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Many marks: the marks and spans are read again in further passes and written out as they
+/// are decided. `FLINCH_ANALYZE_HOLD` makes the passes happen on a small file; the output is
+/// the same bytes as in one pass, plain or gzip.
+#[test]
+fn many_marks_are_streamed_in_further_passes_with_the_same_output() {
+    let dir = std::env::temp_dir().join(format!("flinch-analyze-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_index,gpu_power_W,gpu_util_pct,gpu_energy_mJ\n",
+    );
+    let mut t = 1_000_000_000u64;
+    text.push_str(&format!("{t},0,MARK,outer_start,,,,\n"));
+    for k in 0..600u64 {
+        for g in 0..2 {
+            let p = 60 + (k * 37 + g * 11) % 250;
+            text.push_str(&format!(
+                "{t},{t},SAMPLE,,{g},{p},{},{}\n",
+                k % 101,
+                k * 500
+            ));
+        }
+        t += 30_000_000;
+        let label = match k % 4 {
+            0 => format!("s{k}_start"),
+            1 => format!("s{}_end", k - 1),
+            2 => "never_start".to_string(),
+            _ => format!("m{k}"),
+        };
+        text.push_str(&format!("{t},0,MARK,{label},,,,\n"));
+    }
+    text.push_str(&format!("{t},0,MARK,outer_end,,,,\n"));
+    let plain = dir.join("many.csv");
+    std::fs::write(&plain, &text).unwrap();
+    let gz = dir.join("many.csv.gz");
+    std::fs::write(&gz, gzip(text.as_bytes())).unwrap();
+    let modes: &[&[&str]] = &[
+        &["--json"],
+        &["--spans"],
+        &["--json", "--gpu", "1"],
+        &["--start", "outer_start", "--end", "outer_end", "--spans"],
+        &[
+            "--start",
+            "outer_start",
+            "--end",
+            "outer_end",
+            "--json",
+            "--spans",
+        ],
+    ];
+    for args in modes {
+        let mut v = vec!["--csv", plain.to_str().unwrap()];
+        v.extend_from_slice(args);
+        let want = run_env(&v, &[]);
+        assert_eq!(want.2, 0, "{args:?} {}", want.1);
+        for hold in ["1", "7", "100"] {
+            for p in [&plain, &gz] {
+                let mut v = vec!["--csv", p.to_str().unwrap()];
+                v.extend_from_slice(args);
+                let got = run_env(&v, &[("FLINCH_ANALYZE_HOLD", hold)]);
+                assert!(got == want, "{args:?} hold {hold} {}", p.display());
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn occurrence_zero_and_an_absent_gpu_are_refused() {
+    let (out, err, code) = run(&[
+        "--csv",
+        "tests/analyze/pause.csv",
+        "--start",
+        "pause_start",
+        "--end",
+        "pause_end",
+        "--occurrence",
+        "0",
+    ]);
+    assert_eq!((out.as_str(), code), ("", 2), "{err}");
+    assert!(err.contains("--occurrence") && err.contains('0'), "{err}");
+    for extra in [&[][..], &["--json"][..], &["--spans"][..]] {
+        let mut args = vec![
+            "--csv",
+            "tests/analyze/multi_gpu.csv",
+            "--start",
+            "run_start",
+            "--end",
+            "run_end",
+            "--gpu",
+            "99",
+        ];
+        args.extend_from_slice(extra);
+        let (out, err, code) = run(&args);
+        assert_eq!((out.as_str(), code), ("", 1), "{extra:?} {err}");
+        assert!(
+            err.contains("--gpu 99: no SAMPLE row of tests/analyze/multi_gpu.csv has gpu_index 99"),
+            "{err}"
+        );
+    }
+}
+
+/// A file without its header line, or with a first line of a million columns, says so on
+/// stderr and in `--json`'s warnings (the three-line mode still ends with the reference's text).
+#[test]
+fn a_csv_without_header_says_so() {
+    let dir = std::env::temp_dir().join(format!("flinch-analyze-nohdr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows = "1000,0,MARK,a,,,,,,\n2000,0,SAMPLE,,100,5,,,,\n3000,0,MARK,b,,,,,,\n";
+    let hdr = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj\n";
+    let wide = format!("{}\n{hdr}{rows}", "col,".repeat(1_000_000));
+    for (name, text) in [("nohdr.csv", rows.to_string()), ("wide.csv", wide)] {
+        let csv = dir.join(name);
+        std::fs::write(&csv, text).unwrap();
+        let p = csv.to_str().unwrap();
+        let (_, err, code) = run(&["--csv", p, "--start", "a", "--end", "b"]);
+        assert_eq!(code, 1);
+        assert!(
+            err.starts_with("warning: no trace.csv header: line 1 names no t_mono_ns and row_type"),
+            "{err}"
+        );
+        assert!(
+            err.ends_with("Missing MARK(s). start=None end=None\n"),
+            "{err}"
+        );
+        let (out, _, code) = run(&["--csv", p, "--json"]);
+        assert_eq!(code, 0);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            v["warnings"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("no trace.csv header"),
+            "{v}"
+        );
+    }
+    // nan / inf / text power: the reference's three lines (nan, as Python computes), and a
+    // counted warning with the first line.
+    let csv = dir.join("nan.csv");
+    std::fs::write(
+        &csv,
+        format!("{hdr}1000,0,MARK,a,,,,,,\n2000,0,SAMPLE,,100,5,,,,\n2500,0,SAMPLE,,nan,5,,,,\n2600,0,SAMPLE,,oops,5,,,,\n3000,0,SAMPLE,,100,5,,,,\n3000,0,MARK,b,,,,,,\n"),
+    )
+    .unwrap();
+    let p = csv.to_str().unwrap();
+    let (out, err, code) = run(&["--csv", p, "--start", "a", "--end", "b"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "duration_s=0.000002\ngpu_energy_J≈nan  # trapezoid over 3 samples\navg_gpu_util_pct≈5.00\n"
+    );
+    assert!(
+        err.contains("2 gpu_power_W values are not finite numbers")
+            && err.contains("first at line 4"),
+        "{err}"
+    );
+    let (out, _, _) = run(&["--csv", p, "--start", "a", "--end", "b", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["window"]["gpus"][0]["energy_edge_j"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    assert!(v["warnings"].to_string().contains("first at line 4"), "{v}");
+    std::fs::remove_dir_all(&dir).ok();
+}

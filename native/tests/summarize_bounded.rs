@@ -3,6 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[allow(dead_code)]
+#[path = "../examples/gen_trace.rs"]
+mod gen_trace;
+
 fn runs_with_many_ops(dir: &Path, ops: usize) {
     let run = dir.join("big-trace");
     std::fs::create_dir_all(run.join("traces")).unwrap();
@@ -77,5 +81,48 @@ fn a_trace_past_the_default_limits_is_kept_with_its_approximations_stated() {
         .collect();
     assert_eq!(names.len(), 40);
     assert!(!names.contains(&"(other)"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// One answer: on a `with_stack` trace with more distinct ops than the old budgets held, the
+/// trace entry of `summarize` carries the numbers of `trace --json` and `trace --json --exact`
+/// (exact, no approximations, no "(other)" row), by default.
+#[test]
+fn a_with_stack_trace_gets_the_answer_of_trace() {
+    let d = tmp("with-stack");
+    let traces = d.join("stack-trace").join("traces");
+    gen_trace::generate(&traces, 7_000_000, "with_stack", (20_000, 50_000)).unwrap();
+    std::fs::remove_file(traces.join("trace.json.gz")).unwrap();
+    std::fs::write(
+        d.join("stack-trace").join("report.json"),
+        r#"{"status": "completed"}"#,
+    )
+    .unwrap();
+    let entry = summarize(&d, &[]);
+    assert!(
+        entry.get("approximations").is_none(),
+        "{}",
+        entry["approximations"]
+    );
+    let file = traces.join("trace.json");
+    for mode in [None, Some("--exact")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
+            .args(["trace", "--json"])
+            .args(mode)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(t.get("approximations").is_none());
+        assert_eq!(entry["categories"], t["categories"], "{mode:?}");
+        assert_eq!(
+            entry["largest_ops_by_duration_sum"], t["largest_ops_by_duration_sum"],
+            "{mode:?}"
+        );
+    }
+    let ops = entry["largest_ops_by_duration_sum"].as_array().unwrap();
+    assert_eq!(ops.len(), 40);
+    assert!(ops.iter().all(|o| o["name"] != "(other)"));
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -162,6 +162,59 @@ fn temp(name: &str, bytes: &[u8]) -> PathBuf {
     p
 }
 
+/// Trailing garbage after the last gzip member: the summary of the data before it, with a
+/// warning naming the offset (as gzip -d: "trailing garbage ignored"), exit 0.
+#[test]
+fn trailing_gzip_garbage_is_ignored_with_a_warning() {
+    let src = repo().join("tests/traces/HolisticTraceAnalysis/mtia_inference_rank_0.json.gz");
+    let bytes = std::fs::read(&src).unwrap();
+    let bad = temp(
+        "garbage.json.gz",
+        &[&bytes[..], b"\nnot gzip at all\n"].concat(),
+    );
+    let (want, _) = run_json(&[&src]);
+    let (mut got, out) = run_json(&[&bad]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let w = got["warnings"].as_array_mut().unwrap().pop().unwrap();
+    assert_eq!(
+        w,
+        format!(
+            "trailing garbage ignored: bytes from {} on do not start a gzip member (the data before them was read, as gzip -d does)",
+            bytes.len()
+        )
+    );
+    got["source"] = want["source"].clone();
+    assert_eq!(got, want);
+}
+
+/// In a `--json` array, a file that failed is `{"source", "error"}` in that order, as the
+/// README shows and as every result object starts with `source`.
+#[test]
+fn a_failed_file_in_a_json_array_lists_source_before_error() {
+    let good = repo().join("tests/traces/catapult/simple_trace_gz.gz");
+    let junk = temp("order.json", b"  nonsense");
+    let out = bin()
+        .args(["trace", "--json"])
+        .arg(&good)
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let at = text.rfind("  {\n").unwrap();
+    let item = &text[at..];
+    let src = item.find("\"source\": ").unwrap();
+    let err = item.find("\"error\": ").unwrap();
+    assert!(src < err, "{item}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v[1]["source"], junk.display().to_string());
+    assert!(v[1]["error"].as_str().unwrap().contains("at byte 2"), "{v}");
+}
+
 #[test]
 fn a_cut_gz_is_summarized_from_what_was_read() {
     let src = repo().join("tests/traces/HolisticTraceAnalysis/mtia_inference_rank_0.json.gz");
@@ -291,4 +344,36 @@ fn a_large_plain_file_equals_its_gzip() {
     a["source"] = Value::Null;
     b["source"] = Value::Null;
     assert_eq!(a, b);
+}
+
+/// An event of more than 4 MiB (a large `args`) is kept in every mode, plain and gzip: its
+/// size costs no memory, since `args` is skipped without copying.
+#[test]
+fn events_over_4_mib_are_kept_in_every_mode() {
+    let blob = "0123456789abcdef".repeat(5 << 16);
+    let doc = format!(
+        r#"{{"traceEvents":[{{"ph":"X","cat":"c","name":"big","ts":1,"dur":2,"args":{{"blob":"{blob}","n":[1,2,{{"k":"}}"}}]}}}},{{"ph":"X","cat":"c","name":"small","ts":5,"dur":1}}]}}"#
+    );
+    assert!(doc.len() > 5 << 20);
+    let plain = temp("big-event.json", doc.as_bytes());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, doc.as_bytes()).unwrap();
+    let gz = temp("big-event.json.gz", &gz.finish().unwrap());
+    for file in [&plain, &gz] {
+        for mode in [None, Some("--bounded"), Some("--exact")] {
+            let out = bin()
+                .arg("trace")
+                .arg("--json")
+                .args(mode)
+                .arg(file)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{mode:?}");
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["totals"]["duration_events"], 2, "{mode:?} {file:?}");
+            assert_eq!(v["categories"]["c"]["duration_sum_us"], 3.0, "{mode:?}");
+            assert_eq!(v["warning_counts"]["scanner"]["oversized_events"], 0);
+            assert_eq!(v["warnings"], serde_json::json!([]), "{mode:?}");
+        }
+    }
 }

@@ -5,7 +5,8 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { nativeBinary, startServer, startBrowser, openPage, waitFinished, chooseFile } from './harness.mjs';
+import { nativeBinary, startServer, startBrowser, openPage, waitFinished, chooseFile, resultJson } from './harness.mjs';
+import { isDeepStrictEqual } from 'node:util';
 
 const [file, runsArg] = process.argv.slice(2);
 if (!file) {
@@ -40,10 +41,12 @@ function workerCpuSeconds() {
 }
 
 const nativeSeconds = [];
+let nativeJson = null;
 for (let i = 0; i < runs; i++) {
   const t0 = process.hrtime.bigint();
-  execFileSync(nativeBinary(), args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  const out = execFileSync(nativeBinary(), args, { stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 << 20 });
   nativeSeconds.push(Number(process.hrtime.bigint() - t0) / 1e9);
+  nativeJson = JSON.parse(out);
 }
 
 const server = await startServer();
@@ -52,6 +55,7 @@ const page = await openPage(browser.context, server.url);
 const pageSeconds = [];
 const workerCpu = [];
 let memory = '';
+let pageJson = null;
 for (let i = 0; i < runs; i++) {
   const cpu0 = workerCpuSeconds();
   await chooseFile(page, file);
@@ -59,6 +63,7 @@ for (let i = 0; i < runs; i++) {
   if (state !== 'done') throw new Error(await page.textContent('#error'));
   const d = await page.evaluate(() => ({ ...document.body.dataset }));
   pageSeconds.push(Number(d.seconds));
+  pageJson = await resultJson(page);
   const cpu1 = workerCpuSeconds();
   const busy = [...cpu1].map(([t, s]) => s - (cpu0.get(t) || 0)).filter((s) => s > 0.05).sort((a, b) => b - a);
   workerCpu.push(busy);
@@ -75,4 +80,9 @@ console.log('|---|---|---|---|');
 console.log(`| native \`${args.join(' ')}\` | ${best(nativeSeconds).toFixed(2)} | ${mbps(best(nativeSeconds))} | ${nativeBinary()} |`);
 console.log(`| page (Chromium, wasm worker) | ${best(pageSeconds).toFixed(2)} | ${mbps(best(pageSeconds))} | wasm memory ${memory} |`);
 console.log(`ratio page/native throughput: ${(best(nativeSeconds) / best(pageSeconds)).toFixed(2)}`);
+// One answer: the page's #result-json is the native --json (the source names aside: a path there, the
+// file name on the page).
+const { source: _n, ...nativeRest } = nativeJson;
+const { source: _p, ...pageRest } = pageJson;
+console.log(`page #result-json equals native --json: ${isDeepStrictEqual(nativeRest, pageRest) ? 'yes' : 'NO'}`);
 console.log(`page worker threads, CPU s per run (busiest first): ${workerCpu.map((b) => b.map((s) => s.toFixed(2)).join(' + ')).join('; ')}`);

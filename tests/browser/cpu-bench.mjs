@@ -16,7 +16,7 @@ const buf = Buffer.alloc(2 << 20);
 for (let r = 0; r < runs; r++) {
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
-  const a = new Analyzer(JSON.stringify({ kind: 'auto', limits: 'bounded', source: path.basename(file) }));
+  const a = new Analyzer(JSON.stringify({ kind: 'auto', limits: 'page', source: path.basename(file) }));
   const fd = openSync(file, 'r');
   for (;;) {
     const n = readSync(fd, buf, 0, buf.length, null);

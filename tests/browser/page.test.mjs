@@ -6,7 +6,8 @@ import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  startServer, startBrowser, openPage, waitFinished, chooseFile, dropFile, artifactPath,
+  startServer, startBrowser, openPage, waitFinished, chooseFile, dropFile, artifactPath, native,
+  resultJson,
 } from './harness.mjs';
 
 let server;
@@ -98,6 +99,26 @@ test('a corrupt .json.gz is an error naming the byte offset', async () => {
     `corrupt.json.gz: crc32 mismatch in gzip member ending at byte ${gz.length}`,
   );
   assert.equal(await page.isVisible('#error'), true);
+  await page.close();
+});
+
+test('trailing garbage after a .json.gz is ignored with the warning native gives', async () => {
+  const page = await openPage(browser.context, server.url);
+  const doc = '{"traceEvents":[{"ph":"X","name":"k","cat":"kernel","ts":1,"dur":5,"pid":1,"tid":1}]}';
+  const gz = gzipSync(Buffer.from(doc));
+  const file = path.join(scratch, 'garbage.json.gz');
+  writeFileSync(file, Buffer.concat([gz, Buffer.from('\nnot gzip\n')]));
+  await chooseFile(page, file);
+  assert.equal(await waitFinished(page), 'done');
+  const got = await resultJson(page);
+  // Native, run beside the file with its bare name, so `source` is the same on both sides.
+  const nat = native(['trace', '--json', 'garbage.json.gz'], scratch);
+  assert.equal(nat.status, 0, nat.stderr);
+  assert.deepEqual(got, JSON.parse(nat.stdout));
+  assert.ok(
+    got.warnings.includes(`trailing garbage ignored: bytes from ${gz.length} on do not start a gzip member (the data before them was read, as gzip -d does)`),
+    JSON.stringify(got.warnings),
+  );
   await page.close();
 });
 

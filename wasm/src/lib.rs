@@ -43,6 +43,13 @@ impl Analyzer {
         Ok(())
     }
 
+    /// A warning of the inflater for the result (the text from `Inflater.warning()`).
+    #[wasm_bindgen(js_name = noteGzipWarning)]
+    pub fn note_gzip_warning(&mut self, message: &str) -> Result<(), JsError> {
+        self.core()?.note_gzip_warning(message);
+        Ok(())
+    }
+
     /// Takes the next chunk of the file.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
         self.core()?.write(chunk).map_err(to_js_error)
@@ -112,6 +119,12 @@ impl Inflater {
     /// End of input: null, or the text of a cut stream (for `Analyzer.noteCutGzip`).
     pub fn end(&self) -> Result<Option<String>, JsError> {
         self.inner.end().map_err(to_js_error)
+    }
+
+    /// After `end`: null, or a warning for the result (trailing garbage ignored; for
+    /// `Analyzer.noteGzipWarning`).
+    pub fn warning(&self) -> Option<String> {
+        self.inner.warning()
     }
 }
 

@@ -118,7 +118,17 @@ pub struct Event<'a> {
     pub id: IdField,
     /// `scope`.
     pub scope: IdField,
+    /// Which of `ts_ns`/`dur_ns` were read from a numeric string such as `"12.5"` (bits
+    /// [`QUOTED_TS`], [`QUOTED_DUR`]; set only for a value that is `NumField::Ns`). Such values
+    /// count, as Perfetto counts them; the reference skips (`dur`) or fails on (`ts`) them, so
+    /// the summary states how many there were.
+    pub quoted_times: u8,
 }
+
+/// [`Event::quoted_times`]: `ts` was a numeric string.
+pub const QUOTED_TS: u8 = 1;
+/// [`Event::quoted_times`]: `dur` was a numeric string.
+pub const QUOTED_DUR: u8 = 2;
 
 /// Counted, tolerated oddities of the input.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]

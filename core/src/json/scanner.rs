@@ -16,8 +16,8 @@
 use super::classify::{CLASS, DELIM, SKIP, STR, WS, find, load, skip_container, skip_str};
 use super::decimal::parse_us_to_ns;
 use super::{
-    ElementBoundary, Event, IdField, NumField, Scan, ScanEnd, ScanError, ScanErrorKind,
-    ScanWarnings,
+    ElementBoundary, Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
+    ScanErrorKind, ScanWarnings,
 };
 use crate::Limits;
 
@@ -130,7 +130,8 @@ fn fast_gap(s: &[u8], mut i: usize, first: bool) -> Option<Step> {
     }
 }
 
-const KEY_CAP: usize = 16;
+// Long enough for `baseTimeNanoseconds` (19 bytes), the longest key read.
+const KEY_CAP: usize = 24;
 const WORD_CAP: usize = 128;
 const PH_CAP: usize = 8;
 
@@ -141,6 +142,8 @@ enum St {
     TopKey,
     TopColon,
     TopValue,
+    /// The integer value of the top-level `baseTimeNanoseconds`.
+    TopWord,
     TopCommaOrEnd,
     ArrFirst,
     ArrElem,
@@ -256,6 +259,16 @@ enum Esc {
     Hex { n: u8, acc: u16 },
 }
 
+/// The bit of [`Event::quoted_times`] for `ts` or `dur`.
+#[inline(always)]
+fn quoted_bit(field: Field) -> u8 {
+    if field == Field::Ts {
+        QUOTED_TS
+    } else {
+        QUOTED_DUR
+    }
+}
+
 /// Push-style scanner of trace events (see the [module docs](super)).
 ///
 /// Memory is fixed at construction: two string buffers of `Limits::max_string_bytes` each
@@ -307,6 +320,10 @@ pub struct EventScanner<S = DefaultStorage> {
     tid: IdField,
     id: IdField,
     scope: IdField,
+    /// The top-level `baseTimeNanoseconds`, once read.
+    base_time_ns: Option<i64>,
+    /// Which of `ts`/`dur` came from a numeric string ([`QUOTED_TS`], [`QUOTED_DUR`]).
+    quoted_times: u8,
     // fast path: gaps learned per (`ph` column, preceding field)
     gaps: [Gap; GAP_ROWS * GAP_COLS],
 }
@@ -391,6 +408,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             tid: IdField::Missing,
             id: IdField::Missing,
             scope: IdField::Missing,
+            base_time_ns: None,
+            quoted_times: 0,
             gaps: [Gap::EMPTY; GAP_ROWS * GAP_COLS],
         }
     }
@@ -442,6 +461,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             tid: self.tid,
             id: self.id,
             scope: self.scope,
+            quoted_times: self.quoted_times,
         }
     }
 
@@ -477,6 +497,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     /// Warnings counted so far.
     pub fn warnings(&self) -> &ScanWarnings {
         &self.warnings
+    }
+
+    /// The top-level `baseTimeNanoseconds` (Kineto's CLOCK_REALTIME origin of `ts`, ns), once
+    /// the scanner has read it: before or after `traceEvents`, so a caller that needs it for
+    /// every event keeps times relative until the end. `None` when absent or not an integer.
+    pub fn base_time_ns(&self) -> Option<i64> {
+        self.base_time_ns
     }
 
     /// Events returned so far.
@@ -527,6 +554,19 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     i = j;
                     self.end_word(false);
                     self.st = St::EvCommaOrEnd;
+                    continue;
+                }
+                St::TopWord => {
+                    let j = find(input, i, DELIM);
+                    self.push_word(&input[i..j]);
+                    if j == n {
+                        return Ok((Scan::NeedsInput, n));
+                    }
+                    i = j;
+                    if !self.word_over {
+                        self.base_time_ns = parse_int(&self.word[..self.word_len]);
+                    }
+                    self.st = St::TopCommaOrEnd;
                     continue;
                 }
                 St::Skip => {
@@ -601,6 +641,15 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                             continue;
                         }
                         self.warnings.non_array_trace_events += 1;
+                    }
+                    if (b == b'-' || b.is_ascii_digit())
+                        && !self.key_over
+                        && &self.key[..self.key_len] == b"baseTimeNanoseconds"
+                    {
+                        self.word_len = 0;
+                        self.word_over = false;
+                        self.st = St::TopWord;
+                        continue;
                     }
                     i = self.begin_skip(b, i, St::TopCommaOrEnd);
                 }
@@ -726,7 +775,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     }
                     _ => self.recover(),
                 },
-                St::Str | St::Word | St::Skip | St::Done => unreachable!(),
+                St::Str | St::Word | St::TopWord | St::Skip | St::Done => unreachable!(),
             }
         }
     }
@@ -816,6 +865,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         } else {
                             self.dur = NumField::Ns(ns);
                         }
+                        self.quoted_times &= !quoted_bit(field);
                         i = e;
                     } else {
                         let e = find(s, i, DELIM);
@@ -909,6 +959,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         self.tid = IdField::Missing;
         self.id = IdField::Missing;
         self.scope = IdField::Missing;
+        self.quoted_times = 0;
         self.st = St::EvKeyOrEnd;
     }
 
@@ -1294,6 +1345,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 } else {
                     self.dur = v;
                 }
+                if quoted && matches!(v, NumField::Ns(_)) {
+                    self.quoted_times |= quoted_bit(field);
+                } else {
+                    self.quoted_times &= !quoted_bit(field);
+                }
             }
             Field::Pid | Field::Tid | Field::Id | Field::Scope => {
                 let v = if !quoted && text == b"null" {
@@ -1326,8 +1382,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             Field::Ph => self.ph_len = 0,
             Field::Cat => self.cat_some = false,
             Field::Name => self.name_some = false,
-            Field::Ts => self.ts = NumField::NotNumber,
-            Field::Dur => self.dur = NumField::NotNumber,
+            Field::Ts => {
+                self.ts = NumField::NotNumber;
+                self.quoted_times &= !QUOTED_TS;
+            }
+            Field::Dur => {
+                self.dur = NumField::NotNumber;
+                self.quoted_times &= !QUOTED_DUR;
+            }
             Field::Pid => self.pid = IdField::Missing,
             Field::Tid => self.tid = IdField::Missing,
             Field::Id => self.id = IdField::Missing,

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use super::path::PyPath;
 use super::traces::{TOP_OPS, TraceEntry, completed, is_trace_folder, is_trace_name, report_path};
 use super::warnings::Warnings;
-use super::{FileRead, RunSummarizer, RunsSummary, host_run_name};
+use super::{FileRead, MAX_WHOLE_FILE_BYTES, RunSummarizer, RunsSummary, TOO_LARGE, host_run_name};
 use crate::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
 
 /// How a file missing from the folder is described where the native command prints the
@@ -51,6 +51,8 @@ pub struct RunsFolder {
     run: Option<RunSummarizer>,
     /// The current whole-read file's bytes (reports, `status.json`).
     whole: Vec<u8>,
+    /// The current whole-read file is past [`MAX_WHOLE_FILE_BYTES`]: its bytes are dropped.
+    whole_too_large: bool,
     read_error: Option<String>,
     trace: Option<Box<Analyzer>>,
     trace_error: Option<String>,
@@ -112,6 +114,7 @@ impl RunsFolder {
             stage,
             run: None,
             whole: Vec::new(),
+            whole_too_large: false,
             read_error: None,
             trace: None,
             trace_error: None,
@@ -156,11 +159,12 @@ impl RunsFolder {
             if self.has(&path) {
                 self.reading = true;
                 self.whole.clear();
+                self.whole_too_large = false;
                 self.read_error = None;
                 if let Stage::Trace(_) = self.stage {
                     self.trace = Some(Box::new(Analyzer::new(AnalyzerOptions {
                         kind: Kind::Trace,
-                        limits: LimitsPreset::Native,
+                        limits: LimitsPreset::Page,
                         source: path.to_py_string(),
                         top: Some(TOP_OPS),
                         ..AnalyzerOptions::default()
@@ -180,7 +184,12 @@ impl RunsFolder {
         }
         match self.stage {
             Stage::Host(_, HostFile::Report | HostFile::Status) | Stage::TraceReport(_) => {
-                self.whole.extend_from_slice(chunk)
+                if self.whole.len() + chunk.len() > MAX_WHOLE_FILE_BYTES {
+                    self.whole_too_large = true;
+                    self.whole = Vec::new();
+                } else if !self.whole_too_large {
+                    self.whole.extend_from_slice(chunk)
+                }
             }
             Stage::Host(_, HostFile::Requests) => self.with_run(|r| r.requests_push(chunk)),
             Stage::Host(_, HostFile::Log) => self.with_run(|r| r.log_push(chunk)),
@@ -221,6 +230,7 @@ impl RunsFolder {
         let whole = core::mem::take(&mut self.whole);
         let file = match &error {
             Some(e) => FileRead::Unreadable(e),
+            None if core::mem::take(&mut self.whole_too_large) => FileRead::Unreadable(TOO_LARGE),
             None => FileRead::Bytes(&whole),
         };
         match self.stage {
@@ -446,6 +456,35 @@ mod tests {
     }
 
     /// A read error part way through telemetry keeps the rows before it and says so.
+    #[test]
+    fn a_report_past_the_whole_file_limit_is_dropped_as_it_arrives() {
+        let paths = vec![
+            "r/x/report.json".to_owned(),
+            "r/x-host/telemetry.jsonl".to_owned(),
+        ];
+        let mut f = RunsFolder::new("r", &paths, false);
+        assert_eq!(f.next_file().as_deref(), Some("r/x/report.json"));
+        f.write(b"{\"status\": \"completed\", \"pad\": \"");
+        let pad = vec![b' '; 1 << 20];
+        for _ in 0..MAX_WHOLE_FILE_BYTES >> 20 {
+            f.write(&pad);
+            assert!(f.whole.len() <= MAX_WHOLE_FILE_BYTES);
+        }
+        f.write(b"\"}");
+        assert_eq!(f.whole.capacity(), 0);
+        assert_eq!(f.next_file().as_deref(), Some("r/x-host/telemetry.jsonl"));
+        f.write(b"{\"unix\": 1, \"host_memory\": {\"available\": 1, \"used\": 2}}\n");
+        assert_eq!(f.next_file(), None);
+        let json = f.finish().unwrap();
+        assert!(
+            json.contains(&alloc::format!(
+                "r/x/report.json: cannot read ({TOO_LARGE}); skipped"
+            )),
+            "{json}"
+        );
+        assert!(!json.contains("startup"), "{json}");
+    }
+
     #[test]
     fn read_errors_are_reported() {
         let paths = vec!["r/x-host/telemetry.jsonl".to_owned()];

@@ -7,7 +7,9 @@ use alloc::vec::Vec;
 use serde::Serialize;
 
 use super::OrderedMap;
-use super::lines::Lines;
+use super::jsonl::MAX_LINE_BYTES;
+use super::lines::{Lines, Piece};
+use super::warnings::Warnings;
 
 /// Lines quoting runtime loading/compilation timings (kept whole).
 const TIMING_MARKERS: [&str; 6] = [
@@ -50,46 +52,76 @@ pub struct LogObservations {
     pub timing_lines: Vec<String>,
     /// The lifecycle markers.
     pub lifecycle: Lifecycle,
+    /// Lines skipped for their length, by line number.
+    pub warnings: Warnings,
 }
 
 /// Scans a log pushed in chunks, line by line (decoded with U+FFFD for invalid UTF-8, as the
 /// reference's `errors="replace"`, and split like `str.splitlines()`). Examples keep the first
 /// three and last three matches when there are more than six, as the reference does, holding
 /// at most nine lines per marker. A log never pushed (none on disk) gives empty observations.
+/// A line (ending at `\n`) longer than the limit, [`MAX_LINE_BYTES`] by default, is skipped as
+/// it is read, never held, and counted in the warnings with its line number.
 #[derive(Debug)]
 pub struct LogObserver {
     lines: Lines,
     timing_lines: Vec<String>,
     counts: Vec<MarkerCount>,
+    warnings: Warnings,
+    /// The warning for a skipped line, naming the limit (as the JSONL readers word it).
+    too_long: String,
 }
 
 impl Default for LogObserver {
     fn default() -> Self {
+        LogObserver::with_max_line_bytes(MAX_LINE_BYTES)
+    }
+}
+
+impl LogObserver {
+    /// An observer holding lines of up to `max_line_bytes` bytes.
+    pub fn with_max_line_bytes(max_line_bytes: usize) -> Self {
         LogObserver {
-            lines: Lines::default(),
+            lines: Lines::with_max_line_bytes(max_line_bytes),
             timing_lines: Vec::new(),
             counts: LIFECYCLE_MARKERS
                 .iter()
                 .map(|_| MarkerCount::default())
                 .collect(),
+            warnings: Warnings::default(),
+            too_long: alloc::format!("line over {max_line_bytes} bytes skipped"),
         }
     }
-}
 
-impl LogObserver {
     /// Takes the next chunk of the log.
     pub fn push(&mut self, chunk: &[u8]) {
-        let (timing_lines, counts) = (&mut self.timing_lines, &mut self.counts);
-        self.lines
-            .push(chunk, |piece| observe_piece(piece, timing_lines, counts));
+        let Self {
+            lines,
+            timing_lines,
+            counts,
+            warnings,
+            too_long,
+        } = self;
+        lines.push(chunk, |piece| match piece {
+            Piece::Line(line) => observe_piece(line, timing_lines, counts),
+            Piece::TooLong(n) => warnings.at_line(too_long, n),
+        });
     }
 
     /// The end of the log; after a read error (`cut`) an unfinished last line is dropped.
     pub fn finish(mut self, cut: bool) -> LogObservations {
         if !cut {
-            let (timing_lines, counts) = (&mut self.timing_lines, &mut self.counts);
-            self.lines
-                .finish(|piece| observe_piece(piece, timing_lines, counts));
+            let Self {
+                lines,
+                timing_lines,
+                counts,
+                warnings,
+                too_long,
+            } = &mut self;
+            lines.finish(|piece| match piece {
+                Piece::Line(line) => observe_piece(line, timing_lines, counts),
+                Piece::TooLong(n) => warnings.at_line(too_long, n),
+            });
         }
         for c in &mut self.counts {
             if c.count > 6 {
@@ -109,6 +141,7 @@ impl LogObserver {
                         .collect(),
                 ),
             },
+            warnings: self.warnings,
         }
     }
 }

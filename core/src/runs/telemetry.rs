@@ -24,9 +24,14 @@ pub struct TelemetryReader {
 impl TelemetryReader {
     /// A reader for `windows`.
     pub fn new(windows: &[Window]) -> Self {
+        Self::with_max_line_bytes(windows, super::jsonl::MAX_LINE_BYTES)
+    }
+
+    /// A reader for `windows` skipping lines longer than `max_line_bytes`.
+    pub fn with_max_line_bytes(windows: &[Window], max_line_bytes: usize) -> Self {
         TelemetryReader {
             acc: TelemetryAccumulator::new(windows),
-            reader: JsonlReader::new(),
+            reader: JsonlReader::with_max_line_bytes(max_line_bytes),
             warnings: Warnings::default(),
         }
     }
@@ -67,7 +72,12 @@ impl TelemetryReader {
 
 /// Checks one parsed line and feeds it; what the reference would crash on is skipped or
 /// ignored and counted.
-fn feed_row(acc: &mut TelemetryAccumulator, line: usize, value: &Value, w: &mut Warnings) {
+pub(crate) fn feed_row(
+    acc: &mut TelemetryAccumulator,
+    line: usize,
+    value: &Value,
+    w: &mut Warnings,
+) {
     let Value::Object(row) = value else {
         w.at_line("skipped, not a JSON object", line);
         return;

@@ -12,6 +12,8 @@ pub(crate) struct Interner {
     entries: Vec<(u32, u32, u64, u32)>,
     arena: Vec<u8>,
     cap: usize,
+    /// Most bytes of keys kept in `arena` (at most `u32::MAX`).
+    max_bytes: usize,
 }
 
 /// Constants the hash mixes in: the first 256 bits of the fraction of pi (nothing up the
@@ -111,7 +113,16 @@ impl Interner {
             }),
             arena: Vec::new(),
             cap,
+            max_bytes: u32::MAX as usize,
         }
+    }
+
+    /// Like [`new`](Self::new), keeping at most `max_bytes` bytes of keys: a new key that
+    /// would go past it is not inserted (`None`), as when the interner is full.
+    pub(crate) fn with_byte_cap(cap: usize, max_bytes: usize) -> Interner {
+        let mut it = Interner::new(cap);
+        it.max_bytes = max_bytes.min(u32::MAX as usize);
+        it
     }
 
     #[cfg(test)]
@@ -158,7 +169,7 @@ impl Interner {
             p = (p + 1) & mask;
         }
         let total = a.len() + b.len();
-        if self.entries.len() >= self.cap || self.arena.len() + total > u32::MAX as usize {
+        if self.entries.len() >= self.cap || self.arena.len() + total > self.max_bytes {
             return None;
         }
         let index = self.entries.len() as u32;
@@ -221,6 +232,14 @@ mod tests {
         }
         assert_eq!(bounded.get_or_insert(b"new"), None);
         assert_eq!(bounded.get_or_insert(&[3]), Some(3));
+        // A byte cap: keys that fit are kept, the first that would pass it is refused, and
+        // known keys are still found.
+        let mut bytes = Interner::with_byte_cap(usize::MAX, 10);
+        assert_eq!(bytes.get_or_insert2(b"abc", b"def"), Some(0));
+        assert_eq!(bytes.get_or_insert(b"ghij"), Some(1));
+        assert_eq!(bytes.get_or_insert(b"k"), None);
+        assert_eq!(bytes.get_or_insert(b""), Some(2));
+        assert_eq!(bytes.get_or_insert2(b"abc", b"def"), Some(0));
     }
 
     /// Every byte and both lengths reach the hash: changing any one byte of a key (of every

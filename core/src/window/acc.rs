@@ -232,10 +232,14 @@ impl GpuAcc {
                 self.sm_clock_n += 1;
             }
         }
-        if let Some(p) = s.power_w {
-            if inside {
-                self.reference.add(s.t_ns, p, s.util_pct);
-            }
+        if let Some(p) = s.power_w
+            && inside
+        {
+            // The reference takes nan and inf as Python's float() does.
+            self.reference.add(s.t_ns, p, s.util_pct);
+        }
+        // Everything else sees finite readings only (others are counted in a warning).
+        if let Some(p) = s.power_w.filter(|p| p.is_finite()) {
             if s.t_ns > t1 {
                 self.past_end = true;
             }

@@ -15,6 +15,7 @@
 //! instead ([`Pass::Again`]), and [`TwoPassQuantile`] finds the same percentile in 1.3 KiB.
 use super::acc::{GpuAcc, Prev, RefAcc, Sample};
 use super::floor::TwoPassQuantile;
+use super::lines::InputNotes;
 use super::reorder::{Entry, FixedRing, Reorder};
 use super::verdict::{self, PowerSource};
 use super::{
@@ -97,6 +98,8 @@ pub struct FixedResult {
     pub window: Option<FixedWindow>,
     /// Rows released by the reorder buffer because it was full, before their horizon.
     pub released_early: u64,
+    /// What the input's warnings need beyond the row counts.
+    pub notes: InputNotes,
 }
 
 impl FixedResult {
@@ -195,6 +198,7 @@ struct Engine<'a, const GPUS: usize, const ROWS: usize> {
     second_pass: bool,
     done: bool,
     counts: RowCounts,
+    notes: InputNotes,
     reorder: Reorder<Item, &'a mut FixedRing<Entry<Item>, ROWS>>,
     n_gpus: usize,
     gpus: &'a mut [Gpu; GPUS],
@@ -224,6 +228,7 @@ impl<'a, const GPUS: usize, const ROWS: usize> FixedWindowAnalyzer<'a, GPUS, ROW
                 second_pass: false,
                 done: false,
                 counts: RowCounts::default(),
+                notes: InputNotes::default(),
                 reorder: Reorder::with_ring(ring, ROWS - 1, opts.reorder_horizon_ns),
                 n_gpus: 0,
                 gpus,
@@ -266,11 +271,21 @@ impl<'a, const GPUS: usize, const ROWS: usize> FixedWindowAnalyzer<'a, GPUS, ROW
 
     /// Adds what `reader` just returned (for callers that drive the reader themselves).
     pub fn on_event(&mut self, reader: &TraceCsvReader, ev: CsvEvent) {
+        let e = &mut self.eng;
         match ev {
             CsvEvent::NeedsInput | CsvEvent::End => {}
-            CsvEvent::Header => self.eng.counts.headers += 1,
-            CsvEvent::BadRow { line } => self.eng.bad(line),
-            CsvEvent::Row => self.eng.push_row(&reader.row()),
+            CsvEvent::Header => {
+                e.counts.headers += 1;
+                if !reader.header_usable() {
+                    e.notes.no_header_line.get_or_insert(reader.header_line());
+                }
+            }
+            CsvEvent::BadRow { line } => e.bad(line),
+            CsvEvent::UnbalancedQuote { line } => {
+                e.bad(line);
+                e.notes.open_quote_line.get_or_insert(line);
+            }
+            CsvEvent::Row => e.push_row(&reader.row()),
         }
     }
 
@@ -317,6 +332,7 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
     /// Back to the state before the first row, keeping the floors' first pass.
     fn restart(&mut self) {
         self.counts = RowCounts::default();
+        self.notes = InputNotes::default();
         self.reorder.clear(self.opts.reorder_horizon_ns);
         self.n_gpus = 0;
         for g in self.gpus.iter_mut() {
@@ -371,6 +387,10 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
             }
             ParsedKind::Sample => {
                 self.counts.samples += 1;
+                if p.power_bad {
+                    self.notes.bad_power += 1;
+                    self.notes.first_bad_power_line.get_or_insert(p.line);
+                }
                 let Some(slot) = self.slot(p.gpu_index) else {
                     self.counts.samples_dropped += 1;
                     return;
@@ -427,9 +447,11 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
                 util_pct,
             } => {
                 let slot = slot as usize;
+                // Non-finite readings go to the reference figures only.
+                let finite_power = power_w.filter(|p| p.is_finite());
                 let g = &mut self.gpus[slot];
                 g.samples += 1;
-                if let Some(p) = power_w {
+                if let Some(p) = finite_power {
                     g.power_samples += 1;
                     self.floors[slot].add(p);
                     g.first_power_t.get_or_insert(t);
@@ -454,7 +476,7 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
                     self.accs[slot].add(&s, &prev, t0, t1, self.opts.max_gap_ns);
                 }
                 let g = &mut self.gpus[slot];
-                if let Some(p) = power_w {
+                if let Some(p) = finite_power {
                     g.prev.power = Some((t, p));
                 }
                 if let Some(u) = util_pct {
@@ -472,6 +494,7 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
             end_t_mono_ns: self.sel_t[1],
             window: None,
             released_early: self.reorder.released_early(),
+            notes: self.notes,
         };
         let (Some((t0, Some(t1))), None) = (self.win, r.selection_error()) else {
             return r;

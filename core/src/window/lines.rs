@@ -57,14 +57,49 @@ pub fn write_reference_lines(out: &mut impl Write, duration_s: f64, r: &RefFigur
     }
 }
 
+/// What the input's warnings need beyond the row counts: a header without the needed columns,
+/// an unclosed quote, non-finite power readings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InputNotes {
+    /// Line of a header that names no `t_mono_ns` and `row_type` columns.
+    pub no_header_line: Option<u64>,
+    /// Line where a quoted field opens and never closes.
+    pub open_quote_line: Option<u64>,
+    /// `gpu_power_W` values that are not finite numbers.
+    pub bad_power: u64,
+    /// Line of the first of them.
+    pub first_bad_power_line: Option<u64>,
+}
+
 impl RowCounts {
-    /// Calls `warn` with the text of each warning these counts give (bad, late and dropped rows),
-    /// for a reorder buffer of `reorder_horizon_ns`.
+    /// Calls `warn` with the text of each warning about the input that a window analysis without
+    /// spans gives, in the order `WindowAnalyzer` gives them, for a reorder buffer of
+    /// `reorder_horizon_ns` (the fixed-memory analyzer's front ends print them so).
     pub fn for_each_warning(
         &self,
+        notes: &InputNotes,
         reorder_horizon_ns: i64,
         mut warn: impl FnMut(fmt::Arguments<'_>) -> fmt::Result,
     ) -> fmt::Result {
+        if let Some(line) = notes.no_header_line {
+            warn(format_args!(
+                "no trace.csv header: line {line} names no t_mono_ns and row_type columns (or is over {} bytes or {} fields), so no row can be read; a trace.csv starts with its header line",
+                crate::csv::RECORD_BYTES,
+                crate::csv::MAX_FIELDS
+            ))?;
+        }
+        if let Some(line) = notes.open_quote_line {
+            warn(format_args!(
+                "unbalanced quote: a quoted field opens at line {line} and never closes, so the rest of the file was read as one field and skipped"
+            ))?;
+        }
+        if notes.bad_power > 0 {
+            warn(format_args!(
+                "{} gpu_power_W values are not finite numbers (nan, inf or text): left out of the edge energy, idle floor and verdict (the reference figures take nan and inf as Python does); first at line {}",
+                notes.bad_power,
+                notes.first_bad_power_line.unwrap_or(0)
+            ))?;
+        }
         if self.bad_rows > 0 {
             warn(format_args!(
                 "{} bad rows skipped (unparseable t_mono_ns or over-long); first at line {}",

@@ -25,6 +25,8 @@ mod lines;
 mod reorder;
 #[cfg(feature = "alloc")]
 mod series;
+#[cfg(feature = "alloc")]
+mod stream;
 mod verdict;
 
 pub use acc::{GpuAcc, POWER_BINS, Prev, RaplAcc, RefAcc, Sample, bin_edges, clip, power_bin};
@@ -32,12 +34,17 @@ pub use fixed::{FixedBuffers, FixedOptions, FixedResult, FixedWindow, FixedWindo
 #[cfg(feature = "alloc")]
 pub use floor::PowerHistogram;
 pub use floor::TwoPassQuantile;
-pub use lines::{PyFixed, VerdictText, write_reference_lines};
+pub use lines::{InputNotes, PyFixed, VerdictText, write_reference_lines};
 #[cfg(feature = "alloc")]
 pub use series::{Series, SeriesPoint};
 #[cfg(feature = "alloc")]
+pub use stream::{Planned, SpanPlan};
+#[cfg(feature = "alloc")]
 pub use verdict::Verdict;
 pub use verdict::{PowerSource, Signal};
+// For the trace join (`crate::join`), which judges its own windows the same way.
+#[cfg(feature = "alloc")]
+pub(crate) use verdict::{Context as VerdictContext, combine as combine_verdicts};
 
 #[cfg(feature = "alloc")]
 use alloc::collections::BTreeMap;
@@ -54,6 +61,8 @@ use crate::csv::{Col, Row, RowKind};
 use crate::csv::{CsvEvent, TraceCsvReader};
 #[cfg(feature = "alloc")]
 use reorder::{GrowReorder, Reorder};
+#[cfg(feature = "alloc")]
+use stream::{Mode, Planning, SpanStream};
 
 /// Which mark pair is "the window": the `occurrence`-th MARK labelled `start` (in file order)
 /// and the `occurrence`-th labelled `end`. Occurrence 1 is the reference's rule.
@@ -442,6 +451,9 @@ pub struct ParsedRow {
     pub power_w: Option<f64>,
     /// `gpu_util_pct`.
     pub util_pct: Option<f64>,
+    /// `gpu_power_W` holds something other than a finite number or a blank (see
+    /// [`power_text_is_bad`]).
+    pub power_bad: bool,
     /// `gpu_sm_clock_MHz` (full analysis only).
     pub sm_clock_mhz: Option<f64>,
     /// `gpu_energy_mJ` (full analysis only).
@@ -461,6 +473,7 @@ impl ParsedRow {
         if p.kind == ParsedKind::Sample {
             p.power_w = row.f64(Col::GpuPowerW);
             p.util_pct = row.f64(Col::GpuUtilPct);
+            p.power_bad = power_text_is_bad(row.raw(Col::GpuPowerW).unwrap_or(b""), p.power_w);
         }
         p
     }
@@ -503,6 +516,7 @@ impl ParsedRow {
             gpu_index: row.i64(Col::GpuIndex),
             power_w: None,
             util_pct: None,
+            power_bad: false,
             sm_clock_mhz: full.then(|| row.f64(Col::GpuSmClockMhz)).flatten(),
             energy_mj: full.then(|| row.f64(Col::GpuEnergyMj)).flatten(),
             rapl_uj: full.then(|| u(Col::RaplEnergyUj)).flatten(),
@@ -510,6 +524,12 @@ impl ParsedRow {
             mark_thread: None,
         }
     }
+}
+
+/// Whether a `gpu_power_W` field (`raw`, parsed as `power_w`) is neither blank nor a finite
+/// number: `nan`, `inf` or text. These are counted in a warning.
+pub fn power_text_is_bad(raw: &[u8], power_w: Option<f64>) -> bool {
+    !raw.trim_ascii().is_empty() && power_w.is_none_or(|p| !p.is_finite())
 }
 
 #[cfg(feature = "alloc")]
@@ -522,11 +542,27 @@ struct SampleItem {
 }
 
 #[cfg(feature = "alloc")]
+/// A kept mark on its way through the reorder buffer.
+#[derive(Clone, Copy, Debug)]
+struct MarkItem {
+    /// Interned label.
+    label: u32,
+    /// 1-based occurrence of the label.
+    occurrence: u32,
+    /// `mark_thread`: a pair closes only on an end mark with the same one.
+    thread: Option<u64>,
+    /// The selected pair's start mark.
+    sel_start: bool,
+    /// The selected pair's end mark.
+    sel_end: bool,
+}
+
+#[cfg(feature = "alloc")]
 #[derive(Clone, Copy, Debug)]
 enum Item {
     Sample(SampleItem),
-    /// Index into `marks`.
-    Mark(u32),
+    /// A kept mark.
+    Mark(MarkItem),
     /// A RAPL reading on a row whose GPU is not analyzed (or dropped).
     Rapl(Option<u64>, Option<u64>),
 }
@@ -561,6 +597,8 @@ struct ActiveWindow {
     /// False for a span past `max_spans`: a placeholder that holds nothing and is never
     /// reported, kept open only so that pair ends still close the pairs they belong to.
     kept: bool,
+    /// Pass 3 of a streamed analysis: the result was handed out from pass 1's accumulators.
+    streamed: bool,
 }
 
 #[cfg(feature = "alloc")]
@@ -587,15 +625,18 @@ struct Engine {
     labels: Vec<String>,
     label_counts: Vec<u32>,
     marks: Vec<MarkInfo>,
-    mark_label: Vec<u32>,
+    /// Marks kept (listed or streamed), at most `limits.max_marks` plus the selected pair's.
+    kept_marks: usize,
     gpus: Vec<GpuState>,
     rapl_prev: Option<(i64, u64)>,
     rapl_max: Option<u64>,
     active: Vec<ActiveWindow>,
     done: Vec<ActiveWindow>,
     next_id: u64,
-    sel_start: Option<u32>,
-    sel_end: Option<u32>,
+    /// Time of the selected start mark, once read.
+    sel_start_t: Option<i64>,
+    /// Time of the selected end mark, once read.
+    sel_end_t: Option<i64>,
     sel_window: Option<ActiveWindow>,
     warnings: Vec<String>,
     /// Kept spans (open or done), at most `limits.max_spans`.
@@ -604,10 +645,28 @@ struct Engine {
     sel_seen: [u32; 2],
     /// Kept mark labels cut to `max_string_bytes`.
     labels_cut: u64,
+    /// Where marks and finished spans go.
+    mode: Mode,
+    /// Line of a first line that is no trace.csv header.
+    no_header_line: Option<u64>,
+    /// Line of a quote that never closes.
+    open_quote_line: Option<u64>,
+    /// `gpu_power_W` values that are not finite numbers (nan, inf, text).
+    bad_power: u64,
+    /// Line of the first of them.
+    first_bad_power_line: Option<u64>,
+    /// Pair starts never closed by their end mark.
+    unclosed_pairs: u64,
+    /// The first few of them: (label, occurrence, t_mono_ns).
+    unclosed_first: Vec<(u32, u32, i64)>,
 }
 
 #[cfg(feature = "alloc")]
 const MAX_OPEN_PAIRS: usize = 64;
+
+#[cfg(feature = "alloc")]
+/// Unclosed pair starts named in their warning (the rest are counted).
+const UNCLOSED_LISTED: usize = 5;
 
 #[cfg(feature = "alloc")]
 impl WindowAnalyzer {
@@ -636,8 +695,11 @@ impl WindowAnalyzer {
     fn on_event(&mut self, ev: CsvEvent) {
         match ev {
             CsvEvent::NeedsInput | CsvEvent::End => {}
-            CsvEvent::Header => self.eng.counts.headers += 1,
+            CsvEvent::Header => self
+                .eng
+                .header(self.reader.header_line(), self.reader.header_usable()),
             CsvEvent::BadRow { line } => self.eng.bad(line),
+            CsvEvent::UnbalancedQuote { line } => self.eng.unbalanced_quote(line),
             CsvEvent::Row => self.eng.push_row(&self.reader.row()),
         }
     }
@@ -653,9 +715,15 @@ impl WindowAnalyzer {
         self.eng.push_parsed(row, label);
     }
 
-    /// Counts a header line read elsewhere.
-    pub fn add_header(&mut self) {
-        self.eng.counts.headers += 1;
+    /// Counts a header line read elsewhere ([`CsvEvent::Header`]), with
+    /// [`TraceCsvReader::header_line`] and [`TraceCsvReader::header_usable`].
+    pub fn add_header(&mut self, line: u64, usable: bool) {
+        self.eng.header(line, usable);
+    }
+
+    /// A record cut short by an unclosed quote, read elsewhere ([`CsvEvent::UnbalancedQuote`]).
+    pub fn add_unbalanced_quote(&mut self, line: u64) {
+        self.eng.unbalanced_quote(line);
     }
 
     /// Counts a bad record read elsewhere ([`CsvEvent::BadRow`]).
@@ -669,7 +737,11 @@ impl WindowAnalyzer {
     }
 
     /// Ends the input and returns the analysis.
-    pub fn end(mut self) -> RecordingAnalysis {
+    pub fn end(self) -> RecordingAnalysis {
+        self.end_planned().analysis
+    }
+
+    fn flush_reader(&mut self) {
         loop {
             let (ev, _) = self.reader.read(&[]);
             self.on_event(ev);
@@ -677,7 +749,70 @@ impl WindowAnalyzer {
                 break;
             }
         }
+    }
+
+    /// Pass 1 of a streamed analysis (see [`stream`](self::stream)): holds at most `hold` marks
+    /// and `hold` finished spans. End it with [`end_planned`](Self::end_planned).
+    pub fn planning(opts: AnalyzeOptions, hold: usize) -> WindowAnalyzer {
+        let mut a = WindowAnalyzer::new(opts);
+        a.eng.mode = Mode::Plan(Planning {
+            hold,
+            marks_over: false,
+            spans_over: false,
+            early: BTreeMap::new(),
+        });
+        a
+    }
+
+    /// Ends the input: the analysis, and whether its marks and spans must be read in further
+    /// passes. For an analyzer made by [`new`](Self::new), both lists are always complete.
+    pub fn end_planned(mut self) -> Planned {
+        self.flush_reader();
         self.eng.end()
+    }
+
+    /// Pass 2 of a streamed analysis: the same options as pass 1; hands out the marks
+    /// ([`pop_mark`](Self::pop_mark)) and analyzes nothing else.
+    pub fn marks_pass(opts: AnalyzeOptions) -> WindowAnalyzer {
+        let mut a = WindowAnalyzer::new(opts);
+        a.eng.mode = Mode::Marks(alloc::collections::VecDeque::new());
+        a
+    }
+
+    /// Pass 3 of a streamed analysis: the same options as pass 1, and its plan; hands out the
+    /// span results in order ([`pop_span`](Self::pop_span)).
+    pub fn spans_pass(opts: AnalyzeOptions, plan: SpanPlan) -> WindowAnalyzer {
+        let mut a = WindowAnalyzer::new(opts);
+        a.eng.mode = Mode::Spans(SpanStream {
+            plan,
+            slots: alloc::collections::VecDeque::new(),
+        });
+        a
+    }
+
+    /// Pass 2: the next mark read, in file order.
+    pub fn pop_mark(&mut self) -> Option<MarkInfo> {
+        match &mut self.eng.mode {
+            Mode::Marks(q) => q.pop_front(),
+            _ => None,
+        }
+    }
+
+    /// Pass 3: the next span result, in start order, once it and every span before it are
+    /// decided.
+    pub fn pop_span(&mut self) -> Option<WindowResult> {
+        match &mut self.eng.mode {
+            Mode::Spans(st) => st.pop(),
+            _ => None,
+        }
+    }
+
+    /// Passes 2 and 3: ends the input; every mark or span left is then decided (pop them).
+    pub fn end_stream(&mut self) {
+        self.flush_reader();
+        if let Mode::Spans(_) = self.eng.mode {
+            self.eng.end_input();
+        }
     }
 }
 
@@ -692,21 +827,40 @@ impl Engine {
             labels: Vec::new(),
             label_counts: Vec::new(),
             marks: Vec::new(),
-            mark_label: Vec::new(),
+            kept_marks: 0,
             gpus: Vec::new(),
             rapl_prev: None,
             rapl_max: None,
             active: Vec::with_capacity(MAX_OPEN_PAIRS + 4),
             done: Vec::new(),
             next_id: 0,
-            sel_start: None,
-            sel_end: None,
+            sel_start_t: None,
+            sel_end_t: None,
             sel_window: None,
             warnings: Vec::new(),
             kept_spans: 0,
             sel_seen: [0; 2],
             labels_cut: 0,
+            mode: Mode::Collect,
+            no_header_line: None,
+            open_quote_line: None,
+            bad_power: 0,
+            first_bad_power_line: None,
+            unclosed_pairs: 0,
+            unclosed_first: Vec::new(),
         }
+    }
+
+    fn header(&mut self, line: u64, usable: bool) {
+        self.counts.headers += 1;
+        if !usable {
+            self.no_header_line.get_or_insert(line);
+        }
+    }
+
+    fn unbalanced_quote(&mut self, line: u64) {
+        self.bad(line);
+        self.open_quote_line.get_or_insert(line);
     }
 
     /// The id of a label, interning it.
@@ -738,6 +892,12 @@ impl Engine {
     }
 
     fn push_parsed(&mut self, p: &ParsedRow, label: &[u8]) {
+        if let Mode::Marks(_) = self.mode {
+            if p.kind == ParsedKind::Mark {
+                self.add_mark(label, p.t_mono_ns, p.t_wall_ns, p.mark_thread, p.line);
+            }
+            return;
+        }
         self.counts.rows += 1;
         let t = p.t_mono_ns;
         let item = match p.kind {
@@ -752,12 +912,16 @@ impl Engine {
             ParsedKind::Mark => {
                 self.counts.marks += 1;
                 match self.add_mark(label, t, p.t_wall_ns, p.mark_thread, p.line) {
-                    Some(i) => Item::Mark(i),
+                    Some(m) => Item::Mark(m),
                     None => return,
                 }
             }
             ParsedKind::Sample => {
                 self.counts.samples += 1;
+                if p.power_bad {
+                    self.bad_power += 1;
+                    self.first_bad_power_line.get_or_insert(p.line);
+                }
                 let selected = match self.opts.gpu {
                     Some(g) => p.gpu_index.unwrap_or(0) == g,
                     None => true,
@@ -835,29 +999,29 @@ impl Engine {
         t_wall_ns: Option<i64>,
         thread: Option<u64>,
         line: u64,
-    ) -> Option<u32> {
+    ) -> Option<MarkItem> {
         // The selection is matched on the whole label, counted apart from the kept marks.
-        let idx = self.marks.len() as u32;
-        let mut is_sel = false;
+        let (mut sel_start, mut sel_end) = (false, false);
         if let Some(sel) = &self.opts.select {
             if raw == sel.start.as_bytes() {
                 self.sel_seen[0] += 1;
                 if self.sel_seen[0] == sel.occurrence {
-                    self.sel_start = Some(idx);
-                    is_sel = true;
+                    self.sel_start_t = Some(t);
+                    sel_start = true;
                 }
             }
             if raw == sel.end.as_bytes() {
                 self.sel_seen[1] += 1;
                 if self.sel_seen[1] == sel.occurrence {
-                    self.sel_end = Some(idx);
-                    is_sel = true;
+                    self.sel_end_t = Some(t);
+                    sel_end = true;
                 }
             }
         }
+        let is_sel = sel_start || sel_end;
         // Kept labels are cut to `max_string_bytes` (on a UTF-8 boundary).
         let label = &raw[..char_floor(raw, self.opts.limits.max_string_bytes)];
-        let full = self.marks.len() >= self.opts.limits.max_marks;
+        let full = self.kept_marks >= self.opts.limits.max_marks;
         let id = match self.label_ids.get(label) {
             Some(&id) => id,
             // Past `max_marks` a new label is not interned.
@@ -876,16 +1040,23 @@ impl Engine {
         if label.len() < raw.len() {
             self.labels_cut += 1;
         }
-        self.marks.push(MarkInfo {
+        self.kept_marks += 1;
+        let info = MarkInfo {
             label: self.labels[id as usize].clone(),
             t_mono_ns: t,
             t_wall_ns,
             occurrence,
             line,
             thread,
-        });
-        self.mark_label.push(id);
-        Some((self.marks.len() - 1) as u32)
+        };
+        self.keep_mark(info);
+        Some(MarkItem {
+            label: id,
+            occurrence,
+            thread,
+            sel_start,
+            sel_end,
+        })
     }
 
     fn new_window(
@@ -915,6 +1086,7 @@ impl Engine {
             gpus,
             rapl: RaplAcc::default(),
             kept,
+            streamed: false,
         }
     }
 
@@ -930,12 +1102,86 @@ impl Engine {
         if kept {
             self.kept_spans += 1;
         }
-        self.new_window(kind, label, occurrence, t, kept)
+        let mut w = self.new_window(kind, label, occurrence, t, kept);
+        if kept && let Mode::Spans(_) = self.mode {
+            self.slot_span(&mut w);
+        }
+        w
+    }
+
+    /// Pass 3: the output slot of a new kept span (none for one never closed); a span kept
+    /// aside by pass 1 is decided at once.
+    fn slot_span(&mut self, w: &mut ActiveWindow) {
+        let Mode::Spans(mut st) = core::mem::replace(&mut self.mode, Mode::Collect) else {
+            return;
+        };
+        if !st.plan.never_closed.contains(&w.id) {
+            let r = st.plan.early.remove(&w.id);
+            w.streamed = r.is_some();
+            st.slots.push_back((w.id, r));
+        }
+        self.mode = Mode::Spans(st);
+    }
+
+    /// A kept mark, listed, held or handed out as the mode says.
+    fn keep_mark(&mut self, info: MarkInfo) {
+        match &mut self.mode {
+            Mode::Collect => self.marks.push(info),
+            Mode::Plan(p) => {
+                if !p.marks_over {
+                    self.marks.push(info);
+                    if self.marks.len() > p.hold {
+                        p.marks_over = true;
+                        self.marks = Vec::new();
+                    }
+                }
+            }
+            Mode::Marks(q) => q.push_back(info),
+            Mode::Spans(_) => {}
+        }
+    }
+
+    /// A span that can no longer change (closed and past its end).
+    fn span_done(&mut self, w: ActiveWindow) {
+        match &mut self.mode {
+            Mode::Collect => self.done.push(w),
+            Mode::Plan(p) => {
+                if self.next_id - w.id > p.hold as u64 {
+                    p.early.insert(w.id, w);
+                } else if !p.spans_over {
+                    self.done.push(w);
+                    if self.done.len() > p.hold {
+                        p.spans_over = true;
+                        self.done = Vec::new();
+                    }
+                }
+            }
+            Mode::Marks(_) => {}
+            Mode::Spans(_) => {
+                if w.streamed {
+                    return;
+                }
+                let Mode::Spans(mut st) = core::mem::replace(&mut self.mode, Mode::Collect) else {
+                    return;
+                };
+                let r = self.result(&w, &self.ctx(&st.plan.gpus));
+                st.decide(w.id, r);
+                self.mode = Mode::Spans(st);
+            }
+        }
+    }
+
+    fn ctx<'a>(&self, gpus: &'a [GpuSummary]) -> verdict::Context<'a> {
+        verdict::Context {
+            gpus,
+            source: self.opts.power_source,
+            max_gap_ns: self.opts.max_gap_ns,
+        }
     }
 
     fn emit(&mut self, t: i64, item: Item) {
         match item {
-            Item::Mark(i) => self.emit_mark(t, i),
+            Item::Mark(m) => self.emit_mark(t, m),
             Item::Sample(s) => {
                 self.emit_sample(&s);
                 self.close_due(t);
@@ -947,14 +1193,13 @@ impl Engine {
         }
     }
 
-    fn emit_mark(&mut self, t: i64, i: u32) {
-        let label = self.mark_label[i as usize];
-        let occurrence = self.marks[i as usize].occurrence;
-        if self.sel_start == Some(i) {
+    fn emit_mark(&mut self, t: i64, m: MarkItem) {
+        let (label, occurrence) = (m.label, m.occurrence);
+        if m.sel_start {
             let w = self.new_window("window", label, occurrence, t, true);
             self.sel_window = Some(w);
         }
-        if self.sel_end == Some(i)
+        if m.sel_end
             && let Some(w) = &mut self.sel_window
             && w.t1.is_none()
         {
@@ -973,7 +1218,7 @@ impl Engine {
         }
         // A pair end closes the latest open pair with the same stem and the same thread.
         let name = self.labels[label as usize].clone();
-        let thread = self.marks[i as usize].thread;
+        let thread = m.thread;
         if let Some(stem) = pair_end_stem(&name) {
             // The latest by creation (`active` is reordered by `swap_remove`).
             let found = self
@@ -1046,10 +1291,12 @@ impl Engine {
             }
             return;
         }
+        // Non-finite power readings go to the reference figures only (counted in a warning).
+        let finite_power = s.power_w.filter(|p| p.is_finite());
         {
             let g = &mut self.gpus[slot];
             g.samples += 1;
-            if let Some(p) = s.power_w {
+            if let Some(p) = finite_power {
                 g.power_samples += 1;
                 g.floor.add(p);
                 if matches!(g.prev.power, Some((_, pp)) if pp.to_bits() == p.to_bits()) {
@@ -1058,7 +1305,7 @@ impl Engine {
                 g.first_power_t.get_or_insert(s.t_ns);
                 g.last_power_t = Some(s.t_ns);
             }
-            g.series.add(s.t_ns, s.power_w, s.util_pct);
+            g.series.add(s.t_ns, finite_power, s.util_pct);
         }
         let prev = self.gpus[slot].prev;
         let n_gpus = self.gpus.len();
@@ -1079,7 +1326,7 @@ impl Engine {
             w.gpus[slot].add(s, &prev, t0, t1, max_gap);
         }
         let g = &mut self.gpus[slot];
-        if let Some(p) = s.power_w {
+        if let Some(p) = finite_power {
             g.prev.power = Some((s.t_ns, p));
         }
         if let Some(u) = s.util_pct {
@@ -1096,8 +1343,7 @@ impl Engine {
     /// Moves windows that can no longer change to `done`.
     fn close_due(&mut self, now: i64) {
         let max_gap = self.opts.max_gap_ns;
-        let gpus = &self.gpus;
-        let finished = |w: &ActiveWindow| match w.t1 {
+        let finished = |w: &ActiveWindow, gpus: &[GpuState]| match w.t1 {
             None => false,
             Some(t1) => {
                 now > t1.saturating_add(max_gap)
@@ -1110,32 +1356,65 @@ impl Engine {
         };
         let mut i = 0;
         while i < self.active.len() {
-            if finished(&self.active[i]) {
+            if finished(&self.active[i], &self.gpus) {
                 let w = self.active.swap_remove(i);
                 // Placeholders never get here (removed when closed); kept spans ≤ max_spans.
-                self.done.push(w);
+                self.span_done(w);
             } else {
                 i += 1;
             }
         }
     }
 
-    fn end(mut self) -> RecordingAnalysis {
+    /// Releases every held row and finishes the spans closed by then; returns the ids of the
+    /// kept spans never closed (dropped: a start without its end, the last stretch).
+    fn end_input(&mut self) -> alloc::collections::BTreeSet<u64> {
         while let Some((t, item)) = self.reorder.pop(true) {
             self.emit(t, item);
         }
-        // Spans still open at the end (a start without its end, the last stretch) are dropped.
-        let closed: Vec<ActiveWindow> = self.active.drain(..).filter(|w| w.t1.is_some()).collect();
-        self.done.extend(closed);
-        self.finish()
+        let mut never_closed = alloc::collections::BTreeSet::new();
+        // Open pairs are at most MAX_OPEN_PAIRS: listed in time order.
+        let mut unclosed: Vec<(i64, u64, u32, u32)> = Vec::new();
+        for w in core::mem::take(&mut self.active) {
+            if w.t1.is_some() {
+                self.span_done(w);
+                continue;
+            }
+            if w.kept {
+                never_closed.insert(w.id);
+            }
+            if w.kind == "pair" {
+                unclosed.push((w.t0, w.id, w.start_label, w.occurrence));
+            }
+        }
+        unclosed.sort_unstable();
+        self.unclosed_pairs = unclosed.len() as u64;
+        self.unclosed_first = unclosed
+            .iter()
+            .take(UNCLOSED_LISTED)
+            .map(|&(t0, _, label, occurrence)| (label, occurrence, t0))
+            .collect();
+        never_closed
     }
 
-    fn finish(mut self) -> RecordingAnalysis {
+    fn end(mut self) -> Planned {
+        let never_closed = self.end_input();
+        self.finish(never_closed)
+    }
+
+    fn finish(mut self, never_closed: alloc::collections::BTreeSet<u64>) -> Planned {
         let gpus: Vec<GpuSummary> = self.gpus.iter().map(summarize_gpu).collect();
-        let ctx = verdict::Context {
-            gpus: &gpus,
-            source: self.opts.power_source,
-            max_gap_ns: self.opts.max_gap_ns,
+        let ctx = self.ctx(&gpus);
+        let (marks_streamed, early) = match core::mem::replace(&mut self.mode, Mode::Collect) {
+            Mode::Plan(p) => {
+                if p.spans_over {
+                    (p.marks_over, Some(p.early))
+                } else {
+                    self.done.extend(p.early.into_values());
+                    (p.marks_over, None)
+                }
+            }
+            _ => (false, None),
         };
         let mut done = core::mem::take(&mut self.done);
         done.sort_by_key(|w| (w.t0, w.id));
@@ -1145,8 +1424,8 @@ impl Engine {
             start: s.start.clone(),
             end: s.end.clone(),
             occurrence: s.occurrence,
-            start_t_mono_ns: self.sel_start.map(|i| self.marks[i as usize].t_mono_ns),
-            end_t_mono_ns: self.sel_end.map(|i| self.marks[i as usize].t_mono_ns),
+            start_t_mono_ns: self.sel_start_t,
+            end_t_mono_ns: self.sel_end_t,
         });
         let window = match (&selection, &self.sel_window) {
             (Some(sel), Some(w)) if sel.error().is_none() && w.t1.is_some() => {
@@ -1156,10 +1435,66 @@ impl Engine {
         };
         let c = &self.counts;
         let mut warnings = core::mem::take(&mut self.warnings);
-        let _ = c.for_each_warning(self.opts.reorder_horizon_ns, |w| {
-            warnings.push(alloc::fmt::format(w));
-            Ok(())
-        });
+        if let Some(line) = self.no_header_line {
+            warnings.push(alloc::format!(
+                "no trace.csv header: line {line} names no t_mono_ns and row_type columns (or is over {} bytes or {} fields), so no row can be read; a trace.csv starts with its header line",
+                crate::csv::RECORD_BYTES,
+                crate::csv::MAX_FIELDS
+            ));
+        }
+        if let Some(line) = self.open_quote_line {
+            warnings.push(alloc::format!(
+                "unbalanced quote: a quoted field opens at line {line} and never closes, so the rest of the file was read as one field and skipped"
+            ));
+        }
+        if self.bad_power > 0 {
+            warnings.push(alloc::format!(
+                "{} gpu_power_W values are not finite numbers (nan, inf or text): left out of the edge energy, idle floor and verdict (the reference figures take nan and inf as Python does); first at line {}",
+                self.bad_power,
+                self.first_bad_power_line.unwrap_or(0)
+            ));
+        }
+        if c.bad_rows > 0 {
+            warnings.push(alloc::format!(
+                "{} bad rows skipped (unparseable t_mono_ns or over-long); first at line {}",
+                c.bad_rows,
+                c.first_bad_line.unwrap_or(0)
+            ));
+        }
+        if self.unclosed_pairs > 0 {
+            let mut listed = String::new();
+            for (k, (label, occurrence, t0)) in self.unclosed_first.iter().enumerate() {
+                listed.push_str(if k == 0 { "" } else { "; " });
+                listed.push_str(&alloc::format!(
+                    "{} (occurrence {occurrence}, t_mono_ns {t0})",
+                    self.labels[*label as usize]
+                ));
+            }
+            let more = self.unclosed_pairs - self.unclosed_first.len() as u64;
+            warnings.push(alloc::format!(
+                "{} pair starts never closed by their end mark, so not analyzed as pairs: {listed}{}",
+                self.unclosed_pairs,
+                if more > 0 {
+                    alloc::format!("; and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if c.late_rows > 0 {
+            warnings.push(alloc::format!(
+                "{} rows arrived more than {} ms after a later-timestamped row (e.g. an appended recording whose clock went back) and were skipped; first at line {}",
+                c.late_rows,
+                self.opts.reorder_horizon_ns / 1_000_000,
+                c.first_late_line.unwrap_or(0)
+            ));
+        }
+        if c.samples_dropped > 0 {
+            warnings.push(alloc::format!(
+                "samples of GPUs beyond max_gpus skipped: {}",
+                c.samples_dropped
+            ));
+        }
         if c.marks_dropped > 0 {
             warnings.push(alloc::format!(
                 "marks beyond max_marks skipped: {}",
@@ -1190,15 +1525,27 @@ impl Engine {
                 points: g.series.points(),
             })
             .collect();
-        RecordingAnalysis {
-            rows: self.counts.clone(),
-            gpus,
-            marks: core::mem::take(&mut self.marks),
-            selection,
-            window,
-            spans: if self.opts.spans { spans } else { Vec::new() },
-            series,
-            warnings,
+        let spans_plan = early.map(|early| SpanPlan {
+            early: early
+                .into_iter()
+                .map(|(id, w)| (id, self.result(&w, &ctx)))
+                .collect(),
+            never_closed,
+            gpus: gpus.clone(),
+        });
+        Planned {
+            analysis: RecordingAnalysis {
+                rows: self.counts.clone(),
+                gpus,
+                marks: core::mem::take(&mut self.marks),
+                selection,
+                window,
+                spans: if self.opts.spans { spans } else { Vec::new() },
+                series,
+                warnings,
+            },
+            marks_streamed,
+            spans: spans_plan,
         }
     }
 
@@ -1207,7 +1554,8 @@ impl Engine {
         let dur_ns = (t1 as i128 - w.t0 as i128) as f64;
         let mut gpus = Vec::with_capacity(w.gpus.len());
         for (i, a) in w.gpus.iter().enumerate() {
-            let g = &self.gpus[i];
+            // The whole recording's figures (in pass 3 of a streamed analysis, pass 1's).
+            let g = &ctx.gpus[i];
             if g.samples == 0 {
                 continue;
             }
@@ -1216,7 +1564,7 @@ impl Engine {
             let has_counter = a.counter_covered_ns > 0;
             let v = ctx.gpu_verdict(i, a, w.t0, t1);
             gpus.push(GpuWindow {
-                gpu_index: g.key,
+                gpu_index: g.gpu_index,
                 reference: RefFigures::from(&a.reference),
                 energy_edge_j: has_power.then_some(a.energy_edge_j),
                 energy_counter_j: has_counter.then_some(a.counter_mj / 1000.0),

@@ -517,3 +517,319 @@ fn long_mark_labels_are_cut_but_selected_by_the_whole_label() {
         );
     });
 }
+
+/// Marks of nested pairs with labels seen once (`sK_start` … `sK_end`, some never closed)
+/// inside an outer pair, so that a span's end label is first read long after its start (many
+/// reorder horizons later).
+fn unique_pairs(rng: &mut Rng, marks: u32) -> String {
+    let mut s = String::from(HDR);
+    let mut t = 1_000_000_000i64;
+    let mut open: Vec<u32> = Vec::new();
+    let mark = |s: &mut String, t: i64, label: &str| {
+        s.push_str(&format!("{t},0,MARK,{label},,,,,,,,\n"));
+    };
+    mark(&mut s, t, "outer_start");
+    for k in 0..marks {
+        t += 20_000_000 + rng.below(40_000_000) as i64;
+        s.push_str(&format!(
+            "{t},0,SAMPLE,,{},{},,,,,0,\n",
+            60 + rng.below(300),
+            rng.below(101)
+        ));
+        t += 1000;
+        if open.is_empty() || rng.below(2) == 0 {
+            open.push(k);
+            mark(&mut s, t, &format!("s{k}_start"));
+        } else {
+            let j = open.pop().unwrap();
+            if rng.below(5) > 0 {
+                mark(&mut s, t, &format!("s{j}_end"));
+            }
+        }
+    }
+    mark(&mut s, t + 1000, "outer_end");
+    s
+}
+
+/// The three passes of a streamed analysis (`hold` marks and spans at most in pass 1), with the
+/// marks and spans popped after every chunk, reassembled into one analysis.
+/// Also says which lists took a further pass (marks, spans).
+fn analyze_streamed(
+    chunks: &[&[u8]],
+    opts: &AnalyzeOptions,
+    hold: usize,
+) -> (RecordingAnalysis, [bool; 2]) {
+    let mut a = WindowAnalyzer::planning(opts.clone(), hold);
+    for c in chunks {
+        a.write(c);
+    }
+    let planned = a.end_planned();
+    let passes = [planned.marks_streamed, planned.spans.is_some()];
+    let mut r = planned.analysis;
+    if planned.marks_streamed {
+        assert!(r.marks.is_empty());
+        let mut a = WindowAnalyzer::marks_pass(opts.clone());
+        for c in chunks {
+            a.write(c);
+            r.marks.extend(core::iter::from_fn(|| a.pop_mark()));
+        }
+        a.end_stream();
+        r.marks.extend(core::iter::from_fn(|| a.pop_mark()));
+    }
+    if let Some(plan) = planned.spans {
+        assert!(r.spans.is_empty());
+        let mut a = WindowAnalyzer::spans_pass(opts.clone(), plan);
+        for c in chunks {
+            a.write(c);
+            r.spans.extend(core::iter::from_fn(|| a.pop_span()));
+        }
+        a.end_stream();
+        r.spans.extend(core::iter::from_fn(|| a.pop_span()));
+        if let Mode::Spans(st) = &a.eng.mode {
+            assert!(st.slots.is_empty(), "undecided spans left");
+        }
+    }
+    (r, passes)
+}
+
+#[test]
+fn streamed_passes_give_the_one_pass_analysis() {
+    let mut rng = Rng::from_env(41);
+    let mut passes = [0; 2];
+    for case in 0..24 {
+        let data = if case % 3 == 2 {
+            let marks = 20 + rng.below(200) as u32;
+            unique_pairs(&mut rng, marks)
+        } else if case % 2 == 0 {
+            random_recording(&mut rng)
+        } else {
+            let marks = 20 + rng.below(300) as u32;
+            many_marks(&mut rng, marks)
+        };
+        let opts = match case % 4 {
+            0 | 1 => AnalyzeOptions {
+                spans: true,
+                series_points: 40,
+                ..AnalyzeOptions::default()
+            },
+            2 => AnalyzeOptions {
+                select: Some(WindowSelect {
+                    start: "p_start".into(),
+                    end: "end".into(),
+                    occurrence: 1,
+                }),
+                spans: true,
+                max_gap_ns: 3_000_000,
+                ..AnalyzeOptions::default()
+            },
+            _ => AnalyzeOptions {
+                gpu: Some(1),
+                ..with_limits(30, 25)
+            },
+        };
+        let want = analyze(&[data.as_bytes()], &opts).to_json();
+        for hold in [0, 1, 3, 17, 1 << 20] {
+            let mut n = 0;
+            for_each_split(data.as_bytes(), 1, rng.next_u64(), |chunks| {
+                // Whole, byte by byte (only for the small holds) and one random split.
+                n += 1;
+                if n == 2 && hold > 3 {
+                    return;
+                }
+                let (got, took) = analyze_streamed(chunks, &opts, hold);
+                assert_eq!(got.to_json(), want, "case {case} hold {hold} split {n}");
+                for k in 0..2 {
+                    passes[k] += took[k] as u32;
+                }
+            });
+        }
+    }
+    // Both further passes were taken often.
+    assert!(passes.iter().all(|&n| n > 40), "{passes:?}");
+}
+
+/// Pass 1 holds at most `hold` marks and finished spans (plus the few kept aside); pass 3 at
+/// most about `hold` results waiting for an earlier span.
+#[test]
+fn streamed_passes_hold_a_bounded_number_of_spans() {
+    let mut rng = Rng::from_env(43);
+    let data = many_marks(&mut rng, 3000);
+    let opts = AnalyzeOptions {
+        spans: true,
+        ..AnalyzeOptions::default()
+    };
+    let hold = 8;
+    let mut a = WindowAnalyzer::planning(opts.clone(), hold);
+    let mut most_early = 0;
+    for c in data.as_bytes().chunks(512) {
+        a.write(c);
+        assert!(a.eng.marks.len() <= hold && a.eng.done.len() <= hold);
+        if let Mode::Plan(p) = &a.eng.mode {
+            most_early = most_early.max(p.early.len());
+        }
+    }
+    let planned = a.end_planned();
+    assert!(planned.marks_streamed);
+    let plan = planned.spans.expect("spans streamed");
+    // At most 64 pairs are open at once, so at most 64 spans for each `hold` spans created
+    // can outlive `hold` later ones (the stretches between marks never do here).
+    let created = planned.analysis.rows.marks as usize * 2;
+    assert!(most_early <= 64 * created / hold, "{most_early}");
+    let mut b = WindowAnalyzer::spans_pass(opts, plan);
+    let (mut most_waiting, mut out) = (0, 0);
+    for c in data.as_bytes().chunks(512) {
+        b.write(c);
+        if let Mode::Spans(st) = &b.eng.mode {
+            most_waiting = most_waiting.max(st.slots.len());
+        }
+        out += core::iter::from_fn(|| b.pop_span()).count();
+    }
+    b.end_stream();
+    out += core::iter::from_fn(|| b.pop_span()).count();
+    assert!(out > 3000, "{out}");
+    assert!(most_waiting <= 2 * hold + 64, "{most_waiting}");
+}
+
+#[test]
+fn a_file_without_header_says_so() {
+    let mut wide = "c,".repeat(1_000_000);
+    wide.push('\n');
+    let rows = "1000,0,MARK,a,,,,,,,,\n2000,0,SAMPLE,,100,5,,,,,0,\n3000,0,MARK,b,,,,,,,,\n";
+    for data in [rows.to_string(), format!("{wide}{HDR}{rows}")] {
+        for_each_split(data.as_bytes(), 2, 5, |chunks| {
+            let r = analyze(
+                chunks,
+                &AnalyzeOptions {
+                    select: Some(WindowSelect {
+                        start: "a".into(),
+                        end: "b".into(),
+                        occurrence: 1,
+                    }),
+                    ..AnalyzeOptions::default()
+                },
+            );
+            assert!(r.window.is_none());
+            assert!(
+                r.warnings[0].starts_with("no trace.csv header: line 1 names no t_mono_ns"),
+                "{:?}",
+                r.warnings
+            );
+        });
+    }
+    // A file with its header has no such warning.
+    let r = analyze(
+        &[format!("{HDR}{rows}").as_bytes()],
+        &AnalyzeOptions::default(),
+    );
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+#[test]
+fn an_unclosed_quote_is_a_warning_with_its_line() {
+    let data = format!(
+        "{HDR}1000,0,MARK,a,,,,,,,,\n2000,0,SAMPLE,,100,5,,,,,0,\n3000,0,MARK,\"b,,,,,,,,\n4000,0,SAMPLE,,100,5,,,,,0,\n"
+    );
+    for_each_split(data.as_bytes(), 2, 6, |chunks| {
+        let r = analyze(chunks, &AnalyzeOptions::default());
+        assert_eq!(r.marks.len(), 1);
+        assert_eq!((r.rows.bad_rows, r.rows.first_bad_line), (1, Some(4)));
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("unbalanced quote: a quoted field opens at line 4 ")),
+            "{:?}",
+            r.warnings
+        );
+    });
+}
+
+/// `nan`, `inf` and text in gpu_power_W are counted with the first line; the reference figures
+/// take nan and inf as Python does, the edge energy leaves them out.
+#[test]
+fn non_finite_power_is_counted_in_a_warning() {
+    let mut data = format!("{HDR}1000000000,0,MARK,a,,,,,,,,\n");
+    for (k, p) in ["100", "nan", "100", "inf", "N/A", "", " ", "100", "-inf"]
+        .iter()
+        .enumerate()
+    {
+        let t = 1_000_000_000 + k as i64 * 100_000_000;
+        data.push_str(&format!("{t},0,SAMPLE,,{p},5,,,,,0,\n"));
+    }
+    data.push_str("1900000000,0,MARK,b,,,,,,,,\n");
+    let opts = AnalyzeOptions {
+        select: Some(WindowSelect {
+            start: "a".into(),
+            end: "b".into(),
+            occurrence: 1,
+        }),
+        ..AnalyzeOptions::default()
+    };
+    for_each_split(data.as_bytes(), 2, 7, |chunks| {
+        let r = analyze(chunks, &opts);
+        let w = r.window.as_ref().unwrap();
+        // Python: nan poisons the trapezoid.
+        assert!(w.reference.energy_j.unwrap().is_nan());
+        let edge = w.gpus[0].energy_edge_j.unwrap();
+        assert!(edge.is_finite() && edge > 0.0, "{edge}");
+        assert!(
+            r.warnings.iter().any(|x| x
+                .starts_with("4 gpu_power_W values are not finite numbers (nan, inf or text)")
+                && x.ends_with("first at line 4")),
+            "{:?}",
+            r.warnings
+        );
+        // The same through the reference-only analysis (the three lines).
+        let r = analyze(
+            chunks,
+            &AnalyzeOptions {
+                reference_only: true,
+                ..opts.clone()
+            },
+        );
+        assert!(r.warnings.iter().any(|x| x.starts_with("4 gpu_power_W")));
+    });
+}
+
+#[test]
+fn unclosed_pair_starts_are_listed_in_the_warnings() {
+    let mut data = String::from(HDR);
+    let mut t = 1_000_000_000i64;
+    for (k, label) in [
+        "a_start", "a_end", "x_start", "b_start", "b_end", "s1_start", "s2_start", "s3_start",
+        "s4_start", "s5_start",
+    ]
+    .iter()
+    .enumerate()
+    {
+        t += 10_000_000;
+        data.push_str(&format!("{t},0,SAMPLE,,{},5,,,,,0,\n", 100 + k));
+        data.push_str(&format!("{t},0,MARK,{label},,,,,,,,\n"));
+    }
+    let opts = AnalyzeOptions {
+        spans: true,
+        ..AnalyzeOptions::default()
+    };
+    for_each_split(data.as_bytes(), 2, 8, |chunks| {
+        let r = analyze(chunks, &opts);
+        let w: Vec<&String> = r
+            .warnings
+            .iter()
+            .filter(|w| w.contains("pair starts never closed"))
+            .collect();
+        assert_eq!(w.len(), 1, "{:?}", r.warnings);
+        assert!(
+            w[0].starts_with(
+                "6 pair starts never closed by their end mark, so not analyzed as pairs: x_start (occurrence 1, t_mono_ns 1030000000); s1_start"
+            ) && w[0].ends_with("s4_start (occurrence 1, t_mono_ns 1090000000); and 1 more"),
+            "{}",
+            w[0]
+        );
+        assert_eq!(r.spans.iter().filter(|s| s.kind == "pair").count(), 2);
+    });
+    // All closed: no such warning.
+    let r = analyze(
+        &[format!("{HDR}1,0,MARK,a_start,,,,,,,,\n2,0,MARK,a_end,,,,,,,,\n").as_bytes()],
+        &opts,
+    );
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}

@@ -63,7 +63,7 @@ fn completed(runs: &PyPath, path: &PyPath, w: &mut Warnings) -> bool {
 
 /// Every trace entry, in order. Completed ones are summarized on up to
 /// [`MAX_TRACE_THREADS`] threads.
-pub fn summarize_all(runs: &PyPath, limits: Limits) -> Vec<TraceEntry> {
+pub fn summarize_all(runs: &PyPath, limits: Limits, exact_io: bool) -> Vec<TraceEntry> {
     let paths = discover(runs);
     let mut out: Vec<Option<TraceEntry>> = vec![None; paths.len()];
     let mut todo = Vec::new();
@@ -89,8 +89,11 @@ pub fn summarize_all(runs: &PyPath, limits: Limits) -> Vec<TraceEntry> {
                     let Some(&i) = todo.get(k) else { break };
                     // A bug in the engine must not take the other traces down: it becomes
                     // this trace's error entry.
-                    let entry = std::panic::catch_unwind(|| summarize_one(&paths[i], limits))
-                        .unwrap_or_else(|_| TraceEntry::internal_error(paths[i].to_py_string()));
+                    let entry =
+                        std::panic::catch_unwind(|| summarize_one(&paths[i], limits, exact_io))
+                            .unwrap_or_else(|_| {
+                                TraceEntry::internal_error(paths[i].to_py_string())
+                            });
                     results
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -106,11 +109,12 @@ pub fn summarize_all(runs: &PyPath, limits: Limits) -> Vec<TraceEntry> {
 }
 
 /// One trace's summary entry: streamed through the core scanner and summary by the same code
-/// as `flinch-trace trace`, within `limits`.
-fn summarize_one(path: &PyPath, limits: Limits) -> TraceEntry {
+/// as `flinch-trace trace` (`exact_io`: its default, exact past the memory limits), within
+/// `limits`.
+fn summarize_one(path: &PyPath, limits: Limits, exact_io: bool) -> TraceEntry {
     let source = path.to_py_string();
     // No progress line: up to 4 traces run at once.
-    match crate::trace::summarize_file(&fs_path(path), &source, limits, TOP_OPS, false) {
+    match crate::trace::summarize_file(&fs_path(path), &source, limits, TOP_OPS, exact_io, false) {
         Ok(r) => TraceEntry::summary(r),
         Err(error) => TraceEntry::Error { source, error },
     }

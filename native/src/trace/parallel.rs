@@ -60,6 +60,7 @@ const PROBE_BYTES: usize = 16 << 10;
 /// A plain file cut into segments.
 pub struct Plan {
     file: File,
+    path: std::path::PathBuf,
     /// Byte offset of each segment's first byte; `starts[0] == 0`.
     starts: Vec<u64>,
     /// The document starts with `[` (bare-array form).
@@ -82,7 +83,7 @@ pub fn plan(path: &Path) -> Option<Plan> {
     plan_with(path, SEGMENT_BYTES, MIN_FILE_BYTES)
 }
 
-fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Plan> {
+pub(super) fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Plan> {
     let file = File::open(path).ok()?;
     let meta = file.metadata().ok()?;
     let size = meta.len();
@@ -114,6 +115,7 @@ fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Pla
     }
     Some(Plan {
         file,
+        path: path.to_path_buf(),
         starts,
         bare,
         size,
@@ -308,9 +310,10 @@ pub fn summarize(
     source: &str,
     limits: Limits,
     top: Option<usize>,
+    exact_io: bool,
     progress: impl FnMut(u64, u64),
 ) -> Result<TraceSummaryResult, String> {
-    summarize_counting(plan, source, limits, top, progress).0
+    summarize_counting(plan, source, limits, top, exact_io, progress).0
 }
 
 /// [`summarize`], also returning how many segments were rescanned because their guess failed.
@@ -319,6 +322,7 @@ fn summarize_counting(
     source: &str,
     limits: Limits,
     top: Option<usize>,
+    exact_io: bool,
     mut progress: impl FnMut(u64, u64),
 ) -> (Result<TraceSummaryResult, String>, usize) {
     let mut rescanned = 0;
@@ -356,7 +360,7 @@ fn summarize_counting(
             Some(e) => Err(e),
             None => collect(
                 plan,
-                limits,
+                (limits, exact_io),
                 speculate,
                 &rxs,
                 &frees,
@@ -385,7 +389,7 @@ type Collected = (TraceSummary, Box<EventScanner>, ScanWarnings, u64);
 /// scanners before it.
 fn collect(
     plan: &Plan,
-    limits: Limits,
+    (limits, exact_io): (Limits, bool),
     speculate: &AtomicBool,
     rxs: &[Receiver<Msg>],
     frees: &[SyncSender<Batch>],
@@ -395,6 +399,9 @@ fn collect(
     let stopped = || "a trace scan thread stopped unexpectedly".to_string();
     let m = plan.starts.len();
     let mut summary = TraceSummary::new(limits);
+    if exact_io {
+        super::exact_io::equip(&mut summary, &plan.path, limits);
+    }
     let mut warnings = ScanWarnings::default();
     let mut events = 0u64;
     // The scanner to go on with when a segment did not end at the next segment's guess.

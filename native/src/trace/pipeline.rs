@@ -17,17 +17,18 @@
 //! same summary, same events in the same order, the same error texts and cut-gzip warning); the
 //! tests below check that on generated traces, errors and cut files, and
 //! `native/tests/trace_cli.rs` checks the real traces against their golden files.
+use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
 use flinch_core::Limits;
-use flinch_core::analyzer::{
-    Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind, LimitsPreset,
-};
+use flinch_core::analyzer::{Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind};
 use flinch_core::json::{
-    Event, EventScanner, IdField, NumField, Scan, ScanEnd, ScanError, ScanWarnings,
+    Event, EventScanner, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
+    ScanWarnings,
 };
-use flinch_core::summary::{DEFAULT_TOP_OPS, OpMemo, TraceSummary, TraceSummaryResult};
+use flinch_core::summary::batch::{OpMemo, fields_read};
+use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
 
 use crate::input::{Input, InputError};
 
@@ -50,8 +51,8 @@ const NONE: Span = Span {
     len: u32::MAX,
 };
 
-/// One event: what [`TraceSummary::add`] reads of it (as `TraceSummary::reads_names`,
-/// `reads_times` and `reads_thread` say; the rest is left out), in 40 bytes, its strings in the
+/// One event: what [`TraceSummary::add`] reads of it (as `flinch_core::summary::batch::fields_read`
+/// says; the rest is left out), in 40 bytes, its strings in the
 /// batch's text arena. The summary thread reads every record once, from the scan thread's
 /// cache: the smaller, the less it waits.
 #[derive(Clone, Copy, Debug)]
@@ -65,7 +66,8 @@ struct Rec {
     pair: u32,
     /// Index of the event's (pid, tid) in the batch's `threads`; `u32::MAX` when not kept.
     thread: u32,
-    /// The `NumField` kinds of `ts_ns` (bits 0-1) and `dur_ns` (bits 2-3).
+    /// The `NumField` kinds of `ts_ns` (bits 0-1) and `dur_ns` (bits 2-3), and the event's
+    /// `quoted_times` of those it keeps (bits 4-5).
     kinds: u8,
     ph_byte: u8,
 }
@@ -139,7 +141,7 @@ fn recent_slot(cat: Option<&[u8]>, name: Option<&[u8]>) -> usize {
 /// Events that share a (cat, name) pair (most do: a trace has far fewer ops than events)
 /// share one entry of `pairs` when the scan thread finds the earlier one through `recent`, so
 /// the batch holds their strings once and the summary looks the op up once per batch
-/// ([`TraceSummary::add_memo`]) instead of once per event. A pair that is not found (its slot
+/// ([`TraceSummary::add_batched`]) instead of once per event. A pair that is not found (its slot
 /// taken by another pair) gets an entry of its own: the same op, found again by the summary.
 pub(super) struct Batch {
     recs: Vec<Rec>,
@@ -212,19 +214,22 @@ impl Batch {
             [b] => (NONE, *b),
             ph => (self.span(Some(ph)), 0),
         };
-        let pair = if TraceSummary::reads_names(e.ph) {
+        let read = fields_read(e.ph);
+        let pair = if read.names {
             self.pair(e.cat, e.name)
         } else {
             u32::MAX
         };
-        let (ts, dur) = TraceSummary::reads_times(e.ph);
+        let (ts, dur) = (read.ts, read.dur);
+        let quoted =
+            e.quoted_times & (if ts { QUOTED_TS } else { 0 } | if dur { QUOTED_DUR } else { 0 });
         let (ts_kind, ts_ns) = if ts { num_kind(e.ts_ns) } else { (MISSING, 0) };
         let (dur_kind, dur_ns) = if dur {
             num_kind(e.dur_ns)
         } else {
             (MISSING, 0)
         };
-        let thread = if TraceSummary::reads_thread(e.ph) {
+        let thread = if read.thread {
             self.threads.push((e.pid, e.tid));
             (self.threads.len() - 1) as u32
         } else {
@@ -236,7 +241,7 @@ impl Batch {
             ph,
             pair,
             thread,
-            kinds: ts_kind | dur_kind << 2,
+            kinds: ts_kind | dur_kind << 2 | quoted << 4,
             ph_byte,
         });
     }
@@ -276,8 +281,9 @@ impl Batch {
                 tid,
                 id: IdField::Missing,
                 scope: IdField::Missing,
+                quoted_times: r.kinds >> 4,
             };
-            summary.add_memo(&e, memo);
+            summary.add_batched(&e, memo);
         }
     }
 
@@ -297,8 +303,9 @@ impl Batch {
 /// What the scan thread sends.
 enum Msg {
     Events(Batch),
-    /// The input ended: the scanner's end state, and the cut-gzip message if the stream was cut.
-    End(ScanEnd, ScanWarnings, Option<String>),
+    /// The input ended: the scanner's end state, the cut-gzip message if the stream was cut,
+    /// and the input's warning (trailing gzip garbage ignored).
+    End(ScanEnd, ScanWarnings, Option<String>, Option<String>),
     /// The input or the scan failed: the message the caller prints.
     Fail(String),
 }
@@ -314,6 +321,7 @@ pub fn summarize(
     source: &str,
     limits: Limits,
     top: Option<usize>,
+    exact_io: Option<&Path>,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
     let (tx, rx) = sync_channel::<Msg>(RING_BATCHES);
@@ -328,6 +336,10 @@ pub fn summarize(
         .spawn(move || scan_thread(input, limits, &tx, &free_rx))
         .map_err(|e| format!("cannot start the scan thread: {e}"))?;
     let mut summary = TraceSummary::new(limits);
+    #[cfg(unix)]
+    if let Some(path) = exact_io {
+        super::exact_io::equip(&mut summary, path, limits);
+    }
     let outcome = loop {
         match rx.recv() {
             Ok(Msg::Events(mut batch)) => {
@@ -337,7 +349,7 @@ pub fn summarize(
                 let _ = free_tx.try_send(batch);
                 progress();
             }
-            Ok(Msg::End(end, warnings, cut)) => break Ok((end, warnings, cut)),
+            Ok(Msg::End(end, warnings, cut, note)) => break Ok((end, warnings, cut, note)),
             Ok(Msg::Fail(message)) => break Err(message),
             Err(_) => break Err("the trace scan thread stopped unexpectedly".to_string()),
         }
@@ -345,7 +357,7 @@ pub fn summarize(
     // The scan thread has sent its last message (or gone); dropping `rx` frees it if blocked.
     drop(rx);
     let _ = scan.join();
-    let (end, warnings, cut) = outcome?;
+    let (end, warnings, cut, note) = outcome?;
     let top = top.unwrap_or(DEFAULT_TOP_OPS);
     let mut result = summary.finish(source, &end, &warnings, top);
     if let Some(e) = cut {
@@ -355,6 +367,8 @@ pub fn summarize(
             .warnings
             .insert(0, format!("{e}: summarized from what was read"));
     }
+    // As flinch_core::analyzer does for trailing garbage.
+    result.warnings.extend(note);
     Ok(result)
 }
 
@@ -371,29 +385,36 @@ pub fn summarize_sequential(
     source: &str,
     limits: Limits,
     top: Option<usize>,
+    exact_io: Option<&Path>,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
     let options = AnalyzerOptions {
         kind: Kind::Trace,
-        limits: if limits == Limits::EXACT {
-            LimitsPreset::Exact
-        } else if limits == Limits::NATIVE {
-            LimitsPreset::Native
-        } else {
-            LimitsPreset::Bounded
-        },
+        custom_limits: Some(limits),
         source: source.to_string(),
         top,
         ..AnalyzerOptions::default()
     };
     let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
+    #[cfg(unix)]
+    if let Some(path) = exact_io {
+        analyzer.set_trace_io(
+            Box::new(super::exact_io::FileSpill::new()),
+            Box::new(super::exact_io::FileReplay::new(path, limits)),
+        );
+    }
     loop {
         match input.next_chunk() {
             Ok(Some(chunk)) => {
                 analyzer.write(chunk).map_err(|e| e.to_string())?;
                 progress();
             }
-            Ok(None) => break,
+            Ok(None) => {
+                if let Some(w) = input.warning() {
+                    analyzer.note_gzip_warning(w);
+                }
+                break;
+            }
             // A cut .gz: summarize what was decoded before the cut.
             Err(e) if e.truncated => {
                 analyzer.note_cut_gzip(&e.message);
@@ -456,7 +477,8 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
         return;
     }
     let end = scanner.finish();
-    let _ = tx.send(Msg::End(end, *scanner.warnings(), cut));
+    let note = input.warning().map(str::to_string);
+    let _ = tx.send(Msg::End(end, *scanner.warnings(), cut, note));
 }
 
 /// The analyzer's wording of a scan error.

@@ -102,6 +102,14 @@ fn check(got: &FixedResult, want: &[RecordingAnalysis; 2], what: &str) -> bool {
         )
     };
     assert_eq!(counts(c.0), counts(c.1), "{what}: row counts");
+    let mut warnings = Vec::new();
+    got.rows
+        .for_each_warning(&got.notes, 2_000_000_000, |w| {
+            warnings.push(format!("{w}"));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(warnings, lines.warnings, "{what}: warnings");
     assert_eq!(got.gpus, lines.gpus.len(), "{what}: gpus");
     let sel = lines.selection.as_ref().expect("a selection");
     assert_eq!(

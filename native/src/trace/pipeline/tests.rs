@@ -25,13 +25,13 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 /// (still used for gzip on two cores or fewer).
 fn oracle(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
     let input = open_input_with(path, options)?;
-    summarize_sequential(input, "s", limits, Some(40), || {}).map(|r| r.to_json())
+    summarize_sequential(input, "s", limits, Some(40), None, || {}).map(|r| r.to_json())
 }
 
 fn piped(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
     let input = open_input_with(path, options)?;
     let mut batches = 0;
-    let r = summarize(input, "s", limits, Some(40), || batches += 1)?;
+    let r = summarize(input, "s", limits, Some(40), None, || batches += 1)?;
     Ok(r.to_json())
 }
 
@@ -223,6 +223,7 @@ fn batches_add_what_the_events_add() {
                 },
                 id: IdField::Int(i as i64),
                 scope: IdField::Missing,
+                quoted_times: rng(4) as u8,
             };
             direct.add(&e);
             batch.push(&e);

@@ -1,0 +1,190 @@
+//! One clock for a trace and a recording.
+//!
+//! Kineto writes `baseTimeNanoseconds` (CLOCK_REALTIME, ns): an event's Unix time in ns is
+//! `baseTimeNanoseconds + ts·1000`, with `ts` parsed straight to integer ns by the scanner, so the
+//! sum is exact. A recording's `t_wall_ns` is the same clock. [`Alignment`] holds the offset that
+//! turns the trace's `ts` (ns) into Unix ns, and says where it came from.
+//!
+//! `--clock-offset-ms X` ([`parse_offset_ms`]) sets the offset by hand: without a base it is
+//! the whole offset (`unix_ns = ts_ns + X ms`), with one it corrects a known skew
+//! (`unix_ns = base + ts_ns + X ms`). Either way the source is `"clock_offset"`.
+use serde::Serialize;
+
+/// Where the offset from trace `ts` to Unix time came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlignmentSource {
+    /// The trace's own `baseTimeNanoseconds`.
+    #[serde(rename = "baseTimeNanoseconds")]
+    BaseTimeNanoseconds,
+    /// `--clock-offset-ms` (added to `baseTimeNanoseconds` when the trace has one).
+    ClockOffset,
+}
+
+/// The offset that maps the trace's clock onto Unix time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Alignment {
+    /// Where it came from.
+    pub source: AlignmentSource,
+    /// Unix ns of trace `ts` 0: `unix_ns = ts_ns + offset_ns`.
+    pub offset_ns: i64,
+    /// The trace's `baseTimeNanoseconds`, when it has one.
+    pub base_time_ns: Option<i64>,
+    /// The hand-set offset, ns, when given.
+    pub clock_offset_ns: Option<i64>,
+}
+
+impl Alignment {
+    /// The alignment from the trace's base (if any) and a hand-set offset (if any); `None` when
+    /// there is neither, or when their sum leaves the `i64` range.
+    pub fn new(base_time_ns: Option<i64>, clock_offset_ns: Option<i64>) -> Option<Alignment> {
+        let (source, offset_ns) = match (base_time_ns, clock_offset_ns) {
+            (None, None) => return None,
+            (Some(b), None) => (AlignmentSource::BaseTimeNanoseconds, b),
+            (None, Some(o)) => (AlignmentSource::ClockOffset, o),
+            (Some(b), Some(o)) => (AlignmentSource::ClockOffset, b.checked_add(o)?),
+        };
+        Some(Alignment {
+            source,
+            offset_ns,
+            base_time_ns,
+            clock_offset_ns,
+        })
+    }
+
+    /// Unix ns of a trace time (ns), `None` past the `i64` range.
+    pub fn unix_ns(&self, ts_ns: i64) -> Option<i64> {
+        ts_ns.checked_add(self.offset_ns)
+    }
+}
+
+/// Parses a decimal number of milliseconds (`-12.5`, `3`, `0.000001`) to exact ns. More than six
+/// decimals, or a value outside ±2^63 ns, is an error.
+pub fn parse_offset_ms(text: &str) -> Result<i64, &'static str> {
+    let t = text.trim();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (int, frac) = match digits.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (digits, ""),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return Err("expected a number of milliseconds");
+    }
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("expected a number of milliseconds");
+    }
+    if frac.len() > 6 {
+        return Err("at most six decimals (1 ns)");
+    }
+    const RANGE: &str = "offset out of range";
+    let mut ns: i128 = 0;
+    for b in int.bytes() {
+        ns = ns * 10 + i128::from(b - b'0');
+        if ns > i128::from(i64::MAX) {
+            return Err(RANGE);
+        }
+    }
+    ns *= 1_000_000;
+    let mut scale = 100_000i128;
+    for b in frac.bytes() {
+        ns += i128::from(b - b'0') * scale;
+        scale /= 10;
+    }
+    let ns = if neg { -ns } else { ns };
+    i64::try_from(ns).map_err(|_| RANGE)
+}
+
+/// Which recorded GPU (`gpu_index`) a trace device (Kineto's GPU `pid`, the CUDA ordinal) is.
+/// One to one unless pairs were given (`0=2,1=3`); a device without a pair keeps its number.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GpuMap {
+    pairs: alloc::vec::Vec<(i64, i64)>,
+}
+
+impl GpuMap {
+    /// Parses `D=G[,D=G…]`.
+    pub fn parse(text: &str) -> Result<GpuMap, alloc::string::String> {
+        let mut pairs = alloc::vec::Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = || alloc::format!("bad --gpu-map entry {part:?}: expected DEVICE=GPU_INDEX");
+            let (d, g) = part.split_once('=').ok_or_else(bad)?;
+            let d: i64 = d.trim().parse().map_err(|_| bad())?;
+            let g: i64 = g.trim().parse().map_err(|_| bad())?;
+            if pairs.iter().any(|&(pd, _)| pd == d) {
+                return Err(alloc::format!("--gpu-map names device {d} twice"));
+            }
+            pairs.push((d, g));
+        }
+        Ok(GpuMap { pairs })
+    }
+
+    /// The trace device recorded as `gpu_index` (the inverse; `gpu_index` itself when no pair
+    /// names it).
+    pub fn device(&self, gpu_index: i64) -> i64 {
+        self.pairs
+            .iter()
+            .find(|&&(_, g)| g == gpu_index)
+            .map_or(gpu_index, |&(d, _)| d)
+    }
+
+    /// The recorded `gpu_index` of trace device `device`.
+    pub fn gpu_index(&self, device: i64) -> i64 {
+        self.pairs
+            .iter()
+            .find(|&&(d, _)| d == device)
+            .map_or(device, |&(_, g)| g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_parse_exactly() {
+        assert_eq!(parse_offset_ms("0"), Ok(0));
+        assert_eq!(parse_offset_ms("1"), Ok(1_000_000));
+        assert_eq!(parse_offset_ms("-12.5"), Ok(-12_500_000));
+        assert_eq!(parse_offset_ms("+0.000001"), Ok(1));
+        assert_eq!(parse_offset_ms(".5"), Ok(500_000));
+        assert_eq!(
+            parse_offset_ms("1700000000000.123456"),
+            Ok(1_700_000_000_000_123_456)
+        );
+        assert!(parse_offset_ms("0.0000001").is_err());
+        assert!(parse_offset_ms("1e3").is_err());
+        assert!(parse_offset_ms("").is_err());
+        assert!(parse_offset_ms("-").is_err());
+        assert!(parse_offset_ms("99999999999999").is_err());
+    }
+
+    #[test]
+    fn alignment_sources() {
+        assert_eq!(Alignment::new(None, None), None);
+        let a = Alignment::new(Some(10), None).unwrap();
+        assert_eq!(a.source, AlignmentSource::BaseTimeNanoseconds);
+        assert_eq!(a.unix_ns(5), Some(15));
+        let a = Alignment::new(Some(10), Some(-3)).unwrap();
+        assert_eq!(a.source, AlignmentSource::ClockOffset);
+        assert_eq!(a.offset_ns, 7);
+        let a = Alignment::new(None, Some(-3)).unwrap();
+        assert_eq!(a.offset_ns, -3);
+        assert_eq!(Alignment::new(Some(i64::MAX), Some(1)), None);
+        assert_eq!(a.unix_ns(i64::MIN), None);
+    }
+
+    #[test]
+    fn gpu_map() {
+        let m = GpuMap::parse("0=2, 1=3").unwrap();
+        assert_eq!((m.gpu_index(0), m.gpu_index(1), m.gpu_index(5)), (2, 3, 5));
+        assert_eq!((m.device(2), m.device(3), m.device(5)), (0, 1, 5));
+        assert_eq!(GpuMap::parse("").unwrap().gpu_index(4), 4);
+        assert!(GpuMap::parse("0=2,0=3").is_err());
+        assert!(GpuMap::parse("0:2").is_err());
+        assert!(GpuMap::parse("a=1").is_err());
+    }
+}

@@ -1,0 +1,442 @@
+//! The trace meets the recording: GPU pauses, what the host did, and what they cost.
+//!
+//! Two passes over the trace, each a plain stream of [`Event`]s from the scanner:
+//! 1. [`GapFinder`] finds each device's GPU idle gaps (of at least `--min-gap-ms`) and the
+//!    trace's time span; the scanner gives `baseTimeNanoseconds`
+//!    ([`EventScanner::base_time_ns`](crate::json::EventScanner::base_time_ns)), wherever it sits
+//!    in the document, so times stay relative until the pass ends.
+//! 2. [`JoinPass`] attributes host events to the longest pauses ([`pauses`]) and, with a
+//!    recording ([`recording`]), judges each pause and sums energy per annotation name
+//!    ([`annotation_energy`]). [`JoinPass::finish`] gives the [`JoinReport`].
+//!
+//! The clock is one: trace `ts` (ns) plus the [`Alignment`] offset is Unix ns, the recording's
+//! `t_wall_ns` ([`clock`]). Memory is bounded per module (see each); nothing grows with the
+//! number of events. Needs `alloc`.
+#![cfg(feature = "alloc")]
+
+pub mod annotation_energy;
+pub mod clock;
+pub mod gaps;
+pub mod names;
+pub mod pauses;
+pub mod perfetto;
+pub mod recording;
+
+#[cfg(test)]
+mod tests;
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::Serialize;
+
+pub use annotation_energy::{AnnotationEnergy, AnnotationEnergyAcc};
+pub use clock::{Alignment, AlignmentSource, GpuMap, parse_offset_ms};
+pub use gaps::{Gap, GapFinder, GapOptions, GapsFound};
+pub use names::Names;
+pub use pauses::{HostEntry, PauseHost, PauseOptions, WithinEntry};
+pub use recording::{Recording, RecordingBuilder, RecordingOptions};
+
+use crate::json::Event;
+use crate::window::Verdict;
+
+/// Options of the join.
+#[derive(Clone, Debug, Default)]
+pub struct JoinOptions {
+    /// The gaps (first pass).
+    pub gaps: GapOptions,
+    /// The pause tables (second pass).
+    pub pauses: PauseOptions,
+    /// `--clock-offset-ms`, ns.
+    pub clock_offset_ns: Option<i64>,
+    /// `--gpu-map`.
+    pub gpu_map: GpuMap,
+    /// Annotation names kept (default 4096 when 0).
+    pub max_annotation_names: usize,
+}
+
+/// How the two files line up.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct AlignmentReport {
+    /// `baseTimeNanoseconds` or `clock_offset`.
+    pub source: AlignmentSource,
+    /// Unix ns of trace `ts` 0.
+    pub offset_ns: i64,
+    /// The trace's `baseTimeNanoseconds`, if any.
+    pub base_time_ns: Option<i64>,
+    /// `--clock-offset-ms`, if given, ms.
+    pub clock_offset_ms: Option<f64>,
+    /// First and last event time of the trace, Unix ns.
+    pub trace_start_unix_ns: Option<i64>,
+    /// Last event end of the trace, Unix ns.
+    pub trace_end_unix_ns: Option<i64>,
+    /// First sample of the recording, Unix ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recording_start_unix_ns: Option<i64>,
+    /// Last sample of the recording, Unix ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recording_end_unix_ns: Option<i64>,
+    /// Time both cover, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlap_ms: Option<f64>,
+    /// Share of the trace's span that the recording covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_covered_share: Option<f64>,
+}
+
+/// A pause's recorded telemetry.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PauseTelemetry {
+    /// The recorded GPU.
+    pub gpu_index: i64,
+    /// Edge-interpolated trapezoid over the pause, J (`analyze --json`'s `energy_edge_j`).
+    pub gpu_energy_j: Option<f64>,
+    /// Energy over the time power readings cover, W.
+    pub avg_power_w: Option<f64>,
+    /// Time-weighted utilization, %.
+    pub avg_util_pct: Option<f64>,
+    /// Share of the pause covered by power readings.
+    pub power_coverage: f64,
+    /// `compute` / `waiting` / `mixed` with the evidence.
+    pub verdict: Verdict,
+}
+
+/// One pause.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PauseResult {
+    /// The trace device (GPU `pid`).
+    pub device: i64,
+    /// Start on the trace's clock, µs.
+    pub start_ts_us: f64,
+    /// Start, Unix ns (when the alignment is known).
+    pub start_unix_ns: Option<i64>,
+    /// Length, ms.
+    pub duration_ms: f64,
+    /// Host events overlapping the pause, by overlap.
+    pub host: Vec<HostEntry>,
+    /// Annotations enclosing the pause, innermost first.
+    pub within: Vec<WithinEntry>,
+    /// With a recording: what it says about the pause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<PauseTelemetry>,
+}
+
+/// One device's pause figures.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PauseDevice {
+    /// The trace device.
+    pub device: i64,
+    /// Its recorded GPU (`--gpu-map`), with a recording.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_index: Option<i64>,
+    /// Busy events (kernel, gpu_memcpy, gpu_memset).
+    pub busy_events: u64,
+    /// First busy start, trace µs.
+    pub busy_start_ts_us: f64,
+    /// Last busy end, trace µs.
+    pub busy_end_ts_us: f64,
+    /// The asked minimum gap, ms.
+    pub min_gap_ms: f64,
+    /// The minimum in force (above the asked one past the gap cap), ms.
+    pub min_gap_ms_effective: f64,
+    /// Pauses found.
+    pub pauses_found: u64,
+    /// Their summed length, ms.
+    pub pause_time_ms: f64,
+    /// Pauses listed (the longest).
+    pub pauses_listed: u64,
+}
+
+/// Everything the join adds to a trace summary.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct JoinReport {
+    /// How the trace and the recording line up (absent without base or offset).
+    pub alignment: Option<AlignmentReport>,
+    /// Per device.
+    pub pause_devices: Vec<PauseDevice>,
+    /// The longest pauses of each device, longest first, devices ascending.
+    pub pauses: Vec<PauseResult>,
+    /// With a recording: energy per annotation name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotation_energy: Option<Vec<AnnotationEnergy>>,
+    /// What the reader should know.
+    pub join_warnings: Vec<String>,
+}
+
+/// The second pass.
+pub struct JoinPass<'r> {
+    found: GapsFound,
+    opts: JoinOptions,
+    align: Option<Alignment>,
+    rec: Option<&'r Recording>,
+    names: Names,
+    host: PauseHost,
+    energy: Option<AnnotationEnergyAcc<'r>>,
+    warnings: Vec<String>,
+}
+
+impl<'r> JoinPass<'r> {
+    /// The second pass over the same trace, after the first gave `found` and the scanner
+    /// `base_time_ns`. Errors when a recording is given but there is no alignment.
+    pub fn new(
+        found: GapsFound,
+        base_time_ns: Option<i64>,
+        opts: JoinOptions,
+        rec: Option<&'r Recording>,
+    ) -> Result<JoinPass<'r>, String> {
+        let align = Alignment::new(base_time_ns, opts.clock_offset_ns);
+        let mut warnings = Vec::new();
+        if rec.is_some() && align.is_none() {
+            return Err(
+                if base_time_ns.is_none() && opts.clock_offset_ns.is_some() {
+                    String::from("--clock-offset-ms and baseTimeNanoseconds leave the i64 ns range")
+                } else {
+                    String::from(
+                        "the trace has no baseTimeNanoseconds: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording",
+                    )
+                },
+            );
+        }
+        let host = PauseHost::new(&found, opts.pauses);
+        let energy = match (rec, align) {
+            (Some(r), Some(a)) => {
+                let mut device_slots = Vec::new();
+                for d in &found.devices {
+                    let g = opts.gpu_map.gpu_index(d.device);
+                    match r.slot(g) {
+                        Some(slot) => device_slots.push((d.device, slot)),
+                        None => warnings.push(format!(
+                            "trace device {} maps to gpu_index {g}, which the recording does not have",
+                            d.device
+                        )),
+                    }
+                }
+                let host_slots: Vec<usize> = if found.devices.is_empty() {
+                    r.slots().collect()
+                } else {
+                    let mut s: Vec<usize> = device_slots.iter().map(|d| d.1).collect();
+                    s.sort_unstable();
+                    s.dedup();
+                    s
+                };
+                let max = if opts.max_annotation_names == 0 {
+                    4096
+                } else {
+                    opts.max_annotation_names
+                };
+                Some(AnnotationEnergyAcc::new(
+                    r,
+                    a,
+                    host_slots,
+                    device_slots,
+                    max,
+                ))
+            }
+            _ => None,
+        };
+        Ok(JoinPass {
+            found,
+            opts,
+            align,
+            rec,
+            names: Names::new(1 << 16),
+            host,
+            energy,
+            warnings,
+        })
+    }
+
+    /// Adds one event.
+    pub fn add(&mut self, e: &Event<'_>) {
+        self.host.add(e, &mut self.names);
+        if let Some(en) = &mut self.energy {
+            en.add(e, &mut self.names);
+        }
+    }
+
+    /// The report.
+    pub fn finish(self) -> JoinReport {
+        let JoinPass {
+            found,
+            opts,
+            align,
+            rec,
+            names,
+            host,
+            energy,
+            mut warnings,
+        } = self;
+        let alignment = align.map(|a| alignment_report(&a, &found, rec, &mut warnings));
+        let us = |ns: i64| ns as f64 / 1e3;
+        let ms = |ns: i64| ns as f64 / 1e6;
+        let mut pause_devices = Vec::new();
+        let mut pauses = Vec::new();
+        for d in &found.devices {
+            let gpu_index = rec.map(|_| opts.gpu_map.gpu_index(d.device));
+            let slot = gpu_index.and_then(|g| rec.and_then(|r| r.slot(g)));
+            let listed = host
+                .devices
+                .iter()
+                .find(|x| x.0 == d.device)
+                .map_or(&[][..], |x| &x.1[..]);
+            pause_devices.push(PauseDevice {
+                device: d.device,
+                gpu_index,
+                busy_events: d.busy_events,
+                busy_start_ts_us: us(d.busy_start_ns),
+                busy_end_ts_us: us(d.busy_end_ns),
+                min_gap_ms: ms(opts.gaps.min_gap_ns),
+                min_gap_ms_effective: ms(d.min_gap_ns_effective),
+                pauses_found: d.gaps.len() as u64,
+                pause_time_ms: ms(d
+                    .gaps
+                    .iter()
+                    .fold(0i64, |a, g| a.saturating_add(g.dur_ns()))),
+                pauses_listed: listed.len() as u64,
+            });
+            if d.min_gap_ns_effective > opts.gaps.min_gap_ns {
+                warnings.push(format!(
+                    "device {}: more than {} gaps, so only gaps of at least {:.3} ms are reported (exact)",
+                    d.device,
+                    opts.gaps.max_gaps_per_device,
+                    ms(d.min_gap_ns_effective)
+                ));
+            }
+            let mut mine: Vec<&pauses::Listed> = listed.iter().collect();
+            mine.sort_by(|a, b| {
+                b.gap
+                    .dur_ns()
+                    .cmp(&a.gap.dur_ns())
+                    .then(a.gap.start_ns.cmp(&b.gap.start_ns))
+            });
+            for l in mine {
+                let g = l.gap;
+                // Both ends on the Unix clock, and a length the i64 range holds (else no telemetry).
+                let unix = align
+                    .and_then(|a| Some((a.unix_ns(g.start_ns)?, a.unix_ns(g.end_ns)?)))
+                    .filter(|u| u.1.checked_sub(u.0).is_some());
+                let telemetry = match (rec, slot, unix) {
+                    (Some(r), Some(slot), Some((t0, t1))) => {
+                        let w = r.window(slot, t0, t1);
+                        let a = &w.acc;
+                        let t = PauseTelemetry {
+                            gpu_index: r.gpu_index(slot),
+                            gpu_energy_j: w.energy_j(),
+                            avg_power_w: (a.power_covered_ns > 0)
+                                .then(|| a.energy_edge_j / (a.power_covered_ns as f64 / 1e9)),
+                            avg_util_pct: (a.util_covered_ns > 0)
+                                .then(|| a.util_integral / a.util_covered_ns as f64),
+                            power_coverage: a.power_covered_ns as f64 / g.dur_ns() as f64,
+                            verdict: w.verdict,
+                        };
+                        if t.verdict.verdict == Some("compute") {
+                            warnings.push(format!(
+                                "device {} pause of {:.3} ms at ts {:.3} us: the recording says GPU {} was busy (avg {:.0} W): another process, or work the profiler missed",
+                                d.device,
+                                ms(g.dur_ns()),
+                                us(g.start_ns),
+                                t.gpu_index,
+                                t.avg_power_w.unwrap_or(f64::NAN)
+                            ));
+                        }
+                        Some(t)
+                    }
+                    _ => None,
+                };
+                pauses.push(PauseResult {
+                    device: d.device,
+                    start_ts_us: us(g.start_ns),
+                    start_unix_ns: unix.map(|u| u.0),
+                    duration_ms: ms(g.dur_ns()),
+                    host: host.host_rows(l, &names),
+                    within: PauseHost::within_rows(l, &names),
+                    telemetry,
+                });
+            }
+        }
+        if found.events_of_dropped_devices > 0 {
+            warnings.push(format!(
+                "{} busy events of devices past the first {} were not used",
+                found.events_of_dropped_devices, opts.gaps.max_devices
+            ));
+        }
+        if found.events_without_device > 0 {
+            warnings.push(format!(
+                "{} busy events without an integer pid (device) were not used",
+                found.events_without_device
+            ));
+        }
+        let annotation_energy = energy.map(|e| {
+            if e.unconverted > 0 {
+                warnings.push(format!(
+                    "{} annotation spans leave the i64 Unix ns range and were not charged",
+                    e.unconverted
+                ));
+            }
+            e.finish(&names)
+        });
+        if names.folded > 0 {
+            warnings.push(format!(
+                "{} events had names past the join's {} distinct names: shown as (other)",
+                names.folded,
+                1 << 16
+            ));
+        }
+        JoinReport {
+            alignment,
+            pause_devices,
+            pauses,
+            annotation_energy,
+            join_warnings: warnings,
+        }
+    }
+}
+
+fn alignment_report(
+    a: &Alignment,
+    found: &GapsFound,
+    rec: Option<&Recording>,
+    warnings: &mut Vec<String>,
+) -> AlignmentReport {
+    let trace = found
+        .trace_span_ns
+        .and_then(|(s, e)| Some((a.unix_ns(s)?, a.unix_ns(e)?)));
+    let recording = rec.and_then(|r| r.span_ns);
+    let (overlap_ms, share) = match (trace, recording) {
+        (Some((ts, te)), Some((rs, re))) => {
+            let ov = (i128::from(te.min(re)) - i128::from(ts.max(rs))).max(0);
+            let len = i128::from(te) - i128::from(ts);
+            let share = if len > 0 {
+                ov as f64 / len as f64
+            } else if ts >= rs && ts <= re {
+                1.0
+            } else {
+                0.0
+            };
+            if share == 0.0 {
+                warnings.push(format!(
+                    "the recording ({rs}..{re} Unix ns) and the trace ({ts}..{te} Unix ns) do not overlap: check the clocks or give --clock-offset-ms"
+                ));
+            } else if share < 0.5 {
+                warnings.push(format!(
+                    "the recording covers only {:.1}% of the trace's time span",
+                    share * 100.0
+                ));
+            }
+            (Some(ov as f64 / 1e6), Some(share))
+        }
+        _ => (None, None),
+    };
+    AlignmentReport {
+        source: a.source,
+        offset_ns: a.offset_ns,
+        base_time_ns: a.base_time_ns,
+        clock_offset_ms: a.clock_offset_ns.map(|o| o as f64 / 1e6),
+        trace_start_unix_ns: trace.map(|t| t.0),
+        trace_end_unix_ns: trace.map(|t| t.1),
+        recording_start_unix_ns: recording.map(|r| r.0),
+        recording_end_unix_ns: recording.map(|r| r.1),
+        overlap_ms,
+        trace_covered_share: share,
+    }
+}

@@ -1,0 +1,236 @@
+//! What the host did during each pause (the second pass over the trace).
+//!
+//! The pauses listed are the longest `max_pauses_per_device` gaps of each device from the first
+//! pass ([`GapsFound`]). Every complete (`X`) host event that overlaps one of them is added to
+//! that pause's table by (category, name): overlap time, count and the events' own durations. A
+//! `user_annotation` or the profiler's `Trace` span (any device), or a `gpu_user_annotation`
+//! (its own device), that encloses the whole pause goes to `within` instead (e.g.
+//! `ProfilerStep#107`), innermost first. Overlaps are summed per (category, name), so nested
+//! events of one name can sum past the pause's length (`n` says how many). Busy GPU
+//! categories are not host events; a `gpu_user_annotation` that only partly overlaps is left
+//! out too (it is GPU-side).
+//!
+//! # Memory
+//! Per listed pause at most `max_host_keys` (category, name) rows (later ones add to one
+//! `"(other)"` row, which is listed with the rest) and `max_within` enclosing annotations
+//! (the innermost kept). Per event: a binary search per device.
+use alloc::vec::Vec;
+use serde::Serialize;
+
+use super::gaps::{Gap, GapsFound, is_busy_category, span_ns};
+use super::names::{Names, OTHER_ID};
+use crate::json::{Event, IdField};
+
+/// Options of the pause tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PauseOptions {
+    /// Pauses listed per device, longest first.
+    pub max_pauses_per_device: usize,
+    /// (category, name) rows kept per pause.
+    pub max_host_keys: usize,
+    /// Host rows shown per pause, by overlap.
+    pub host_top: usize,
+    /// Enclosing annotations kept per pause.
+    pub max_within: usize,
+}
+
+impl Default for PauseOptions {
+    fn default() -> Self {
+        PauseOptions {
+            max_pauses_per_device: 50,
+            max_host_keys: 64,
+            host_top: 10,
+            max_within: 8,
+        }
+    }
+}
+
+const USER_ANNOTATION: &[u8] = b"user_annotation";
+const GPU_USER_ANNOTATION: &[u8] = b"gpu_user_annotation";
+
+#[derive(Clone, Copy, Debug)]
+struct HostAcc {
+    cat: u32,
+    name: u32,
+    overlap_ns: i64,
+    n: u64,
+    dur_ns: i64,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Listed {
+    pub gap: Gap,
+    host: Vec<HostAcc>,
+    within: Vec<(u32, u32, i64, i64)>,
+}
+
+/// The host-side tables of the listed pauses.
+#[derive(Clone, Debug)]
+pub struct PauseHost {
+    opts: PauseOptions,
+    /// Per device: its listed pauses by start.
+    pub(crate) devices: Vec<(i64, Vec<Listed>)>,
+}
+
+/// One row of a pause's `host` list.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct HostEntry {
+    /// Category.
+    pub category: alloc::string::String,
+    /// Name.
+    pub name: alloc::string::String,
+    /// Events.
+    pub n: u64,
+    /// Time the events overlap the pause, summed, ms.
+    pub overlap_ms: f64,
+}
+
+/// An annotation enclosing a pause.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct WithinEntry {
+    /// Category.
+    pub category: alloc::string::String,
+    /// Name.
+    pub name: alloc::string::String,
+    /// Its start, trace µs.
+    pub start_ts_us: f64,
+    /// Its length, ms.
+    pub duration_ms: f64,
+}
+
+impl PauseHost {
+    /// The tables for the longest pauses of each device.
+    pub fn new(found: &GapsFound, opts: PauseOptions) -> PauseHost {
+        let devices = found
+            .devices
+            .iter()
+            .map(|d| {
+                let mut listed: Vec<Listed> = d
+                    .gaps
+                    .iter()
+                    .take(opts.max_pauses_per_device)
+                    .map(|&gap| Listed {
+                        gap,
+                        host: Vec::new(),
+                        within: Vec::new(),
+                    })
+                    .collect();
+                listed.sort_by_key(|l| l.gap.start_ns);
+                (d.device, listed)
+            })
+            .collect();
+        PauseHost { opts, devices }
+    }
+
+    /// Adds one event of the second pass.
+    pub fn add(&mut self, e: &Event<'_>, names: &mut Names) {
+        let Some((s, t)) = span_ns(e) else {
+            return;
+        };
+        if t <= s || is_busy_category(e.cat) {
+            return;
+        }
+        let cat = e.cat.unwrap_or(b"");
+        let gpu_ann = cat == GPU_USER_ANNOTATION;
+        // The profiler's own span (`Trace`, "PyTorch Profiler (0)") encloses every pause too.
+        let ann = gpu_ann || cat == USER_ANNOTATION || cat == b"Trace";
+        let opts = self.opts;
+        for (device, listed) in &mut self.devices {
+            if gpu_ann && e.pid != IdField::Int(*device) {
+                continue;
+            }
+            let mut k = listed.partition_point(|l| l.gap.end_ns <= s);
+            while k < listed.len() && listed[k].gap.start_ns < t {
+                let l = &mut listed[k];
+                k += 1;
+                let (a, b) = (l.gap.start_ns, l.gap.end_ns);
+                if ann && s <= a && t >= b {
+                    let item = (names.id(e.cat), names.id(e.name), s, t);
+                    l.within.push(item);
+                    if l.within.len() > opts.max_within {
+                        // Keep the innermost: drop the longest.
+                        let (j, _) = l
+                            .within
+                            .iter()
+                            .enumerate()
+                            .max_by_key(|(_, w)| (w.3.saturating_sub(w.2), w.2))
+                            .unwrap_or((0, &item));
+                        l.within.swap_remove(j);
+                    }
+                    continue;
+                }
+                if gpu_ann {
+                    continue;
+                }
+                let overlap = t.min(b).saturating_sub(s.max(a));
+                let (c, n) = (names.id(e.cat), names.id(e.name));
+                let idx = match l.host.iter().position(|h| h.cat == c && h.name == n) {
+                    Some(i) => i,
+                    None if l.host.len() < opts.max_host_keys => {
+                        l.host.push(HostAcc {
+                            cat: c,
+                            name: n,
+                            overlap_ns: 0,
+                            n: 0,
+                            dur_ns: 0,
+                        });
+                        l.host.len() - 1
+                    }
+                    None => match l
+                        .host
+                        .iter()
+                        .position(|h| h.cat == OTHER_ID && h.name == OTHER_ID)
+                    {
+                        Some(i) => i,
+                        None => {
+                            // The last row makes room: it joins "(other)".
+                            let last = l.host.len() - 1;
+                            l.host[last].cat = OTHER_ID;
+                            l.host[last].name = OTHER_ID;
+                            last
+                        }
+                    },
+                };
+                let h = &mut l.host[idx];
+                h.overlap_ns = h.overlap_ns.saturating_add(overlap);
+                h.n += 1;
+                h.dur_ns = h.dur_ns.saturating_add(t - s);
+            }
+        }
+    }
+
+    /// The host rows of a pause, by overlap (ties: the shorter events first, then by name).
+    pub(crate) fn host_rows(&self, l: &Listed, names: &Names) -> Vec<HostEntry> {
+        let mut rows = l.host.clone();
+        rows.sort_by(|a, b| {
+            b.overlap_ns
+                .cmp(&a.overlap_ns)
+                .then(a.dur_ns.cmp(&b.dur_ns))
+                .then(names.get(a.cat).cmp(names.get(b.cat)))
+                .then(names.get(a.name).cmp(names.get(b.name)))
+        });
+        rows.truncate(self.opts.host_top);
+        rows.iter()
+            .map(|h| HostEntry {
+                category: names.get(h.cat).into(),
+                name: names.get(h.name).into(),
+                n: h.n,
+                overlap_ms: h.overlap_ns as f64 / 1e6,
+            })
+            .collect()
+    }
+
+    /// The enclosing annotations of a pause, innermost first.
+    pub(crate) fn within_rows(l: &Listed, names: &Names) -> Vec<WithinEntry> {
+        let mut w = l.within.clone();
+        w.sort_by_key(|x| (x.3.saturating_sub(x.2), core::cmp::Reverse(x.2)));
+        w.iter()
+            .map(|&(c, n, s, t)| WithinEntry {
+                category: names.get(c).into(),
+                name: names.get(n).into(),
+                start_ts_us: s as f64 / 1e3,
+                duration_ms: t.saturating_sub(s) as f64 / 1e6,
+            })
+            .collect()
+    }
+}

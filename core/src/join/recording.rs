@@ -1,0 +1,350 @@
+//! A recording (trace.csv) held per GPU on its wall clock, for the join's windows.
+//!
+//! Each SAMPLE row with a `t_wall_ns` adds its power, utilization and NVML energy-counter
+//! readings to its GPU's three series (16 bytes per reading). A window `[t0, t1]` (Unix ns) is
+//! then judged from the readings that bound it: binary search for the last reading before `t0`,
+//! and the readings up to the first after `t1` go through the same accumulator as
+//! `analyze --json` ([`GpuAcc`]), one signal at a time, so `gpu_energy_j` is the same
+//! edge-interpolated trapezoid, to the bit, that `analyze` gives as `energy_edge_j` for that
+//! window. The verdict uses each GPU's idle floor from the same rows through
+//! [`WindowAnalyzer`] (on `t_mono_ns`, whose floor does not depend on the clock).
+//!
+//! # Memory
+//! At most `max_readings` readings in all (power, utilization and counter each count one):
+//! 16 bytes each, 64 MiB at the default of 4 Mi. A one-hour recording at 10 ms with all three
+//! signals takes 1.08 Mi readings (17 MiB) per GPU, so the default holds three such GPUs. Past it, the recording is refused with an error that says
+//! so: the join never works on a silently shortened recording.
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::csv::{Col, CsvEvent, RowKind, TraceCsvReader};
+use crate::window::{
+    AnalyzeOptions, GpuAcc, GpuSummary, PowerSource, Prev, Sample, Verdict, VerdictContext,
+    WindowAnalyzer,
+};
+
+/// Options of a [`RecordingBuilder`].
+#[derive(Clone, Copy, Debug)]
+pub struct RecordingOptions {
+    /// Readings kept in all before the recording is refused.
+    pub max_readings: usize,
+    /// Power/utilization intervals longer than this are skipped, ns (as `analyze --max-gap-ms`).
+    pub max_gap_ns: i64,
+    /// Which NVML power reading `gpu_power_W` holds.
+    pub power_source: PowerSource,
+    /// GPUs kept (later ones are counted, not used).
+    pub max_gpus: usize,
+}
+
+impl Default for RecordingOptions {
+    fn default() -> Self {
+        RecordingOptions {
+            max_readings: 4 << 20,
+            max_gap_ns: 5_000_000_000,
+            power_source: PowerSource::Unknown,
+            max_gpus: 64,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct RecGpu {
+    key: Option<i64>,
+    power: Vec<(i64, f64)>,
+    util: Vec<(i64, f64)>,
+    counter: Vec<(i64, f64)>,
+}
+
+/// Streams a trace.csv into a [`Recording`]: [`write`](Self::write) chunks, then
+/// [`end`](Self::end).
+pub struct RecordingBuilder {
+    opts: RecordingOptions,
+    reader: TraceCsvReader,
+    analyzer: WindowAnalyzer,
+    gpus: Vec<RecGpu>,
+    readings: usize,
+    samples: u64,
+    without_wall: u64,
+    first_without_wall: Option<u64>,
+    dropped_gpu_samples: u64,
+    span: Option<(i64, i64)>,
+    error: Option<String>,
+}
+
+impl RecordingBuilder {
+    /// A builder with these options.
+    pub fn new(opts: RecordingOptions) -> RecordingBuilder {
+        RecordingBuilder {
+            opts,
+            reader: TraceCsvReader::new(),
+            analyzer: WindowAnalyzer::new(AnalyzeOptions {
+                max_gap_ns: opts.max_gap_ns,
+                power_source: opts.power_source,
+                ..AnalyzeOptions::default()
+            }),
+            gpus: Vec::new(),
+            readings: 0,
+            samples: 0,
+            without_wall: 0,
+            first_without_wall: None,
+            dropped_gpu_samples: 0,
+            span: None,
+            error: None,
+        }
+    }
+
+    /// Reads a chunk.
+    ///
+    /// # Errors
+    /// Past `max_readings` (and every call after).
+    pub fn write(&mut self, mut chunk: &[u8]) -> Result<(), String> {
+        while !chunk.is_empty() {
+            let (ev, n) = self.reader.read(chunk);
+            chunk = &chunk[n..];
+            self.on_event(ev);
+            if let Some(e) = &self.error {
+                return Err(e.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn on_event(&mut self, ev: CsvEvent) {
+        match ev {
+            CsvEvent::NeedsInput | CsvEvent::End => {}
+            CsvEvent::Header => self
+                .analyzer
+                .add_header(self.reader.header_line(), self.reader.header_usable()),
+            CsvEvent::BadRow { line } => self.analyzer.add_bad_row(line),
+            CsvEvent::UnbalancedQuote { line } => self.analyzer.add_unbalanced_quote(line),
+            CsvEvent::Row => {
+                let row = self.reader.row();
+                self.analyzer.push_row(&row);
+                if row.kind() != RowKind::Sample {
+                    return;
+                }
+                self.samples += 1;
+                let Some(t) = row.i64(Col::TWallNs) else {
+                    self.without_wall += 1;
+                    self.first_without_wall.get_or_insert(row.line());
+                    return;
+                };
+                let key = row.i64(Col::GpuIndex);
+                let slot = match self.gpus.iter().position(|g| g.key == key) {
+                    Some(s) => s,
+                    None if self.gpus.len() < self.opts.max_gpus => {
+                        self.gpus.push(RecGpu {
+                            key,
+                            ..RecGpu::default()
+                        });
+                        self.gpus.len() - 1
+                    }
+                    None => {
+                        self.dropped_gpu_samples += 1;
+                        return;
+                    }
+                };
+                let g = &mut self.gpus[slot];
+                let before = g.power.len() + g.util.len() + g.counter.len();
+                if let Some(p) = row.f64(Col::GpuPowerW) {
+                    g.power.push((t, p));
+                }
+                if let Some(u) = row.f64(Col::GpuUtilPct) {
+                    g.util.push((t, u));
+                }
+                if let Some(e) = row.f64(Col::GpuEnergyMj) {
+                    g.counter.push((t, e));
+                }
+                self.readings += g.power.len() + g.util.len() + g.counter.len() - before;
+                self.span = Some(match self.span {
+                    None => (t, t),
+                    Some((a, b)) => (a.min(t), b.max(t)),
+                });
+                if self.readings > self.opts.max_readings {
+                    self.error = Some(alloc::format!(
+                        "the recording holds more than {} readings (line {}): past the join's memory bound",
+                        self.opts.max_readings,
+                        row.line()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Ends the input.
+    ///
+    /// # Errors
+    /// When the recording was refused, or has no sample with a `t_wall_ns`.
+    pub fn end(mut self) -> Result<Recording, String> {
+        loop {
+            let (ev, _) = self.reader.read(&[]);
+            self.on_event(ev);
+            if ev == CsvEvent::End {
+                break;
+            }
+        }
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.span.is_none() {
+            return Err(alloc::format!(
+                "the recording has no SAMPLE row with a t_wall_ns ({} samples)",
+                self.samples
+            ));
+        }
+        for g in &mut self.gpus {
+            // Stable: equal times keep file order, as the analyzer's reorder buffer does.
+            g.power.sort_by_key(|r| r.0);
+            g.util.sort_by_key(|r| r.0);
+            g.counter.sort_by_key(|r| r.0);
+        }
+        let analysis = self.analyzer.end();
+        Ok(Recording {
+            gpus: self.gpus,
+            summaries: analysis.gpus,
+            max_gap_ns: self.opts.max_gap_ns,
+            power_source: self.opts.power_source,
+            span_ns: self.span,
+            samples: self.samples,
+            samples_without_wall: self.without_wall,
+            first_line_without_wall: self.first_without_wall,
+            dropped_gpu_samples: self.dropped_gpu_samples,
+        })
+    }
+}
+
+/// A recording ready for windows.
+#[derive(Debug)]
+pub struct Recording {
+    gpus: Vec<RecGpu>,
+    summaries: Vec<GpuSummary>,
+    max_gap_ns: i64,
+    power_source: PowerSource,
+    /// First and last sample time, Unix ns.
+    pub span_ns: Option<(i64, i64)>,
+    /// SAMPLE rows.
+    pub samples: u64,
+    /// SAMPLE rows without a `t_wall_ns` (skipped).
+    pub samples_without_wall: u64,
+    /// Line of the first of them.
+    pub first_line_without_wall: Option<u64>,
+    /// Samples of GPUs past `max_gpus` (skipped).
+    pub dropped_gpu_samples: u64,
+}
+
+/// One GPU over one window.
+#[derive(Clone, Debug)]
+pub struct GpuWindowJoin {
+    /// The accumulator (the same fields `analyze` reads).
+    pub acc: GpuAcc,
+    /// The verdict with its evidence.
+    pub verdict: Verdict,
+}
+
+impl GpuWindowJoin {
+    /// Edge-interpolated energy, J: `None` when no power interval touches the window (as
+    /// `analyze`'s `energy_edge_j`).
+    pub fn energy_j(&self) -> Option<f64> {
+        (self.acc.power_covered_ns > 0 || self.acc.gap_skipped_ns > 0)
+            .then_some(self.acc.energy_edge_j)
+    }
+}
+
+impl Recording {
+    /// The slot of the GPU recorded as `gpu_index` (a file without the column is GPU 0).
+    pub fn slot(&self, gpu_index: i64) -> Option<usize> {
+        self.gpus
+            .iter()
+            .position(|g| g.key.unwrap_or(0) == gpu_index)
+    }
+
+    /// Slots of every recorded GPU.
+    pub fn slots(&self) -> core::ops::Range<usize> {
+        0..self.gpus.len()
+    }
+
+    /// The `gpu_index` of a slot (0 for a file without the column).
+    pub fn gpu_index(&self, slot: usize) -> i64 {
+        self.gpus[slot].key.unwrap_or(0)
+    }
+
+    /// GPU `slot` over `[t0_ns, t1_ns]` (Unix ns).
+    pub fn window(&self, slot: usize, t0_ns: i64, t1_ns: i64) -> GpuWindowJoin {
+        let g = &self.gpus[slot];
+        let mut acc = GpuAcc::default();
+        let none = Sample {
+            t_ns: 0,
+            power_w: None,
+            util_pct: None,
+            sm_clock_mhz: None,
+            energy_mj: None,
+        };
+        let max_gap = self.max_gap_ns;
+        let mut feed = |series: &[(i64, f64)], make: &dyn Fn(i64, f64) -> (Sample, Prev)| {
+            let k = series.partition_point(|r| r.0 < t0_ns);
+            let mut prev: Option<(i64, f64)> = k.checked_sub(1).map(|j| series[j]);
+            for &(t, v) in &series[k..] {
+                let (s, _) = make(t, v);
+                let p = match prev {
+                    Some((pt, pv)) => make(pt, pv).1,
+                    None => Prev::default(),
+                };
+                acc.add(&s, &p, t0_ns, t1_ns, max_gap);
+                prev = Some((t, v));
+                if t > t1_ns {
+                    break;
+                }
+            }
+        };
+        feed(&g.power, &|t, v| {
+            (
+                Sample {
+                    t_ns: t,
+                    power_w: Some(v),
+                    ..none
+                },
+                Prev {
+                    power: Some((t, v)),
+                    ..Prev::default()
+                },
+            )
+        });
+        feed(&g.util, &|t, v| {
+            (
+                Sample {
+                    t_ns: t,
+                    util_pct: Some(v),
+                    ..none
+                },
+                Prev {
+                    util: Some((t, v)),
+                    ..Prev::default()
+                },
+            )
+        });
+        feed(&g.counter, &|t, v| {
+            (
+                Sample {
+                    t_ns: t,
+                    energy_mj: Some(v),
+                    ..none
+                },
+                Prev {
+                    counter: Some((t, v)),
+                    ..Prev::default()
+                },
+            )
+        });
+        let ctx = VerdictContext {
+            gpus: &self.summaries,
+            source: self.power_source,
+            max_gap_ns: self.max_gap_ns,
+        };
+        // The analyzer's GPUs, found by the same key (its order is first appearance, as ours).
+        let verdict = match self.summaries.iter().position(|s| s.gpu_index == g.key) {
+            Some(i) => ctx.gpu_verdict(i, &acc, t0_ns, t1_ns),
+            None => crate::window::combine_verdicts(core::iter::empty()),
+        };
+        GpuWindowJoin { acc, verdict }
+    }
+}

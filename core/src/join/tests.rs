@@ -1,0 +1,676 @@
+//! Tests of the join on generated traces and recordings with known truth, checked against
+//! exact (integer / rational) arithmetic.
+use std::format;
+use std::string::String;
+use std::vec;
+use std::vec::Vec;
+
+use super::*;
+use crate::Limits;
+use crate::json::{EventScanner, Scan};
+use crate::testutil::for_each_split;
+use crate::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
+
+const BASE: i64 = 1_764_000_000_000_000_000;
+/// The recording's CLOCK_MONOTONIC is CLOCK_REALTIME minus this.
+const MONO_SKEW: i64 = 1_763_999_000_000_000_000;
+/// Samples every 10 ms from trace ts 1_000_000.5 µs.
+const GRID0_NS: i64 = 1_000_000_500;
+const STEP_NS: i64 = 10_000_000;
+
+/// (cat, name, pid, tid, ts µs text, dur µs text)
+type Ev = (
+    &'static str,
+    &'static str,
+    i64,
+    i64,
+    &'static str,
+    &'static str,
+);
+
+const EVENTS: &[Ev] = &[
+    ("kernel", "k1", 0, 7, "1000000.5", "200000"),
+    ("kernel", "k2", 0, 8, "1500000.5", "100000"),
+    ("gpu_memcpy", "Memcpy HtoD", 0, 7, "1650000.5", "50000"),
+    ("gpu_memset", "Memset", 0, 8, "2424000.5", "76000"),
+    ("kernel", "d1a", 1, 7, "1000000", "100"),
+    ("kernel", "d1b", 1, 7, "1100000", "100"),
+    ("kernel", "d1c", 1, 7, "1200100", "100"),
+    (
+        "user_annotation",
+        "ProfilerStep#1",
+        100,
+        100,
+        "1000000",
+        "1000000",
+    ),
+    (
+        "user_annotation",
+        "ProfilerStep#2",
+        100,
+        100,
+        "2000000",
+        "600000",
+    ),
+    (
+        "user_annotation",
+        "train_loop",
+        100,
+        100,
+        "900000",
+        "2000000",
+    ),
+    ("cpu_op", "aten::item", 100, 100, "1250000.5", "200000"),
+    (
+        "cuda_runtime",
+        "cudaStreamSynchronize",
+        100,
+        100,
+        "1260000.5",
+        "190000",
+    ),
+    (
+        "python_function",
+        "dataloader next",
+        100,
+        101,
+        "1750000.5",
+        "600000",
+    ),
+    (
+        "gpu_user_annotation",
+        "gpu_step",
+        0,
+        7,
+        "1000000.5",
+        "600000",
+    ),
+    (
+        "Trace",
+        "PyTorch Profiler (0)",
+        100,
+        100,
+        "800000",
+        "2200000",
+    ),
+];
+
+/// The trace document: `base` before or after `traceEvents` (or none), events in `order`.
+fn trace_doc(base: Option<i64>, base_first: bool, reverse: bool) -> String {
+    let mut evs: Vec<String> = EVENTS
+        .iter()
+        .map(|(c, n, p, t, ts, d)| {
+            format!(
+                r#"{{"ph":"X","cat":"{c}","name":"{n}","pid":{p},"tid":{t},"ts":{ts},"dur":{d},"args":{{"x":1}}}}"#
+            )
+        })
+        .collect();
+    evs.push(r#"{"ph":"M","name":"process_name","pid":0,"args":{"name":"GPU 0"}}"#.into());
+    if reverse {
+        evs.reverse();
+    }
+    let events = format!(r#""traceEvents":[{}]"#, evs.join(",\n"));
+    let b = base.map(|b| format!(r#""baseTimeNanoseconds":{b}"#));
+    match (b, base_first) {
+        (None, _) => format!(r#"{{"schemaVersion":1,{events},"traceName":"x"}}"#),
+        (Some(b), true) => {
+            format!(r#"{{"schemaVersion":1,{b},"deviceProperties":[{{"id":0}}],{events}}}"#)
+        }
+        (Some(b), false) => format!(r#"{{"schemaVersion":1,{events},"traceName":"x",{b}}}"#),
+    }
+}
+
+/// Power of GPU `gpu` at grid sample `k`: GPU 0 idles (100 W, 0 %) in the pauses, else
+/// 300 W / 90 %; GPU 1 draws 300 W except 60 W for k in 100..150.
+fn power_at(gpu: i64, k: i64) -> (i64, i64) {
+    let t = GRID0_NS + k * STEP_NS; // trace ns
+    if gpu == 0 {
+        let in_pause = (1_200_000_500..=1_500_000_500).contains(&t)
+            || (1_700_000_500..=2_424_000_500).contains(&t);
+        if in_pause { (100, 0) } else { (300, 90) }
+    } else if (100..150).contains(&k) {
+        (60, 10)
+    } else {
+        (300, 95)
+    }
+}
+
+/// A recording over grid samples `ks` of both GPUs (flinch-trace's columns), with MARK rows
+/// at `marks` (trace ns, label).
+fn recording_csv(ks: core::ops::Range<i64>, marks: &[(i64, &str)]) -> String {
+    let mut s = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index\n",
+    );
+    let mut rows: Vec<(i64, String)> = Vec::new();
+    for k in ks {
+        for gpu in 0..2 {
+            let wall = BASE + GRID0_NS + k * STEP_NS;
+            let (p, u) = power_at(gpu, k);
+            rows.push((
+                wall,
+                format!("{},{wall},SAMPLE,,{p},{u},,,,,{gpu}\n", wall - MONO_SKEW),
+            ));
+        }
+    }
+    for &(t, label) in marks {
+        let wall = BASE + t;
+        rows.push((
+            wall,
+            format!("{},{wall},MARK,{label},,,,,,,\n", wall - MONO_SKEW),
+        ));
+    }
+    rows.sort_by_key(|r| r.0);
+    for r in rows {
+        s.push_str(&r.1);
+    }
+    s
+}
+
+/// Exact edge-interpolated energy of GPU `gpu` over trace ns `[t0, t1]` from the grid samples
+/// `ks`, as a rational over a common denominator, rounded once to f64 J.
+fn exact_energy_j(gpu: i64, ks: core::ops::Range<i64>, t0: i64, t1: i64) -> Option<f64> {
+    // Segment [a, a + L] with powers pa, pb: ∫ over [lo, hi] · 2L = 2L·pa·(hi-lo) + (pb-pa)·((hi-a)² - (lo-a)²).
+    let l = i128::from(STEP_NS);
+    let mut num: i128 = 0;
+    let mut covered = false;
+    for k in ks.start..ks.end - 1 {
+        let a = GRID0_NS + k * STEP_NS;
+        let b = a + STEP_NS;
+        let (lo, hi) = (a.max(t0), b.min(t1));
+        if hi <= lo {
+            continue;
+        }
+        covered = true;
+        let (pa, pb) = (
+            i128::from(power_at(gpu, k).0),
+            i128::from(power_at(gpu, k + 1).0),
+        );
+        let (lo, hi, a) = (i128::from(lo), i128::from(hi), i128::from(a));
+        num += 2 * l * pa * (hi - lo) + (pb - pa) * ((hi - a).pow(2) - (lo - a).pow(2));
+    }
+    // num / (2L) W·ns → J: / 1e9.
+    covered.then(|| num as f64 / (2.0 * l as f64 * 1e9))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+}
+
+/// Runs both passes over `doc` in `chunks`, with an optional recording.
+fn join_chunks(
+    chunks: &[&[u8]],
+    opts: &JoinOptions,
+    rec: Option<&Recording>,
+) -> Result<JoinReport, String> {
+    let scan = |f: &mut dyn FnMut(&crate::json::Event<'_>)| -> Option<i64> {
+        let mut sc = EventScanner::new(Limits::EXACT);
+        for chunk in chunks {
+            let mut pos = 0;
+            loop {
+                let (what, n) = sc.scan(&chunk[pos..]).expect("scan");
+                pos += n;
+                match what {
+                    Scan::Event => f(&sc.event()),
+                    Scan::NeedsInput => break,
+                }
+            }
+        }
+        let end = sc.finish();
+        assert!(end.complete);
+        sc.base_time_ns()
+    };
+    let mut finder = GapFinder::new(opts.gaps);
+    let base = scan(&mut |e| finder.add(e));
+    let found = finder.finish();
+    let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
+    let base2 = scan(&mut |e| pass.add(e));
+    assert_eq!(base, base2);
+    Ok(pass.finish())
+}
+
+fn join(doc: &str, opts: &JoinOptions, rec: Option<&Recording>) -> Result<JoinReport, String> {
+    join_chunks(&[doc.as_bytes()], opts, rec)
+}
+
+fn recording(csv: &str) -> Recording {
+    let mut b = RecordingBuilder::new(RecordingOptions::default());
+    for c in csv.as_bytes().chunks(777) {
+        b.write(c).unwrap();
+    }
+    b.end().unwrap()
+}
+
+#[test]
+fn base_time_before_and_after_trace_events_in_any_split() {
+    for base_first in [true, false] {
+        let doc = trace_doc(Some(BASE), base_first, false);
+        for_each_split(doc.as_bytes(), 8, 5, |chunks| {
+            let mut sc = EventScanner::new(Limits::EXACT);
+            let mut events = 0;
+            for chunk in chunks {
+                let mut pos = 0;
+                loop {
+                    let (what, n) = sc.scan(&chunk[pos..]).unwrap();
+                    pos += n;
+                    match what {
+                        Scan::Event => events += 1,
+                        Scan::NeedsInput => break,
+                    }
+                }
+            }
+            assert_eq!(sc.finish().events, EVENTS.len() as u64 + 1);
+            assert_eq!(sc.base_time_ns(), Some(BASE), "base_first {base_first}");
+            let _ = events;
+        });
+    }
+    let mut sc = EventScanner::new(Limits::EXACT);
+    let (_, _) = sc.scan(trace_doc(None, false, false).as_bytes()).unwrap();
+    while sc.scan(b"").unwrap().0 == Scan::Event {}
+    assert_eq!(sc.base_time_ns(), None);
+    // A key that only starts like it, and a non-integer value, are not the base.
+    for doc in [
+        r#"{"baseTimeNanosecondsX":5,"traceEvents":[]}"#,
+        r#"{"baseTimeNanoseconds":"5","traceEvents":[]}"#,
+        r#"{"baseTimeNanoseconds":5.5,"traceEvents":[]}"#,
+    ] {
+        let mut sc = EventScanner::new(Limits::EXACT);
+        sc.scan(doc.as_bytes()).unwrap();
+        assert_eq!(sc.base_time_ns(), None, "{doc}");
+        assert!(sc.finish().complete);
+    }
+}
+
+fn opts() -> JoinOptions {
+    JoinOptions::default()
+}
+
+#[test]
+fn pauses_and_host_from_the_trace_alone() {
+    for (base_first, reverse) in [(true, false), (false, true)] {
+        let doc = trace_doc(Some(BASE), base_first, reverse);
+        let r = join(&doc, &opts(), None).unwrap();
+        let a = r.alignment.as_ref().unwrap();
+        assert_eq!(a.source, AlignmentSource::BaseTimeNanoseconds);
+        assert_eq!(a.offset_ns, BASE);
+        assert_eq!(a.trace_start_unix_ns, Some(BASE + 800_000_000));
+        let got: Vec<(i64, f64, f64)> = r
+            .pauses
+            .iter()
+            .map(|p| (p.device, p.start_ts_us, p.duration_ms))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, 1_700_000.5, 724.0),
+                (0, 1_200_000.5, 300.0),
+                (1, 1_100_100.0, 100.0)
+            ]
+        );
+        assert_eq!(r.pauses[0].start_unix_ns, Some(BASE + 1_700_000_500));
+        let host = |i: usize| -> Vec<(String, String, u64, f64)> {
+            r.pauses[i]
+                .host
+                .iter()
+                .map(|h| (h.category.clone(), h.name.clone(), h.n, h.overlap_ms))
+                .collect()
+        };
+        let within = |i: usize| -> Vec<String> {
+            r.pauses[i].within.iter().map(|w| w.name.clone()).collect()
+        };
+        assert_eq!(
+            host(0),
+            [
+                ("python_function".into(), "dataloader next".into(), 1, 600.0),
+                (
+                    "user_annotation".into(),
+                    "ProfilerStep#2".into(),
+                    1,
+                    424.0005
+                ),
+                (
+                    "user_annotation".into(),
+                    "ProfilerStep#1".into(),
+                    1,
+                    299.9995
+                ),
+            ]
+        );
+        assert_eq!(within(0), ["train_loop", "PyTorch Profiler (0)"]);
+        assert_eq!(
+            host(1),
+            [
+                ("cpu_op".into(), "aten::item".into(), 1, 200.0),
+                (
+                    "cuda_runtime".into(),
+                    "cudaStreamSynchronize".into(),
+                    1,
+                    190.0
+                ),
+            ]
+        );
+        assert_eq!(
+            within(1),
+            [
+                "gpu_step",
+                "ProfilerStep#1",
+                "train_loop",
+                "PyTorch Profiler (0)"
+            ]
+        );
+        assert!(host(2).is_empty());
+        assert_eq!(
+            within(2),
+            ["ProfilerStep#1", "train_loop", "PyTorch Profiler (0)"]
+        );
+        assert_eq!(r.pause_devices[0].pauses_found, 2);
+        assert_eq!(r.pause_devices[0].pause_time_ms, 1024.0);
+        assert_eq!(r.pause_devices[1].busy_events, 3);
+        assert!(r.annotation_energy.is_none());
+        assert!(r.pauses.iter().all(|p| p.telemetry.is_none()));
+    }
+    // No base: pauses, no alignment, no Unix times.
+    let r = join(&trace_doc(None, false, false), &opts(), None).unwrap();
+    assert!(r.alignment.is_none());
+    assert_eq!(r.pauses.len(), 3);
+    assert!(r.pauses.iter().all(|p| p.start_unix_ns.is_none()));
+}
+
+#[test]
+fn min_gap_is_inclusive_and_listing_is_capped() {
+    let doc = trace_doc(Some(BASE), true, false);
+    let mut o = opts();
+    o.gaps.min_gap_ns = 100_000_001;
+    let r = join(&doc, &o, None).unwrap();
+    assert_eq!(r.pauses.len(), 2, "the 100 ms gap is below 100.000001 ms");
+    o.gaps.min_gap_ns = 100_000_000;
+    o.pauses.max_pauses_per_device = 1;
+    let r = join(&doc, &o, None).unwrap();
+    let got: Vec<f64> = r.pauses.iter().map(|p| p.duration_ms).collect();
+    assert_eq!(got, [724.0, 100.0]);
+    assert_eq!(r.pause_devices[0].pauses_found, 2);
+    assert_eq!(r.pause_devices[0].pauses_listed, 1);
+}
+
+#[test]
+fn telemetry_energy_matches_exact_arithmetic_and_analyze() {
+    let ks = 0..151;
+    // Marks at pause B's edges, for the analyzer's window.
+    let csv = recording_csv(
+        ks.clone(),
+        &[(1_700_000_500, "b_start"), (2_424_000_500, "b_end")],
+    );
+    let rec = recording(&csv);
+    let doc = trace_doc(Some(BASE), false, false);
+    let r = join(&doc, &opts(), Some(&rec)).unwrap();
+    let a = r.alignment.as_ref().unwrap();
+    assert_eq!(a.recording_start_unix_ns, Some(BASE + GRID0_NS));
+    // The trace spans 0.8 s..3.0 s (the profiler's own span); the recording 1.0 s..2.5 s.
+    assert_eq!(a.trace_covered_share, Some(1.5e9 / 2.2e9));
+    assert!(
+        r.join_warnings.iter().all(|w| !w.contains("covers only")),
+        "{:?}",
+        r.join_warnings
+    );
+
+    let tb = r.pauses[0].telemetry.as_ref().unwrap();
+    assert_eq!(tb.gpu_index, 0);
+    let eb = tb.gpu_energy_j.unwrap();
+    assert!(close(eb, 72.56), "{eb}");
+    assert!(close(
+        eb,
+        exact_energy_j(0, ks.clone(), 1_700_000_500, 2_424_000_500).unwrap()
+    ));
+    assert_eq!(tb.avg_util_pct.map(|u| u < 1.0), Some(true));
+    assert_eq!(tb.verdict.verdict, Some("waiting"));
+    assert_eq!(tb.power_coverage, 1.0);
+    let ta = r.pauses[1].telemetry.as_ref().unwrap();
+    assert!(close(ta.gpu_energy_j.unwrap(), 30.0));
+    assert!(close(ta.avg_power_w.unwrap(), 100.0));
+
+    // The same figure, to the bit, as analyze's energy_edge_j for that window.
+    let mut wa = WindowAnalyzer::new(AnalyzeOptions {
+        select: Some(WindowSelect {
+            start: "b_start".into(),
+            end: "b_end".into(),
+            occurrence: 1,
+        }),
+        ..AnalyzeOptions::default()
+    });
+    wa.write(csv.as_bytes());
+    let an = wa.end();
+    let w = an.window.as_ref().expect("window");
+    let g0 = w.gpus.iter().find(|g| g.gpu_index == Some(0)).unwrap();
+    assert_eq!(g0.energy_edge_j.map(f64::to_bits), Some(eb.to_bits()));
+    assert_eq!(g0.verdict, tb.verdict);
+
+    // Device 1's pause had high power in the recording: compute, and a warning.
+    let t1 = r.pauses[2].telemetry.as_ref().unwrap();
+    assert_eq!(t1.gpu_index, 1);
+    assert_eq!(t1.verdict.verdict, Some("compute"));
+    assert!(
+        close(t1.gpu_energy_j.unwrap(), 30.0),
+        "{:?}",
+        t1.gpu_energy_j
+    );
+    assert!(
+        r.join_warnings
+            .iter()
+            .any(|w| w.contains("device 1 pause") && w.contains("busy")),
+        "{:?}",
+        r.join_warnings
+    );
+
+    // Energy per annotation: exact sums over the spans and their GPUs.
+    let ae = r.annotation_energy.as_ref().unwrap();
+    let row = |name: &str| ae.iter().find(|a| a.name == name).unwrap();
+    let spans = |name: &str| -> Vec<(i64, i64)> {
+        EVENTS
+            .iter()
+            .filter(|e| e.1 == name)
+            .map(|e| {
+                let ts = crate::json::parse_us_to_ns(e.4.as_bytes()).unwrap();
+                (
+                    ts,
+                    ts + crate::json::parse_us_to_ns(e.5.as_bytes()).unwrap(),
+                )
+            })
+            .collect()
+    };
+    for (name, gpus) in [
+        ("ProfilerStep#1", &[0, 1][..]),
+        ("train_loop", &[0, 1]),
+        ("gpu_step", &[0]),
+    ] {
+        let mut want = 0.0;
+        for (s, t) in spans(name) {
+            for &g in gpus {
+                want += exact_energy_j(g, ks.clone(), s, t).unwrap();
+            }
+        }
+        let got = row(name).gpu_energy_j.unwrap();
+        assert!(close(got, want), "{name}: {got} vs {want}");
+    }
+    assert_eq!(row("gpu_step").category, "gpu_user_annotation");
+    assert_eq!(row("ProfilerStep#2").n, 1);
+    assert_eq!(row("ProfilerStep#2").duration_ms, 600.0);
+    assert_eq!(
+        row("train_loop").verdicts.mixed + row("train_loop").verdicts.compute,
+        1
+    );
+    // Sorted by energy, largest first.
+    assert!(
+        ae.windows(2)
+            .all(|w| w[0].gpu_energy_j >= w[1].gpu_energy_j)
+    );
+}
+
+#[test]
+fn partial_coverage_and_no_overlap_warn() {
+    let doc = trace_doc(Some(BASE), true, false);
+    // Only the first 0.5 s of the trace's 2.2 s are recorded.
+    let rec = recording(&recording_csv(0..51, &[]));
+    let r = join(&doc, &opts(), Some(&rec)).unwrap();
+    assert_eq!(
+        r.alignment.as_ref().unwrap().trace_covered_share,
+        Some(0.5e9 / 2.2e9)
+    );
+    assert!(
+        r.join_warnings
+            .iter()
+            .any(|w| w.contains("covers only 22.7%")),
+        "{:?}",
+        r.join_warnings
+    );
+    // Pause B (1.7 s..) lies past the recording: no energy.
+    let tb = r.pauses[0].telemetry.as_ref().unwrap();
+    assert_eq!(tb.gpu_energy_j, None);
+    assert_eq!(tb.verdict.verdict, None);
+    // Pause A (1.2 s..1.5 s) is covered up to 1.5 s: the last sample is at k = 50, its end.
+    let ta = r.pauses[1].telemetry.as_ref().unwrap();
+    assert!(close(ta.gpu_energy_j.unwrap(), 30.0));
+
+    // A skew of an hour: nothing overlaps.
+    let mut o = opts();
+    o.clock_offset_ns = Some(3_600_000_000_000);
+    let r = join(&doc, &o, Some(&rec)).unwrap();
+    assert_eq!(
+        r.alignment.as_ref().unwrap().source,
+        AlignmentSource::ClockOffset
+    );
+    assert_eq!(r.alignment.as_ref().unwrap().overlap_ms, Some(0.0));
+    assert!(r.join_warnings.iter().any(|w| w.contains("do not overlap")));
+}
+
+#[test]
+fn clock_offset_without_base_and_to_correct_a_skew() {
+    let rec = recording(&recording_csv(0..151, &[]));
+    let truth = join(&trace_doc(Some(BASE), true, false), &opts(), Some(&rec)).unwrap();
+    let energies = |r: &JoinReport| -> Vec<Option<u64>> {
+        r.pauses
+            .iter()
+            .map(|p| {
+                p.telemetry
+                    .as_ref()
+                    .and_then(|t| t.gpu_energy_j)
+                    .map(f64::to_bits)
+            })
+            .collect()
+    };
+    // No base: the recording needs an offset.
+    let doc = trace_doc(None, false, true);
+    let err = join(&doc, &opts(), Some(&rec)).unwrap_err();
+    assert!(err.contains("--clock-offset-ms"), "{err}");
+    let mut o = opts();
+    o.clock_offset_ns = Some(BASE);
+    let r = join(&doc, &o, Some(&rec)).unwrap();
+    assert_eq!(
+        r.alignment.as_ref().unwrap().source,
+        AlignmentSource::ClockOffset
+    );
+    assert_eq!(energies(&r), energies(&truth));
+    // A trace whose base is 3.25 ms behind the recording's clock, corrected by hand.
+    let skewed = trace_doc(Some(BASE - 3_250_000), false, false);
+    let off = join(&skewed, &opts(), Some(&rec)).unwrap();
+    assert_ne!(energies(&off), energies(&truth));
+    o.clock_offset_ns = Some(parse_offset_ms("3.25").unwrap());
+    let fixed = join(&skewed, &o, Some(&rec)).unwrap();
+    assert_eq!(energies(&fixed), energies(&truth));
+    let a = fixed.alignment.as_ref().unwrap();
+    assert_eq!(
+        (a.offset_ns, a.base_time_ns, a.clock_offset_ms),
+        (BASE, Some(BASE - 3_250_000), Some(3.25))
+    );
+}
+
+#[test]
+fn gpu_map_routes_devices() {
+    let rec = recording(&recording_csv(0..151, &[]));
+    let doc = trace_doc(Some(BASE), true, false);
+    let mut o = opts();
+    o.gpu_map = GpuMap::parse("0=1,1=0").unwrap();
+    let r = join(&doc, &o, Some(&rec)).unwrap();
+    assert_eq!(r.pauses[0].telemetry.as_ref().unwrap().gpu_index, 1);
+    assert_eq!(r.pauses[2].telemetry.as_ref().unwrap().gpu_index, 0);
+    assert_eq!(r.pause_devices[0].gpu_index, Some(1));
+    // A device mapped to a GPU the recording lacks: no telemetry, a warning.
+    o.gpu_map = GpuMap::parse("1=5").unwrap();
+    let r = join(&doc, &o, Some(&rec)).unwrap();
+    assert!(r.pauses[2].telemetry.is_none());
+    assert!(r.join_warnings.iter().any(|w| w.contains("gpu_index 5")));
+}
+
+#[test]
+fn reference_sampler_files_join() {
+    // The reference sampler's ten columns: no gpu_index, one GPU.
+    let mut csv = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj\n",
+    );
+    for k in 0..151 {
+        let wall = BASE + GRID0_NS + k * STEP_NS;
+        let (p, u) = power_at(0, k);
+        csv.push_str(&format!(
+            "{},{wall},SAMPLE,,{p}.0,{u},3,1410,40,\n",
+            wall - MONO_SKEW
+        ));
+    }
+    let rec = recording(&csv);
+    let r = join(&trace_doc(Some(BASE), false, false), &opts(), Some(&rec)).unwrap();
+    assert!(close(
+        r.pauses[0]
+            .telemetry
+            .as_ref()
+            .unwrap()
+            .gpu_energy_j
+            .unwrap(),
+        72.56
+    ));
+    // Device 1 maps to gpu_index 1, which a one-GPU file lacks.
+    assert!(r.pauses[2].telemetry.is_none());
+}
+
+#[test]
+fn join_is_the_same_in_any_split() {
+    let rec = recording(&recording_csv(0..151, &[]));
+    let doc = trace_doc(Some(BASE), false, false);
+    let whole = join(&doc, &opts(), Some(&rec)).unwrap();
+    for_each_split(doc.as_bytes(), 4, 9, |chunks| {
+        assert_eq!(join_chunks(chunks, &opts(), Some(&rec)).unwrap(), whole);
+    });
+}
+
+#[test]
+fn recording_errors() {
+    let mut b = RecordingBuilder::new(RecordingOptions {
+        max_readings: 10,
+        ..RecordingOptions::default()
+    });
+    let csv = recording_csv(0..20, &[]);
+    assert!(
+        b.write(csv.as_bytes())
+            .unwrap_err()
+            .contains("more than 10 readings")
+    );
+    let b = RecordingBuilder::new(RecordingOptions::default());
+    assert!(b.end().unwrap_err().contains("no SAMPLE row"));
+    let _ = vec![0];
+}
+
+#[test]
+fn extreme_times_saturate_instead_of_overflowing() {
+    // A gap longer than i64 ns holds, whose end leaves the Unix range.
+    let doc = format!(
+        r#"{{"traceEvents":[{{"ph":"X","cat":"kernel","name":"a","pid":0,"ts":-9000000000000000,"dur":1}},{{"ph":"X","cat":"kernel","name":"b","pid":0,"ts":9000000000000000,"dur":1}},{{"ph":"X","cat":"user_annotation","name":"u","pid":1,"ts":-9000000000000000,"dur":9200000000000000}},{{"ph":"X","cat":"cpu_op","name":"c","pid":1,"ts":-9000000000000000,"dur":9100000000000000}}],"baseTimeNanoseconds":{BASE}}}"#
+    );
+    let rec = recording(&recording_csv(0..10, &[]));
+    let r = join(&doc, &opts(), Some(&rec)).unwrap();
+    assert_eq!(r.pauses.len(), 1);
+    assert_eq!(r.pauses[0].duration_ms, i64::MAX as f64 / 1e6);
+    assert!(r.pauses[0].telemetry.is_none());
+    // Longest overlap first: u reaches 0.2e18 ns past the gap's start, c 0.1e18.
+    let host: Vec<&str> = r.pauses[0].host.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(host, ["u", "c"]);
+    let ae = r.annotation_energy.as_ref().unwrap();
+    assert_eq!(ae[0].n, 1);
+    // Its span converts (it ends before the range does); the pause does not: no telemetry.
+    assert_eq!(ae[0].name, "u");
+}

@@ -1,0 +1,214 @@
+//! Memory of the trace summary stays within what `Limits` allow while it stays exact: with a
+//! spill (a file) for the busy intervals and a replay for further passes, the peak of live heap
+//! bytes (tallied by a global allocator) over a whole summary, `finish` included, stays under a
+//! bound computed from the limits, for an input 5x larger too; the same input in
+//! `Limits::EXACT` (memory alone) goes past that bound, so the check can fail.
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use flinch_core::Limits;
+use flinch_core::intervals::Interval;
+use flinch_core::json::{Event, EventScanner, Scan};
+use flinch_core::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult};
+
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: forwards to the system allocator unchanged; only tallies sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        grew(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        grew(new_size);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+/// `n` X events over 200 ops: a host track in time order and a device track whose clock runs
+/// further and further ahead (as a GPU queue does), so the busy unions are not in time order.
+fn doc(n: u64) -> Vec<u8> {
+    let mut s = String::from("{\"traceEvents\": [\n");
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let (mut host, mut dev) = (1_000_000u64, 1_000_000u64);
+    for k in 0..n {
+        if k > 0 {
+            s.push_str(",\n");
+        }
+        let op = rnd(200);
+        let (cat, ts, dur) = if k % 2 == 0 {
+            host += 3_000 + rnd(2_000);
+            ("cpu_op", host, 1_000 + rnd(1_500))
+        } else {
+            dev = dev.max(host) + 500 + rnd(1_000);
+            let d = 2_000 + rnd(9_000);
+            let ts = dev;
+            dev += d;
+            ("kernel", ts, d)
+        };
+        s.push_str(&format!(
+            "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"op{op}\", \"ts\": {}.{:03}, \"dur\": {}.{:03}, \"args\": {{\"k\": {k}}}}}",
+            ts / 1000,
+            ts % 1000,
+            dur / 1000,
+            dur % 1000
+        ));
+    }
+    s.push_str("\n]}");
+    s.into_bytes()
+}
+
+/// Runs in a temporary file, buffer reused.
+struct TestSpill {
+    file: File,
+    len: u64,
+    buf: Vec<u8>,
+}
+
+impl IntervalSpill for TestSpill {
+    fn write_run(&mut self, run: &[Interval]) -> Option<u64> {
+        self.buf.clear();
+        for iv in run {
+            self.buf.extend_from_slice(&iv.start_ns.to_le_bytes());
+            self.buf.extend_from_slice(&iv.end_ns.to_le_bytes());
+        }
+        self.file.write_all(&self.buf).ok()?;
+        let handle = self.len;
+        self.len += run.len() as u64;
+        Some(handle)
+    }
+
+    fn read_run(&mut self, handle: u64, at: u64, out: &mut [Interval]) -> bool {
+        self.buf.resize(out.len() * 16, 0);
+        if self
+            .file
+            .read_exact_at(&mut self.buf, (handle + at) * 16)
+            .is_err()
+        {
+            return false;
+        }
+        for (iv, b) in out.iter_mut().zip(self.buf.chunks_exact(16)) {
+            iv.start_ns = i64::from_le_bytes(b[..8].try_into().unwrap());
+            iv.end_ns = i64::from_le_bytes(b[8..].try_into().unwrap());
+        }
+        true
+    }
+}
+
+struct Replay(Arc<Vec<u8>>, Limits);
+
+impl EventReplay for Replay {
+    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String> {
+        let mut sc = EventScanner::new(self.1);
+        for chunk in self.0.chunks(64 << 10) {
+            let mut pos = 0;
+            while let (Scan::Event, nin) = sc.scan(&chunk[pos..]).map_err(|e| e.to_string())? {
+                pos += nin;
+                sink(&sc.event());
+            }
+        }
+        Ok(sc.finish().events)
+    }
+}
+
+/// Peak live heap bytes over a whole summary of `data` (scanner, summary, `finish`), and the
+/// result; `io`: with a spill and a replay.
+fn peak(data: &Arc<Vec<u8>>, limits: Limits, io: bool) -> (usize, TraceSummaryResult) {
+    let path = std::env::temp_dir().join(format!("flinch-mem-trace-{}", std::process::id()));
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let spill = Box::new(TestSpill {
+        file,
+        len: 0,
+        buf: Vec::with_capacity(1 << 20),
+    });
+    let replay = Box::new(Replay(Arc::clone(data), limits));
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let mut sc = EventScanner::new(limits);
+    let mut sum = TraceSummary::new(limits);
+    if io {
+        sum.set_spill(spill);
+        sum.set_replay(replay);
+    }
+    for chunk in data.chunks(64 << 10) {
+        let mut pos = 0;
+        while let (Scan::Event, nin) = sc.scan(&chunk[pos..]).unwrap() {
+            pos += nin;
+            sum.add(&sc.event());
+        }
+    }
+    let end = sc.finish();
+    let w = *sc.warnings();
+    let r = sum.finish("t", &end, &w, 40);
+    (PEAK.load(Ordering::Relaxed) - base, r)
+}
+
+#[test]
+fn exact_within_the_memory_the_limits_allow() {
+    let limits = Limits {
+        max_ops: 1024,
+        max_categories: 16,
+        max_open_slices: 64,
+        max_intervals: 2048,
+        max_exact_values: 1 << 14,
+        ..Limits::NATIVE
+    };
+    // What the limits allow: the interval budget (up to ~3x 16 bytes each after a union
+    // retires half, plus its twice-the-budget storage), the durations budget (4 bytes a unit;
+    // the passes collect as many 8-byte values into half of it), the merge's 4 MiB of run
+    // buffers (up to 1,024 runs per union), 32 KiB per counting range (at most 8 per listed op,
+    // 40 ops), and 1 MiB for the op and category tables, the scanner and the result.
+    let bound = 16 * 4 * limits.max_intervals
+        + 4 * limits.max_exact_values
+        + (4 << 20)
+        + 40 * 8 * (32 << 10)
+        + (1 << 20);
+    let mut peaks = Vec::new();
+    for n in [100_000, 500_000] {
+        let data = Arc::new(doc(n));
+        let (exact_peak, exact) = peak(&data, Limits::EXACT, false);
+        let (p, r) = peak(&data, limits, true);
+        assert!(r.approximations.is_none(), "{:?}", r.approximations);
+        assert_eq!(r.to_json(), exact.to_json(), "{n} events");
+        assert!(p <= bound, "{n} events: peak {p} > bound {bound}");
+        peaks.push((n, p, exact_peak));
+    }
+    // 5x the input: the peak grows by less than a tenth of what memory alone needs more (the
+    // refinement's counting ranges, which the bound covers), and memory alone goes past the
+    // bound, so the check can fail.
+    let (bounded, alone) = (peaks[1].1 - peaks[0].1, peaks[1].2 - peaks[0].2);
+    assert!(bounded < alone / 10, "{peaks:?}");
+    assert!(peaks[1].2 > bound, "{peaks:?} vs {bound}");
+}

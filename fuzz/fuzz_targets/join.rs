@@ -1,0 +1,96 @@
+//! Fuzz target `join`: arbitrary bytes split into a trace and a trace.csv (at the first `\0`),
+//! through the join's two passes (gaps, pause host tables, recording windows, energy per
+//! annotation) and the Perfetto counter events of every row. Must never panic or hang; every
+//! pause listed is at least the minimum gap long and the pauses of a device come longest first.
+#![no_main]
+
+use flinch_core::Limits;
+use flinch_core::csv::{CsvEvent, TraceCsvReader};
+use flinch_core::join::perfetto::CounterEvents;
+use flinch_core::join::{
+    Alignment, GapFinder, GapOptions, GpuMap, JoinOptions, JoinPass, RecordingBuilder,
+    RecordingOptions,
+};
+use flinch_core::json::{Event, EventScanner, Scan};
+use libfuzzer_sys::fuzz_target;
+
+fn scan(doc: &[u8], mut f: impl FnMut(&Event<'_>)) -> Option<i64> {
+    let mut sc = EventScanner::new(Limits::BOUNDED);
+    for chunk in doc.chunks(61) {
+        let mut pos = 0;
+        loop {
+            match sc.scan(&chunk[pos..]) {
+                Ok((what, n)) => {
+                    pos += n;
+                    match what {
+                        Scan::Event => f(&sc.event()),
+                        Scan::NeedsInput => break,
+                    }
+                }
+                Err(_) => return sc.base_time_ns(),
+            }
+        }
+    }
+    sc.finish();
+    sc.base_time_ns()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let (doc, csv) = match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let min_gap_ns = 1 + i64::from(data.first().copied().unwrap_or(0)) * 1000;
+    let opts = JoinOptions {
+        gaps: GapOptions {
+            min_gap_ns,
+            max_gaps_per_device: 16,
+            max_devices: 4,
+        },
+        clock_offset_ns: Some(0),
+        gpu_map: GpuMap::parse("0=1,1=0").unwrap(),
+        ..JoinOptions::default()
+    };
+    let mut b = RecordingBuilder::new(RecordingOptions {
+        max_readings: 4096,
+        ..RecordingOptions::default()
+    });
+    let rec = match b.write(csv) {
+        Ok(()) => b.end().ok(),
+        Err(_) => None,
+    };
+    let mut finder = GapFinder::new(opts.gaps);
+    let base = scan(doc, |e| finder.add(e));
+    let found = finder.finish();
+    for d in &found.devices {
+        assert!(d.gaps.iter().all(|g| g.dur_ns() >= min_gap_ns));
+        assert!(d.gaps.windows(2).all(|w| w[0].dur_ns() >= w[1].dur_ns()));
+    }
+    let Ok(mut pass) = JoinPass::new(found, base, opts, rec.as_ref()) else {
+        return;
+    };
+    scan(doc, |e| pass.add(e));
+    let report = pass.finish();
+    assert!(report.pauses.iter().all(|p| p.duration_ms >= min_gap_ns as f64 / 1e6));
+
+    let align = Alignment::new(base, Some(0)).unwrap_or(Alignment::new(None, Some(0)).unwrap());
+    let mut ce = CounterEvents::new(align, GpuMap::default());
+    let mut r = TraceCsvReader::new();
+    let mut rest = csv;
+    while !rest.is_empty() {
+        let (ev, n) = r.read(rest);
+        rest = &rest[n..];
+        if ev == CsvEvent::Row {
+            let _ = ce.row(&r.row());
+        }
+    }
+    loop {
+        let (ev, _) = r.read(&[]);
+        if ev == CsvEvent::Row {
+            let _ = ce.row(&r.row());
+        }
+        if ev == CsvEvent::End {
+            break;
+        }
+    }
+});

@@ -1,0 +1,242 @@
+//! Exact-oracle tests on the `with_stack` shape (python_function frames, thousands of distinct
+//! ops, one `ProfilerStep#N` op per step) at sizes past the old default budgets (1,023 ops
+//! natively, 4,096 on the page): the default `trace`, the default with limits far smaller than
+//! the trace (busy intervals spilled, percentiles from further passes) on each input path, and
+//! the page's analyzer all equal a plain exact computation over the trace's events.
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use flinch_core::Limits;
+use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, LimitsPreset};
+use flinch_core::json::{EventScanner, NumField, Scan};
+use flinch_core::stats::{Stats, stats_f64};
+use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummaryResult};
+
+use crate::input::open_input;
+
+#[allow(dead_code)]
+#[path = "../../examples/gen_trace.rs"]
+mod gen_trace;
+
+/// A `with_stack` trace of about `bytes` (small fillers), written once per test process (to a
+/// fixed place, overwritten by the next run rather than left behind).
+fn with_stack(name: &str, bytes: u64) -> PathBuf {
+    static MADE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let dir = std::env::temp_dir().join(format!("flinch-exact-tests-{name}"));
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if !made.contains(&dir.display().to_string()) {
+        gen_trace::generate(&dir, bytes, "with_stack", (20_000, 50_000)).unwrap();
+        made.push(dir.display().to_string());
+    }
+    dir
+}
+
+/// The trace of the default and page tests: more distinct ops than the old page budget.
+fn shared() -> PathBuf {
+    with_stack("shared", 7_000_000)
+}
+
+/// What the summary must say, computed plainly: every X event's interval and duration kept,
+/// unions by sort and merge, percentiles by a full sort (`stats_f64`), ops in first-seen order.
+struct Oracle {
+    /// (category, events, duration sum ns, busy union ns), first-seen order.
+    categories: Vec<(String, u64, i128, u64)>,
+    /// (category, name, duration sum ns, stats), the top 40 by sum (ties: first seen).
+    ops: Vec<(String, String, i128, Stats)>,
+    duration_events: u64,
+    busy_union_ns: u64,
+    distinct_ops: usize,
+}
+
+fn union_ns(mut v: Vec<(i64, i64)>) -> u64 {
+    v.sort_unstable();
+    let mut total = 0u64;
+    let mut cur: Option<(i64, i64)> = None;
+    for (a, b) in v {
+        match cur {
+            Some((ca, cb)) if a <= cb => cur = Some((ca, cb.max(b))),
+            _ => {
+                total += cur.map_or(0, |(ca, cb)| (cb - ca) as u64);
+                cur = Some((a, b));
+            }
+        }
+    }
+    total + cur.map_or(0, |(ca, cb)| (cb - ca) as u64)
+}
+
+/// Per category of the oracle: name, events, duration sum ns, intervals.
+type CatAcc = (String, u64, i128, Vec<(i64, i64)>);
+
+fn oracle(path: &Path) -> Oracle {
+    let mut input = open_input(path).unwrap();
+    let mut sc = EventScanner::new(Limits::EXACT);
+    let mut cats: Vec<CatAcc> = Vec::new();
+    let mut cat_index: HashMap<String, usize> = HashMap::new();
+    let mut ops: Vec<(String, String, i128, Vec<i64>)> = Vec::new();
+    let mut op_index: HashMap<(String, String), usize> = HashMap::new();
+    let mut all = Vec::new();
+    while let Some(chunk) = input.next_chunk().unwrap() {
+        let mut pos = 0;
+        loop {
+            let (s, nin) = sc.scan(&chunk[pos..]).unwrap();
+            pos += nin;
+            if s == Scan::NeedsInput {
+                break;
+            }
+            let e = sc.event();
+            assert!(!matches!(e.ph, b"B" | b"E"), "the shape has no B/E pairs");
+            let (b"X", NumField::Ns(ts), NumField::Ns(dur)) = (e.ph, e.ts_ns, e.dur_ns) else {
+                continue;
+            };
+            let text = |s: Option<&[u8]>| s.map(|b| String::from_utf8_lossy(b).into_owned());
+            let cat = text(e.cat).unwrap_or_else(|| "uncategorized".into());
+            let k = *cat_index.entry(cat.clone()).or_insert_with(|| {
+                cats.push((cat, 0, 0, Vec::new()));
+                cats.len() - 1
+            });
+            cats[k].1 += 1;
+            cats[k].2 += i128::from(dur);
+            cats[k].3.push((ts, ts + dur));
+            all.push((ts, ts + dur));
+            let key = (
+                text(e.cat).unwrap_or_default(),
+                text(e.name).unwrap_or_default(),
+            );
+            let k = *op_index.entry(key.clone()).or_insert_with(|| {
+                ops.push((key.0, key.1, 0, Vec::new()));
+                ops.len() - 1
+            });
+            ops[k].2 += i128::from(dur);
+            ops[k].3.push(dur);
+        }
+    }
+    let distinct_ops = ops.len();
+    let duration_events = all.len() as u64;
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by(|&a, &b| ops[b].2.cmp(&ops[a].2).then(a.cmp(&b)));
+    order.truncate(DEFAULT_TOP_OPS);
+    Oracle {
+        categories: cats
+            .into_iter()
+            .map(|(c, n, s, iv)| (c, n, s, union_ns(iv)))
+            .collect(),
+        ops: order
+            .into_iter()
+            .map(|i| {
+                let (c, n, s, d) = &ops[i];
+                let us: Vec<f64> = d.iter().map(|&x| x as f64 / 1000.0).collect();
+                (c.clone(), n.clone(), *s, stats_f64(&us))
+            })
+            .collect(),
+        duration_events,
+        busy_union_ns: union_ns(all),
+        distinct_ops,
+    }
+}
+
+fn assert_equals_oracle(r: &TraceSummaryResult, o: &Oracle, what: &str) {
+    assert!(r.approximations.is_none(), "{what}: {:?}", r.approximations);
+    let cats: Vec<(String, u64, i128, u64)> = r
+        .categories
+        .0
+        .iter()
+        .map(|c| (c.name.clone(), c.events, c.duration_sum_ns, c.busy_union_ns))
+        .collect();
+    assert_eq!(cats, o.categories, "{what}: categories");
+    assert_eq!(r.largest_ops_by_duration_sum.len(), o.ops.len(), "{what}");
+    for (row, (c, n, s, st)) in r.largest_ops_by_duration_sum.iter().zip(&o.ops) {
+        assert_eq!((&row.category, &row.name), (c, n), "{what}: op order");
+        assert_eq!(row.duration_sum_us, *s as f64 / 1000.0, "{what}: {n}");
+        assert_eq!(&row.duration_us, st, "{what}: stats of {n}");
+    }
+    assert_eq!(r.totals.duration_events, o.duration_events, "{what}");
+    assert_eq!(r.totals.busy_union_ns, o.busy_union_ns, "{what}");
+}
+
+/// The default `trace`, on the plain and the gzip file: exact, and more distinct ops than the
+/// old budgets held.
+#[test]
+fn default_trace_equals_the_oracle() {
+    let dir = shared();
+    let o = oracle(&dir.join("trace.json"));
+    assert!(o.distinct_ops > 4096, "{} distinct ops", o.distinct_ops);
+    for file in ["trace.json", "trace.json.gz"] {
+        let r =
+            super::summarize_file(&dir.join(file), "t", Limits::NATIVE, 40, true, false).unwrap();
+        assert_equals_oracle(&r, &o, file);
+    }
+}
+
+/// Limits far smaller than the trace (a few hundred live intervals, a few thousand durations):
+/// with the temporary file and the further passes, every input path (the one-thread analyzer
+/// for gzip, the scan-thread pipeline, the two-thread plain reader) is exact; without them the
+/// same limits state approximations.
+#[test]
+fn past_the_limits_every_path_stays_exact() {
+    let dir = with_stack("tight", 2_500_000);
+    let json = dir.join("trace.json");
+    let gz = dir.join("trace.json.gz");
+    let o = oracle(&json);
+    let tight = Limits {
+        max_intervals: 300,
+        max_exact_values: 3000,
+        ..Limits::NATIVE
+    };
+    let top = Some(DEFAULT_TOP_OPS);
+    let r = super::pipeline::summarize_sequential(
+        open_input(&gz).unwrap(),
+        "t",
+        tight,
+        top,
+        Some(&gz),
+        || {},
+    )
+    .unwrap();
+    assert_equals_oracle(&r, &o, "sequential .gz");
+    for path in [&json, &gz] {
+        let r = super::pipeline::summarize(
+            open_input(path).unwrap(),
+            "t",
+            tight,
+            top,
+            Some(path),
+            || {},
+        )
+        .unwrap();
+        assert_equals_oracle(&r, &o, "pipeline");
+    }
+    let plan = super::parallel::plan_with(&json, 64 << 10, 0).unwrap();
+    let r = super::parallel::summarize(plan, "t", tight, top, true, |_, _| {}).unwrap();
+    assert_equals_oracle(&r, &o, "parallel");
+    let r = super::pipeline::summarize(open_input(&json).unwrap(), "t", tight, top, None, || {})
+        .unwrap();
+    let a = r.approximations.expect("limits too small for the trace");
+    assert!(a.busy_union_error_bound_us > 0.0);
+    assert!(a.ops_with_sketched_stats + a.listed_ops_without_percentiles > 0);
+}
+
+/// The page (the core analyzer with its `page` limits, fed as the page feeds it) prints the
+/// native default's JSON byte for byte, and both equal the oracle.
+#[test]
+fn the_page_prints_the_native_answer() {
+    let dir = shared();
+    let gz = dir.join("trace.json.gz");
+    let o = oracle(&gz);
+    let native =
+        super::summarize_file(&gz, "trace.json.gz", Limits::NATIVE, 40, true, false).unwrap();
+    assert_equals_oracle(&native, &o, "native");
+    let bytes = std::fs::read(&gz).unwrap();
+    let mut page = Analyzer::new(AnalyzerOptions {
+        limits: LimitsPreset::Page,
+        source: "trace.json.gz".into(),
+        ..AnalyzerOptions::default()
+    });
+    for chunk in bytes.chunks(1 << 20) {
+        page.write(chunk).unwrap();
+    }
+    let Analysis::Trace(r) = page.finish().unwrap() else {
+        panic!("not a trace");
+    };
+    assert_equals_oracle(&r, &o, "page");
+    assert_eq!(r.to_json(), native.to_json());
+}

@@ -1,0 +1,448 @@
+//! End-to-end tests of `flinch-trace trace --pauses / --telemetry` on a generated trace and
+//! recording whose truth is known (docs/join.md): pause lengths and host overlaps in exact ns,
+//! the pause energy equal to `analyze --json`'s `energy_edge_j` for the same window, the summary
+//! keys unchanged, and the errors.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BASE: i64 = 1_764_000_000_000_000_000;
+const MONO_SKEW: i64 = 1_763_999_000_000_000_000;
+const GRID0_NS: i64 = 1_000_000_500;
+const STEP_NS: i64 = 10_000_000;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("flinch-join-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Kernels with a 300 ms and a 724 ms pause on device 0; host work inside them.
+fn trace(base: Option<i64>) -> String {
+    let evs = [
+        r#"{"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":1000000.5,"dur":200000}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":8,"ts":1500000.5,"dur":200000}"#,
+        r#"{"ph":"X","cat":"gpu_memset","name":"Memset","pid":0,"tid":8,"ts":2424000.5,"dur":76000}"#,
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":9,"tid":9,"ts":900000,"dur":2000000}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::item","pid":9,"tid":9,"ts":1250000.5,"dur":200000}"#,
+        r#"{"ph":"X","cat":"python_function","name":"dataloader next","pid":9,"tid":10,"ts":1750000.5,"dur":600000}"#,
+    ];
+    let b = base.map_or(String::new(), |b| format!(r#","baseTimeNanoseconds":{b}"#));
+    format!(
+        "{{\"traceEvents\":[\n{}\n],\"traceName\":\"t\"{b}}}\n",
+        evs.join(",\n")
+    )
+}
+
+/// 100 W / 0 % inside the pauses, 300 W / 90 % elsewhere, every 10 ms; MARK rows at the
+/// 724 ms pause's edges.
+fn recording() -> String {
+    let mut s = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index\n",
+    );
+    let mut rows = Vec::new();
+    for k in 0..151i64 {
+        let t = GRID0_NS + k * STEP_NS;
+        let idle = (1_200_000_500..=1_500_000_500).contains(&t)
+            || (1_700_000_500..=2_424_000_500).contains(&t);
+        let (p, u) = if idle { (100, 0) } else { (300, 90) };
+        rows.push((
+            t,
+            format!(
+                "{},{},SAMPLE,,{p},{u},,,,,0\n",
+                BASE + t - MONO_SKEW,
+                BASE + t
+            ),
+        ));
+    }
+    for (t, label) in [(1_700_000_500i64, "b_start"), (2_424_000_500, "b_end")] {
+        rows.push((
+            t,
+            format!(
+                "{},{},MARK,{label},,,,,,,\n",
+                BASE + t - MONO_SKEW,
+                BASE + t
+            ),
+        ));
+    }
+    rows.sort_by_key(|r| r.0);
+    for r in rows {
+        s.push_str(&r.1);
+    }
+    s
+}
+
+fn write(d: &Path, name: &str, text: &str) -> PathBuf {
+    let p = d.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn pauses_telemetry_and_analyze_agree() {
+    let d = dir("agree");
+    let t = write(&d, "trace.json", &trace(Some(BASE)));
+    let c = write(&d, "trace.csv", &recording());
+    let (t, c) = (t.to_str().unwrap(), c.to_str().unwrap());
+    let v = json(&run(&["trace", t, "--telemetry", c, "--json"]));
+    assert_eq!(v["alignment"]["source"], "baseTimeNanoseconds");
+    assert_eq!(v["alignment"]["offset_ns"], BASE);
+    let p = v["pauses"].as_array().unwrap();
+    assert_eq!(p.len(), 2);
+    assert_eq!(p[0]["duration_ms"], 724.0);
+    assert_eq!(p[0]["start_ts_us"], 1_700_000.5);
+    assert_eq!(p[0]["start_unix_ns"], BASE + 1_700_000_500);
+    assert_eq!(p[0]["host"][0]["name"], "dataloader next");
+    assert_eq!(p[0]["host"][0]["overlap_ms"], 600.0);
+    assert_eq!(p[0]["within"][0]["name"], "ProfilerStep#1");
+    assert_eq!(p[1]["duration_ms"], 300.0);
+    assert_eq!(p[1]["host"][0]["name"], "aten::item");
+    let e = p[0]["telemetry"]["gpu_energy_j"].as_f64().unwrap();
+    // 0.72 s at 100 W, then 4 ms from 100 W to the interpolated 180 W.
+    assert!((e - 72.56).abs() < 1e-9, "{e}");
+    assert_eq!(p[0]["telemetry"]["verdict"]["verdict"], "waiting");
+
+    // analyze --json over the same window (marks at the pause's edges): the same bits.
+    let a = json(&run(&[
+        "analyze", "--csv", c, "--start", "b_start", "--end", "b_end", "--json",
+    ]));
+    let ea = a["window"]["gpus"][0]["energy_edge_j"].as_f64().unwrap();
+    assert_eq!(ea.to_bits(), e.to_bits());
+    assert_eq!(
+        a["window"]["gpus"][0]["verdict"],
+        p[0]["telemetry"]["verdict"]
+    );
+
+    let ae = v["annotation_energy"].as_array().unwrap();
+    assert_eq!(ae[0]["name"], "ProfilerStep#1");
+    assert_eq!(ae[0]["n"], 1);
+
+    // The summary's own keys are those of plain `trace --json`.
+    let plain = json(&run(&["trace", t, "--json"]));
+    for (k, val) in plain.as_object().unwrap() {
+        assert_eq!(&v[k], val, "{k}");
+    }
+    assert!(plain.get("pauses").is_none());
+
+    // From the trace alone: the same pauses, no telemetry.
+    let alone = json(&run(&["trace", t, "--min-gap-ms", "300", "--json"]));
+    let q = alone["pauses"].as_array().unwrap();
+    assert_eq!(q.len(), 2, "the 300 ms gap is at least 300 ms");
+    assert!(q[0].get("telemetry").is_none());
+    assert!(alone.get("annotation_energy").is_none());
+    let alone = json(&run(&["trace", t, "--min-gap-ms", "300.001", "--json"]));
+    assert_eq!(alone["pauses"].as_array().unwrap().len(), 1);
+
+    // Text: the pauses table after the summary.
+    let out = run(&["trace", t, "--telemetry", c]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    let cat = text.find("category").unwrap();
+    let top = text.find("top pauses:").unwrap();
+    assert!(top > cat, "{text}");
+    assert!(text.contains("724.000"), "{text}");
+    assert!(text.contains("energy per annotation:"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn clock_offset_gpu_map_and_errors() {
+    let d = dir("offset");
+    let t0 = write(&d, "nobase.json", &trace(None));
+    let c = write(&d, "trace.csv", &recording());
+    let (t0, c) = (t0.to_str().unwrap(), c.to_str().unwrap());
+    // No base: a clear error naming the option, exit 1.
+    let out = run(&["trace", t0, "--telemetry", c, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--clock-offset-ms"));
+    // With the offset in ms (BASE ns = 1764000000000000 ms).
+    let v = json(&run(&[
+        "trace",
+        t0,
+        "--telemetry",
+        c,
+        "--clock-offset-ms",
+        "1764000000000",
+        "--json",
+    ]));
+    assert_eq!(v["alignment"]["source"], "clock_offset");
+    let e = v["pauses"][0]["telemetry"]["gpu_energy_j"]
+        .as_f64()
+        .unwrap();
+    assert!((e - 72.56).abs() < 1e-9, "{e}");
+    // A skewed base corrected by a negative offset.
+    let ts = write(&d, "skew.json", &trace(Some(BASE + 2_500_000)));
+    let v = json(&run(&[
+        "trace",
+        ts.to_str().unwrap(),
+        "--telemetry",
+        c,
+        "--clock-offset-ms",
+        "-2.5",
+        "--json",
+    ]));
+    assert_eq!(v["alignment"]["offset_ns"], BASE);
+    assert_eq!(
+        v["pauses"][0]["telemetry"]["gpu_energy_j"].as_f64(),
+        Some(e)
+    );
+    // An hour off: a warning that the files do not overlap.
+    let v = json(&run(&[
+        "trace",
+        ts.to_str().unwrap(),
+        "--telemetry",
+        c,
+        "--clock-offset-ms",
+        "3600000",
+        "--json",
+    ]));
+    let w = v["join_warnings"].to_string();
+    assert!(w.contains("do not overlap"), "{w}");
+    // --gpu-map to a GPU the recording lacks.
+    let v = json(&run(&[
+        "trace",
+        ts.to_str().unwrap(),
+        "--telemetry",
+        c,
+        "--clock-offset-ms",
+        "-2.5",
+        "--gpu-map",
+        "0=3",
+        "--json",
+    ]));
+    assert!(v["pauses"][0].get("telemetry").is_none());
+    assert!(v["join_warnings"].to_string().contains("gpu_index 3"));
+    // Bad options.
+    for bad in [
+        &["--gpu-map", "0:3"][..],
+        &["--clock-offset-ms", "1e3"],
+        &["--min-gap-ms", "-1"],
+    ] {
+        let mut args = vec!["trace", t0, "--json"];
+        args.extend_from_slice(bad);
+        let out = run(&args);
+        assert_ne!(out.status.code(), Some(0), "{bad:?}");
+        assert!(!out.stderr.is_empty());
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Decompresses a bundled `.json.gz` with the core's decoder (the test's own copy).
+fn gunzip(path: &Path) -> Vec<u8> {
+    use flinch_core::gzip::{GzDecoder, GzStatus};
+    let data = std::fs::read(path).unwrap();
+    let mut dec = GzDecoder::new();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut pos = 0;
+    loop {
+        let (st, nin, nout) = dec.decode(&data[pos..], &mut buf).unwrap();
+        pos += nin;
+        out.extend_from_slice(&buf[..nout]);
+        if st == GzStatus::Done || (nin == 0 && nout == 0) {
+            break;
+        }
+    }
+    out
+}
+
+/// Real Kineto traces (no recording exists for them): `baseTimeNanoseconds` read where it sits
+/// (after `traceEvents` in three, before it in one), and the GPU pauses of the HTA benchmark
+/// trace against an oracle over the parsed JSON (f64 µs, so to 1 µs).
+#[test]
+fn real_traces_base_and_pauses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces/HolisticTraceAnalysis");
+    for (name, base, before) in [
+        (
+            "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+            1_735_632_360_000_000_000i64,
+            false,
+        ),
+        (
+            "mtia_inference_rank_0.json.gz",
+            1_767_189_312_000_000_000,
+            true,
+        ),
+        (
+            "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+            1_719_853_884_000_000_000,
+            false,
+        ),
+        ("triton_example.json.gz", 1_727_743_122_000_000_000, false),
+    ] {
+        let text = String::from_utf8(gunzip(&root.join(name))).unwrap();
+        let (b, e) = (
+            text.find("baseTimeNanoseconds").unwrap(),
+            text.find("traceEvents").unwrap(),
+        );
+        assert_eq!(b < e, before, "{name}");
+        let v = json(&run(&[
+            "trace",
+            root.join(name).to_str().unwrap(),
+            "--pauses",
+            "--json",
+        ]));
+        assert_eq!(v["alignment"]["base_time_ns"], base, "{name}");
+        assert_eq!(v["alignment"]["source"], "baseTimeNanoseconds");
+    }
+    let path = root.join("benchmark_result_2869224_1695835535_trace.json.gz");
+    let doc: Value = serde_json::from_slice(&gunzip(&path)).unwrap();
+    let mut busy: Vec<(f64, f64)> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X"
+                && matches!(
+                    e["cat"].as_str(),
+                    Some("kernel" | "gpu_memcpy" | "gpu_memset")
+                )
+                && e["pid"] == 0
+        })
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            (ts, ts + e["dur"].as_f64().unwrap())
+        })
+        .collect();
+    busy.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut merged: Vec<(f64, f64)> = Vec::new();
+    for (s, t) in busy {
+        match merged.last_mut() {
+            Some(l) if s <= l.1 => l.1 = l.1.max(t),
+            _ => merged.push((s, t)),
+        }
+    }
+    let mut want: Vec<f64> = merged
+        .windows(2)
+        .map(|w| (w[1].0 - w[0].1) / 1000.0)
+        .filter(|&ms| ms >= 10.0)
+        .collect();
+    want.sort_by(|a, b| b.total_cmp(a));
+    let v = json(&run(&[
+        "trace",
+        path.to_str().unwrap(),
+        "--min-gap-ms",
+        "10",
+        "--json",
+    ]));
+    assert!(
+        v["alignment"].is_null(),
+        "no baseTimeNanoseconds in this trace"
+    );
+    let got: Vec<f64> = v["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["duration_ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(got.len(), want.len());
+    assert!(want.len() >= 5);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-3, "{got:?} vs {want:?}");
+    }
+}
+
+/// `--perfetto`: every original event unchanged and in order, the recording's counters and
+/// marks on the trace's clock, the other top-level keys kept; `trace` reads the merged file
+/// (plain and gzip) back with the original categories and the same pauses.
+#[test]
+fn perfetto_merge_reads_back() {
+    let d = dir("perfetto");
+    let t = write(&d, "trace.json", &trace(Some(BASE)));
+    let c = write(&d, "trace.csv", &recording());
+    let (t, c) = (t.to_str().unwrap(), c.to_str().unwrap());
+    let original: Value = serde_json::from_str(&trace(Some(BASE))).unwrap();
+    let plain = json(&run(&["trace", t, "--pauses", "--json"]));
+    for name in ["merged.json", "merged.json.gz"] {
+        let out = d.join(name);
+        let o = out.to_str().unwrap();
+        let joined = json(&run(&[
+            "trace",
+            t,
+            "--telemetry",
+            c,
+            "--perfetto",
+            o,
+            "--json",
+        ]));
+        assert_eq!(joined["pauses"][0]["duration_ms"], 724.0);
+        let bytes = if name.ends_with(".gz") {
+            gunzip(&out)
+        } else {
+            std::fs::read(&out).unwrap()
+        };
+        let merged: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(merged["baseTimeNanoseconds"], BASE);
+        assert_eq!(merged["traceName"], "t");
+        let evs = merged["traceEvents"].as_array().unwrap();
+        let ours = |e: &&Value| e["cat"].as_str().is_some_and(|c| c.starts_with("flinch_"));
+        let kept: Vec<&Value> = evs.iter().filter(|e| !ours(e)).collect();
+        let want: Vec<&Value> = original["traceEvents"].as_array().unwrap().iter().collect();
+        assert_eq!(kept, want);
+        let counters: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "C").collect();
+        // 151 samples, each with power and utilization.
+        assert_eq!(counters.len(), 302);
+        assert_eq!(counters[0]["name"], "GPU 0 power");
+        assert_eq!(counters[0]["pid"], 0);
+        assert_eq!(counters[0]["ts"], 1_000_000.5);
+        assert_eq!(counters[0]["args"]["W"], 300.0);
+        let marks: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "i").collect();
+        assert_eq!(marks.len(), 2);
+        assert_eq!(
+            (&marks[0]["name"], &marks[0]["s"]),
+            (&Value::from("b_start"), &Value::from("g"))
+        );
+        assert_eq!(marks[0]["ts"], 1_700_000.5);
+        // Read back: the original categories unchanged, the same pauses.
+        let back = json(&run(&["trace", o, "--pauses", "--json"]));
+        let cats = |v: &Value| -> Vec<(String, Value)> {
+            v["categories"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, _)| !k.starts_with("flinch_"))
+                .map(|(k, c)| (k.clone(), c.clone()))
+                .collect()
+        };
+        assert_eq!(cats(&back), cats(&plain));
+        assert_eq!(back["pauses"], plain["pauses"]);
+    }
+    // Without an alignment, or onto the trace itself: errors.
+    let nobase = write(&d, "nobase.json", &trace(None));
+    let out = run(&[
+        "trace",
+        nobase.to_str().unwrap(),
+        "--telemetry",
+        c,
+        "--perfetto",
+        d.join("x.json").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = run(&["trace", t, "--telemetry", c, "--perfetto", t]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the trace being read"));
+    assert_eq!(
+        json(&run(&["trace", t, "--json"]))["totals"],
+        plain["totals"],
+        "the trace is intact"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
