@@ -1,30 +1,32 @@
-//! Energy from power samples (trapezoid with a maximum-gap rule, optionally clipped to a window
-//! with linear interpolation at its edges) and from cumulative energy counters (with
-//! wraparound), and a side-by-side report of both (SPEC §6, §8).
+//! Energy from power samples and from cumulative energy counters (docs/numerics.md, "Energy").
 //!
 //! - [`ReferenceTrapezoid`]: the reference telemetry formula in f64 seconds, bit for bit:
 //!   `sum((b0 - a0) * (a1 + b1) / 2 for consecutive (a, b) if 0 < b0 - a0 <= max_gap)`, summed
 //!   left to right from 0, as `summarize_host_telemetry.py` does.
-//! - [`Trapezoid`]: the same rule over i64-ns timestamps (trace.csv), summed exactly
-//!   ([`Fsum`]), reporting the time and count of skipped intervals.
-//! - [`WindowEnergy`]: energy over exactly `[t0_ns, t1_ns]`, with the power linearly
-//!   interpolated at the window edges.
+//! - [`WindowIntegral`]: the integral of power (or utilization) over a window `[t0, t1]`, with the
+//!   signal interpolated linearly at the window edges and a maximum-gap rule; the window analysis
+//!   (`analyze`) keeps one per window and GPU.
 //! - [`CounterDelta`]: differences of a cumulative counter (RAPL `energy_uj`, NVML total energy
 //!   in mJ), with wraparound at a given maximum, counting wraps and resets.
-//! - [`EnergyComparison`]: power-integrated and counter energy side by side.
+//! - [`CounterStep`]: the wrap rule both use, for one pair of readings (decided once per reading,
+//!   however many windows are open).
+//! - [`WindowCounter`]: a counter's increase over a window, pro-rated at its edges.
+//!
+//! `analyze`'s three reference lines use yet another trapezoid (`window::RefAcc`:
+//! `0.5 * (pa + pb) * dt`, no gap rule): `analyze_trace.py` rounds differently from the telemetry
+//! script, and each is matched bit for bit.
 //!
 //! Every type is a small fixed-size accumulator: no allocation.
 //!
 //! # Example
 //! ```
-//! use flinch_core::energy::{CounterDelta, EnergyComparison, WindowEnergy};
+//! use flinch_core::energy::{CounterDelta, WindowIntegral};
 //!
 //! // Power ramps 0 -> 100 W over 10 s; energy over [2 s, 4 s] is 30 W * 2 s.
-//! let mut w = WindowEnergy::new(2_000_000_000, 4_000_000_000, u64::MAX); // no gap limit
-//! w.push(0, 0.0);
-//! w.push(10_000_000_000, 100.0);
-//! let power_j = w.result().energy_j.unwrap();
-//! assert!((power_j - 60.0).abs() < 1e-9);
+//! let mut energy = WindowIntegral::default();
+//! let window = (2_000_000_000, 4_000_000_000);
+//! energy.add((0, 0.0), (10_000_000_000, 100.0), window, 5_000_000_000_000, 1e9);
+//! assert!((energy.value().unwrap() - 60.0).abs() < 1e-9);
 //!
 //! // A RAPL counter wrapping at its maximum.
 //! let mut rapl = CounterDelta::new(Some(1_000_000));
@@ -32,14 +34,10 @@
 //!     rapl.push(uj);
 //! }
 //! assert_eq!(rapl.result().wraps, 1);
-//! let counter_j = rapl.energy_j(1e-6).unwrap(); // 0.06 J
-//! let side_by_side = EnergyComparison::new(Some(power_j), Some(counter_j));
-//! assert!(side_by_side.difference_j.is_some());
+//! assert!((rapl.energy_j(1e-6).unwrap() - 0.06).abs() < 1e-12);
 //! ```
 
 use serde::Serialize;
-
-use crate::stats::Fsum;
 
 /// The reference telemetry energy in f64 seconds, bit-identical to
 /// `summarize_host_telemetry.py`: feed `(t_s, power_w)` for the consecutive rows that carry a
@@ -94,204 +92,117 @@ impl ReferenceTrapezoid {
     }
 }
 
-/// What a trapezoid over power samples found. All times in ns, energy in J.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct TrapezoidResult {
-    /// Energy over the kept intervals, `None` with no kept interval.
-    pub energy_j: Option<f64>,
-    /// Power samples fed.
-    pub samples: u64,
-    /// Intervals integrated (`0 < dt <= max_gap_ns`).
-    pub intervals: u64,
-    /// Time covered by the integrated intervals.
-    pub covered_ns: u64,
-    /// Intervals skipped for being longer than the maximum gap.
-    pub skipped_intervals: u64,
-    /// Time in the skipped intervals.
-    pub skipped_ns: u64,
-    /// Pairs whose time did not advance (`dt <= 0`: repeated or out-of-order timestamps).
-    pub nonpositive_intervals: u64,
-    /// Longest interval seen between consecutive samples (kept or skipped).
-    pub max_gap_seen_ns: u64,
-}
-
-/// Trapezoid over `(t_ns, power_w)` samples with a maximum-gap rule: an interval longer than
-/// `max_gap_ns` is skipped and its length reported. The sum is exact over the per-interval
-/// terms (each `dt_s * (p0 + p1) / 2` rounded once), so the order of summation does not matter.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Trapezoid {
-    max_gap_ns: u64,
-    prev: Option<(i64, f64)>,
-    sum: Fsum,
-    result: TrapezoidResult,
-}
-
-impl Trapezoid {
-    /// A trapezoid that skips intervals longer than `max_gap_ns` (`u64::MAX` keeps all).
-    pub fn new(max_gap_ns: u64) -> Trapezoid {
-        Trapezoid {
-            max_gap_ns,
-            prev: None,
-            sum: Fsum::new(),
-            result: TrapezoidResult::default(),
-        }
-    }
-
-    /// Adds the next sample. Non-finite power is ignored (the sample does not count).
-    pub fn push(&mut self, t_ns: i64, power_w: f64) {
-        if !power_w.is_finite() {
-            return;
-        }
-        self.result.samples += 1;
-        if let Some((t0, p0)) = self.prev {
-            if t_ns <= t0 {
-                self.result.nonpositive_intervals += 1;
-                // Keep the earlier sample as the anchor only when time went backwards; a
-                // repeated timestamp moves on to the newer reading.
-                if t_ns < t0 {
-                    return;
-                }
-            } else {
-                let dt_ns = t_ns.wrapping_sub(t0) as u64;
-                self.result.max_gap_seen_ns = self.result.max_gap_seen_ns.max(dt_ns);
-                if dt_ns <= self.max_gap_ns {
-                    self.sum.add(dt_ns as f64 * 1e-9 * (p0 + power_w) / 2.0);
-                    self.result.intervals += 1;
-                    self.result.covered_ns += dt_ns;
-                } else {
-                    self.result.skipped_intervals += 1;
-                    self.result.skipped_ns += dt_ns;
-                }
-            }
-        }
-        self.prev = Some((t_ns, power_w));
-    }
-
-    /// The result so far.
-    pub fn result(&self) -> TrapezoidResult {
-        TrapezoidResult {
-            energy_j: (self.result.intervals > 0).then(|| self.sum.value()),
-            ..self.result
-        }
+/// `(b - a) as f64` exactly as Python's `float(b - a)` (round to nearest even), without i128
+/// arithmetic in the common case.
+#[inline]
+pub(crate) fn diff_f64(b: i64, a: i64) -> f64 {
+    match b.checked_sub(a) {
+        Some(d) => d as f64,
+        None => (b as i128 - a as i128) as f64,
     }
 }
 
-/// Energy over a window `[t0_ns, t1_ns]` with power interpolated linearly at the edges.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct WindowEnergyResult {
-    /// Energy over the covered part of the window, `None` when nothing was covered.
-    pub energy_j: Option<f64>,
-    /// Window length.
-    pub window_ns: u64,
-    /// Part of the window covered by kept intervals.
-    pub covered_ns: u64,
-    /// Part of the window inside intervals skipped by the maximum-gap rule.
-    pub skipped_ns: u64,
-    /// Skipped intervals that overlap the window.
-    pub skipped_intervals: u64,
-    /// True when a kept interval covers the window start (power interpolated there).
-    pub start_covered: bool,
-    /// True when a kept interval covers the window end.
-    pub end_covered: bool,
-    /// Samples with `t0_ns <= t_ns <= t1_ns`.
-    pub samples_in_window: u64,
+/// Overlap of segment `[ta, tb]` with window `[lo, hi]`, and the linear values at its ends:
+/// `(overlap_ns, v_at_start, v_at_end)`. `None` when they do not overlap by a positive length.
+#[inline]
+fn clip(ta: i64, va: f64, tb: i64, vb: f64, lo: i64, hi: i64) -> Option<(i64, f64, f64)> {
+    let a = ta.max(lo);
+    let b = tb.min(hi);
+    if b <= a || tb <= ta {
+        return None;
+    }
+    let span = diff_f64(tb, ta);
+    let at = |t: i64| va + (vb - va) * (diff_f64(t, ta) / span);
+    let v0 = if a == ta { va } else { at(a) };
+    let v1 = if b == tb { vb } else { at(b) };
+    Some((b.saturating_sub(a), v0, v1))
 }
 
-/// Streaming energy over one window `[t0_ns, t1_ns]`: feed every sample in time order
-/// (including those just outside the window, which the edge interpolation needs). The part of
-/// each interval inside the window is integrated with the power linearly interpolated at the
-/// clipped ends; intervals longer than `max_gap_ns` are skipped and reported; nothing is
-/// extrapolated before the first or after the last sample.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WindowEnergy {
-    t0_ns: i64,
-    t1_ns: i64,
-    max_gap_ns: u64,
-    prev: Option<(i64, f64)>,
-    sum: Fsum,
-    result: WindowEnergyResult,
+/// The part of `[ta, tb]` inside `[lo, hi]`: its length and its share of the whole interval (to
+/// pro-rate a counter's increase). `None` when they do not overlap by a positive length.
+#[inline]
+fn overlap_share(ta: i64, tb: i64, lo: i64, hi: i64) -> Option<(i64, f64)> {
+    let a = ta.max(lo);
+    let b = tb.min(hi);
+    if b <= a || tb <= ta {
+        return None;
+    }
+    // Both differences are positive: `abs_diff` is exact (no i128 conversion), rounded once.
+    Some((
+        b.saturating_sub(a),
+        b.abs_diff(a) as f64 / tb.abs_diff(ta) as f64,
+    ))
 }
 
-impl WindowEnergy {
-    /// Energy over `[t0_ns, t1_ns]` (an inverted window is empty).
-    pub fn new(t0_ns: i64, t1_ns: i64, max_gap_ns: u64) -> WindowEnergy {
-        WindowEnergy {
-            t0_ns,
-            t1_ns,
-            max_gap_ns,
-            prev: None,
-            sum: Fsum::new(),
-            result: WindowEnergyResult {
-                window_ns: if t1_ns > t0_ns {
-                    t1_ns.wrapping_sub(t0_ns) as u64
-                } else {
-                    0
-                },
-                ..WindowEnergyResult::default()
-            },
+/// One interval's kept part inside a window (see [`WindowIntegral::add`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Piece {
+    /// Length inside the window, ns.
+    pub overlap_ns: i64,
+    /// The signal at the start of the part (interpolated when the window starts inside).
+    pub v_start: f64,
+    /// The signal at the end of the part (interpolated when the window ends inside).
+    pub v_end: f64,
+    /// The part's trapezoid, in the accumulator's unit.
+    pub integral: f64,
+}
+
+/// The integral over one window `[t0, t1]` (ns) of a signal read at instants and linear between
+/// them (power in W gives energy in J; utilization in % gives %·ns). Each interval between two
+/// consecutive readings is clipped to the window, with the signal interpolated linearly at the
+/// clipped ends; an interval longer than the maximum gap is skipped and its time inside the
+/// window reported; nothing is extrapolated before the first or after the last reading.
+///
+/// Readings come as intervals (the previous reading and this one), so that the many windows open
+/// at once share one previous reading per signal. Each kept part adds
+/// `0.5 * (v_start + v_end) * (overlap_ns / ns_per_unit)`, summed in time order.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WindowIntegral {
+    /// Sum of the kept parts: the signal's unit × time in units of `ns_per_unit` ns.
+    pub integral: f64,
+    /// Window time covered by kept intervals, ns.
+    pub covered_ns: i64,
+    /// Window time inside intervals longer than the maximum gap (skipped), ns.
+    pub skipped_ns: i64,
+    /// Longest interval (kept or skipped) that overlaps the window, ns.
+    pub max_interval_ns: i64,
+}
+
+impl WindowIntegral {
+    /// Adds the interval from reading `(ta, va)` to reading `(tb, vb)` for the window
+    /// `[t0, t1]`: skipped when longer than `max_gap_ns`, else integrated with time counted in
+    /// units of `ns_per_unit` ns (1e9: seconds). Returns the kept part inside the window, if any.
+    #[inline]
+    pub fn add(
+        &mut self,
+        (ta, va): (i64, f64),
+        (tb, vb): (i64, f64),
+        (t0, t1): (i64, i64),
+        max_gap_ns: i64,
+        ns_per_unit: f64,
+    ) -> Option<Piece> {
+        let (overlap_ns, v_start, v_end) = clip(ta, va, tb, vb, t0, t1)?;
+        // Positive (`clip` checked tb > ta); past i64, longer than any gap.
+        let len_ns = tb.checked_sub(ta).unwrap_or(i64::MAX);
+        self.max_interval_ns = self.max_interval_ns.max(len_ns);
+        if len_ns > max_gap_ns {
+            self.skipped_ns += overlap_ns;
+            return None;
         }
+        let integral = 0.5 * (v_start + v_end) * (overlap_ns as f64 / ns_per_unit);
+        self.integral += integral;
+        self.covered_ns += overlap_ns;
+        Some(Piece {
+            overlap_ns,
+            v_start,
+            v_end,
+            integral,
+        })
     }
 
-    /// Adds the next sample; non-finite power is ignored; out-of-order samples are ignored.
-    pub fn push(&mut self, t_ns: i64, power_w: f64) {
-        if !power_w.is_finite() {
-            return;
-        }
-        if let Some((a, _)) = self.prev
-            && t_ns < a
-        {
-            return;
-        }
-        if self.t0_ns <= t_ns && t_ns <= self.t1_ns {
-            self.result.samples_in_window += 1;
-        }
-        if let Some((a, pa)) = self.prev
-            && t_ns > a
-        {
-            self.segment(a, pa, t_ns, power_w);
-        }
-        self.prev = Some((t_ns, power_w));
-    }
-
-    fn segment(&mut self, a: i64, pa: f64, b: i64, pb: f64) {
-        let lo = a.max(self.t0_ns);
-        let hi = b.min(self.t1_ns);
-        if hi <= lo {
-            return;
-        }
-        let part_ns = hi.wrapping_sub(lo) as u64;
-        let len_ns = b.wrapping_sub(a) as u64;
-        if len_ns > self.max_gap_ns {
-            self.result.skipped_intervals += 1;
-            self.result.skipped_ns += part_ns;
-            return;
-        }
-        let at = |t: i64| {
-            if t == a {
-                pa
-            } else if t == b {
-                pb
-            } else {
-                pa + (pb - pa) * (t.wrapping_sub(a) as u64 as f64 / len_ns as f64)
-            }
-        };
-        let (p_lo, p_hi) = (at(lo), at(hi));
-        self.sum.add(part_ns as f64 * 1e-9 * (p_lo + p_hi) / 2.0);
-        self.result.covered_ns += part_ns;
-        if lo == self.t0_ns {
-            self.result.start_covered = true;
-        }
-        if hi == self.t1_ns {
-            self.result.end_covered = true;
-        }
-    }
-
-    /// The result so far.
-    pub fn result(&self) -> WindowEnergyResult {
-        WindowEnergyResult {
-            energy_j: (self.result.covered_ns > 0).then(|| self.sum.value()),
-            ..self.result
-        }
+    /// The integral, when any interval was kept.
+    pub fn value(&self) -> Option<f64> {
+        (self.covered_ns > 0).then_some(self.integral)
     }
 }
 
@@ -309,6 +220,28 @@ pub struct CounterResult {
     pub resets: u64,
     /// Readings equal to the previous one (the counter had not updated yet).
     pub repeats: u64,
+}
+
+/// What a cumulative counter did between two readings, by [`CounterDelta`]'s wrap rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterStep(
+    /// The increase and whether it wrapped (worth `max - prev + cur`); `None` for a decrease
+    /// that cannot be a wrap (no maximum, or a reading above it): a reset.
+    Option<(u64, bool)>,
+);
+
+impl CounterStep {
+    /// The step from reading `prev` to reading `cur` of a counter that wraps at `max` if known.
+    #[inline]
+    pub fn new(prev: u64, cur: u64, max: Option<u64>) -> CounterStep {
+        if cur >= prev {
+            return CounterStep(Some((cur - prev, false)));
+        }
+        CounterStep(match max {
+            Some(max) if prev <= max && cur <= max => Some((max - prev + cur, true)),
+            _ => None,
+        })
+    }
 }
 
 /// Deltas of a cumulative energy counter, with wraparound.
@@ -346,18 +279,15 @@ impl CounterDelta {
     pub fn push(&mut self, reading: u64) {
         self.result.readings += 1;
         if let Some(prev) = self.prev {
-            if reading > prev {
-                self.total = self.total.saturating_add(reading - prev);
-            } else if reading == prev {
+            if reading == prev {
                 self.result.repeats += 1;
-            } else {
-                match self.max {
-                    Some(max) if prev <= max && reading <= max => {
-                        self.result.wraps += 1;
-                        self.total = self.total.saturating_add(max - prev + reading);
-                    }
-                    _ => self.result.resets += 1,
+            }
+            match CounterStep::new(prev, reading, self.max).0 {
+                Some((d, wrapped)) => {
+                    self.result.wraps += u64::from(wrapped);
+                    self.total = self.total.saturating_add(d);
                 }
+                None => self.result.resets += 1,
             }
         }
         self.prev = Some(reading);
@@ -377,36 +307,52 @@ impl CounterDelta {
     }
 }
 
-/// Power-integrated and counter energy for the same window, side by side.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct EnergyComparison {
-    /// Energy integrated from power samples, J.
-    pub power_energy_j: Option<f64>,
-    /// Energy from the cumulative counter, J.
-    pub counter_energy_j: Option<f64>,
-    /// `counter - power`, J, when both exist.
-    pub difference_j: Option<f64>,
-    /// `(counter - power) / counter` when both exist and the counter is non-zero.
-    pub relative_difference: Option<f64>,
+/// A cumulative counter's increase over one window `[t0, t1]` (ns): each interval between two
+/// readings contributes its increase pro-rated by the share of the interval inside the window.
+/// A decrease that is not a wrap (see [`CounterDelta`]) is a reset: counted, its interval skipped.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WindowCounter {
+    /// Increase inside the window, in the counter's unit.
+    pub delta: f64,
+    /// Window time covered by counted intervals, ns.
+    pub covered_ns: i64,
+    /// Wraps corrected with the counter's maximum.
+    pub wraps: u64,
+    /// Decreases not corrected (a reset, or a wrap with no maximum known).
+    pub resets: u64,
 }
 
-impl EnergyComparison {
-    /// Puts the two figures side by side.
-    pub fn new(power_energy_j: Option<f64>, counter_energy_j: Option<f64>) -> EnergyComparison {
-        let difference_j = match (power_energy_j, counter_energy_j) {
-            (Some(p), Some(c)) => Some(c - p),
-            _ => None,
+impl WindowCounter {
+    /// Adds the interval between two readings of a counter read as f64 that does not wrap (NVML
+    /// total energy, mJ).
+    #[inline]
+    pub fn add(&mut self, (ta, ea): (i64, f64), (tb, eb): (i64, f64), (t0, t1): (i64, i64)) {
+        let Some((overlap_ns, share)) = overlap_share(ta, tb, t0, t1) else {
+            return;
         };
-        let relative_difference = match (difference_j, counter_energy_j) {
-            (Some(d), Some(c)) if c != 0.0 => Some(d / c),
-            _ => None,
-        };
-        EnergyComparison {
-            power_energy_j,
-            counter_energy_j,
-            difference_j,
-            relative_difference,
+        let delta = eb - ea;
+        if delta < 0.0 {
+            self.resets += 1;
+            return;
         }
+        self.delta += delta * share;
+        self.covered_ns += overlap_ns;
+    }
+
+    /// Adds the interval `[ta, tb]` between two readings of a counter that wraps (RAPL
+    /// `energy_uj`), given what the counter did over it ([`CounterStep::new`]).
+    #[inline]
+    pub fn add_step(&mut self, (ta, tb): (i64, i64), step: CounterStep, (t0, t1): (i64, i64)) {
+        let Some((overlap_ns, share)) = overlap_share(ta, tb, t0, t1) else {
+            return;
+        };
+        let Some((delta, wrapped)) = step.0 else {
+            self.resets += 1;
+            return;
+        };
+        self.wraps += u64::from(wrapped);
+        self.delta += delta as f64 * share;
+        self.covered_ns += overlap_ns;
     }
 }
 
@@ -454,28 +400,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn trapezoid_reports_skipped_gaps() {
-        let mut t = Trapezoid::new(5_000_000_000);
-        t.push(0, 100.0);
-        t.push(1_000_000_000, 200.0); // 150 J
-        t.push(11_000_000_000, 200.0); // skipped 10 s
-        t.push(12_000_000_000, 0.0); // 100 J
-        t.push(12_000_000_000, 50.0); // repeated timestamp
-        t.push(11_500_000_000, 7.0); // backwards: ignored as an anchor
-        t.push(13_000_000_000, 50.0); // 50 J
-        t.push(14_000_000_000, f64::NAN); // ignored
-        let r = t.result();
-        assert_eq!(r.energy_j, Some(300.0));
-        assert_eq!(r.skipped_intervals, 1);
-        assert_eq!(r.skipped_ns, 10_000_000_000);
-        assert_eq!(r.covered_ns, 3_000_000_000);
-        assert_eq!(r.nonpositive_intervals, 2);
-        assert_eq!(r.samples, 7);
-        assert_eq!(r.max_gap_seen_ns, 10_000_000_000);
-        assert_eq!(Trapezoid::new(5).result().energy_j, None);
-    }
-
     /// Naive oracle for window energy: midpoint rule on a 1 µs grid over the piecewise-linear
     /// power, which is exact for linear pieces up to rounding.
     fn naive_window(samples: &[(i64, f64)], t0: i64, t1: i64, max_gap: u64) -> f64 {
@@ -497,8 +421,18 @@ mod tests {
         e
     }
 
+    /// Feeds `samples` to one window's integral as the window analysis does (each reading with
+    /// the one before it), in J.
+    fn window_integral(samples: &[(i64, f64)], t0: i64, t1: i64, max_gap: i64) -> WindowIntegral {
+        let mut w = WindowIntegral::default();
+        for pair in samples.windows(2) {
+            w.add(pair[0], pair[1], (t0, t1), max_gap, 1e9);
+        }
+        w
+    }
+
     #[test]
-    fn window_energy_matches_naive_integration() {
+    fn window_integral_matches_naive_integration() {
         let mut rng = Rng::from_env(32);
         for _ in 0..60 {
             let mut t = 0i64;
@@ -512,38 +446,97 @@ mod tests {
             let t0 = 1_000 * rng.below(t as u64 / 1_000) as i64;
             let t1 = t0 + 1_000 * rng.below(1 + (t - t0) as u64 / 800) as i64;
             let max_gap = 200_000;
-            let mut w = WindowEnergy::new(t0, t1, max_gap);
-            samples.iter().for_each(|&(t, p)| w.push(t, p));
-            let got = w.result().energy_j.unwrap_or(0.0);
-            let want = naive_window(&samples, t0, t1, max_gap);
+            let w = window_integral(&samples, t0, t1, max_gap);
+            let got = w.value().unwrap_or(0.0);
+            let want = naive_window(&samples, t0, t1, max_gap as u64);
             assert!(
                 (got - want).abs() <= 1e-9 * (1.0 + want.abs()),
                 "{got} vs {want}"
             );
-            let r = w.result();
-            assert!(r.covered_ns + r.skipped_ns <= r.window_ns);
+            assert!(w.covered_ns + w.skipped_ns <= t1 - t0);
+            // The longest interval overlapping the window, by a naive scan.
+            let longest = samples
+                .windows(2)
+                .filter(|p| p[0].0.max(t0) < p[1].0.min(t1))
+                .map(|p| p[1].0 - p[0].0)
+                .max()
+                .unwrap_or(0);
+            assert_eq!(w.max_interval_ns, longest);
         }
     }
 
     #[test]
-    fn window_energy_edges() {
-        // Constant ramp 0 W at 0 s to 100 W at 10 s; window [2 s, 4 s] => mean 30 W * 2 s.
-        let mut w = WindowEnergy::new(2_000_000_000, 4_000_000_000, u64::MAX);
-        w.push(0, 0.0);
-        w.push(10_000_000_000, 100.0);
-        let r = w.result();
-        assert!((r.energy_j.unwrap() - 60.0).abs() < 1e-12);
-        assert!(r.start_covered && r.end_covered);
-        assert_eq!(r.samples_in_window, 0);
-        assert_eq!(r.covered_ns, 2_000_000_000);
-        // Window reaching past the last sample: only the covered part counts.
-        let mut w = WindowEnergy::new(5_000_000_000, 20_000_000_000, u64::MAX);
-        w.push(0, 0.0);
-        w.push(10_000_000_000, 100.0);
-        let r = w.result();
-        assert!((r.energy_j.unwrap() - 375.0).abs() < 1e-9);
-        assert!(r.start_covered && !r.end_covered);
-        assert_eq!(r.window_ns, 15_000_000_000);
+    fn window_integral_edges_and_gaps() {
+        // Ramp 0 W at 0 s to 100 W at 10 s; window [2 s, 4 s] => mean 30 W * 2 s.
+        let ramp = [(0, 0.0), (10_000_000_000, 100.0)];
+        let w = window_integral(&ramp, 2_000_000_000, 4_000_000_000, i64::MAX);
+        assert!((w.value().unwrap() - 60.0).abs() < 1e-12);
+        assert_eq!(w.covered_ns, 2_000_000_000);
+        // A window reaching past the last reading: only the covered part counts.
+        let w = window_integral(&ramp, 5_000_000_000, 20_000_000_000, i64::MAX);
+        assert!((w.value().unwrap() - 375.0).abs() < 1e-9);
+        assert_eq!(w.covered_ns, 5_000_000_000);
+        // The same interval longer than the maximum gap: skipped, its window time reported.
+        let w = window_integral(&ramp, 5_000_000_000, 20_000_000_000, 5_000_000_000);
+        assert_eq!((w.value(), w.skipped_ns), (None, 5_000_000_000));
+        assert_eq!(w.max_interval_ns, 10_000_000_000);
+        // The returned part carries the interpolated edge values; time in ns units.
+        let mut w = WindowIntegral::default();
+        let piece = w.add(
+            ramp[0],
+            ramp[1],
+            (2_000_000_000, 4_000_000_000),
+            i64::MAX,
+            1.0,
+        );
+        let piece = piece.unwrap();
+        assert_eq!((piece.v_start, piece.v_end), (20.0, 40.0));
+        assert_eq!(piece.integral, 30.0 * 2e9);
+        // No overlap, or time not advancing: nothing.
+        assert_eq!(w.add((5, 1.0), (5, 2.0), (0, 10), i64::MAX, 1.0), None);
+        assert_eq!(w.add((20, 1.0), (30, 2.0), (0, 10), i64::MAX, 1.0), None);
+    }
+
+    #[test]
+    fn window_counter_pro_rates_wraps_and_resets() {
+        let mut r = WindowCounter::default();
+        r.add_step((0, 10), CounterStep::new(90, 5, Some(100)), (0, 10));
+        assert_eq!((r.delta, r.wraps), (15.0, 1));
+        r.add_step((10, 20), CounterStep::new(90, 5, None), (0, 100));
+        assert_eq!(r.resets, 1);
+        assert_eq!(r.covered_ns, 10);
+        // Edge pro-rating: half the interval inside.
+        let mut r = WindowCounter::default();
+        r.add_step((0, 10), CounterStep::new(0, 100, None), (5, 50));
+        assert_eq!((r.delta, r.covered_ns), (50.0, 5));
+        // The f64 counter: a decrease is a reset, skipped.
+        let mut n = WindowCounter::default();
+        n.add((0, 1000.0), (4, 2000.0), (1, 10));
+        n.add((4, 2000.0), (8, 10.0), (1, 10));
+        n.add((8, 10.0), (20, 130.0), (1, 10));
+        assert_eq!((n.delta, n.covered_ns, n.resets), (750.0 + 20.0, 5, 1));
+        // Outside the window: nothing counted, not even a reset.
+        n.add((30, 10.0), (40, 0.0), (1, 10));
+        assert_eq!(n.resets, 1);
+    }
+
+    /// Timestamps whose differences do not fit in an i64 (a corrupt or hostile trace.csv): no
+    /// overflow, the interval is longer than any gap, and a counter is pro-rated exactly.
+    #[test]
+    fn intervals_wider_than_i64_do_not_overflow() {
+        let (lo, hi) = (i64::MIN + 2, i64::MAX - 2);
+        let mut w = WindowIntegral::default();
+        assert_eq!(
+            w.add((lo, 1.0), (hi, 3.0), (lo, hi), i64::MAX - 1, 1e9),
+            None
+        );
+        assert_eq!((w.skipped_ns, w.max_interval_ns), (i64::MAX, i64::MAX));
+        let mut c = WindowCounter::default();
+        c.add_step((lo, hi), CounterStep::new(0, 1000, None), (0, hi));
+        assert!((c.delta - 500.0).abs() < 1e-9, "{}", c.delta);
+        let mut c = WindowCounter::default();
+        c.add((lo, 0.0), (hi, 1000.0), (lo, 0));
+        assert!((c.delta - 500.0).abs() < 1e-9, "{}", c.delta);
     }
 
     #[test]
@@ -592,14 +585,5 @@ mod tests {
             let r = c.result();
             assert_eq!(r.delta.unwrap_or(0), true_total);
         }
-    }
-
-    #[test]
-    fn comparison_side_by_side() {
-        let c = EnergyComparison::new(Some(90.0), Some(100.0));
-        assert_eq!(c.difference_j, Some(10.0));
-        assert_eq!(c.relative_difference, Some(0.1));
-        let c = EnergyComparison::new(None, Some(100.0));
-        assert_eq!((c.difference_j, c.relative_difference), (None, None));
     }
 }

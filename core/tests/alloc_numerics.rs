@@ -4,7 +4,9 @@
 mod common;
 
 use common::counting_alloc::count_allocs;
-use flinch_core::energy::{CounterDelta, ReferenceTrapezoid, Trapezoid, WindowEnergy};
+use flinch_core::energy::{
+    CounterDelta, CounterStep, ReferenceTrapezoid, WindowCounter, WindowIntegral,
+};
 use flinch_core::intervals::{Interval, IntervalUnion, IntervalUnionArray, IntervalUnionSlice};
 use flinch_core::sketch::{QuantileSketch, QuantileSketchIn};
 use flinch_core::stats::{Fsum, Num, stats_in_place};
@@ -89,19 +91,28 @@ fn stats_in_place_and_energy_do_not_allocate() {
         let s = stats_in_place(&mut values);
         assert_eq!(s.n, 10_000);
         let mut f = Fsum::new();
-        let mut t = Trapezoid::new(5_000_000_000);
-        let mut w = WindowEnergy::new(1_000_000, 9_000_000_000, 5_000_000_000);
+        let mut w = WindowIntegral::default();
+        let mut wc = WindowCounter::default();
         let mut r = ReferenceTrapezoid::new(5.0);
         let mut c = CounterDelta::new(Some(1 << 32));
         for i in 0..100_000i64 {
             f.add(i as f64 * 0.1);
-            t.push(i * 100_000, 100.0 + (i % 7) as f64);
-            w.push(i * 100_000, 100.0 + (i % 7) as f64);
+            let (a, b) = ((i - 1) * 100_000, i * 100_000);
+            let window = (1_000_000, 9_000_000_000);
+            w.add(
+                (a, 100.0),
+                (b, 100.0 + (i % 7) as f64),
+                window,
+                5_000_000_000,
+                1e9,
+            );
+            let step = CounterStep::new(7 * i as u64, 7 * i as u64 + 5, Some(1 << 32));
+            wc.add_step((a, b), step, window);
             r.push(i as f64 * 1e-4, 100.0);
             c.push(((i * 77_777) as u64) % (1 << 32));
         }
-        assert!(f.value() > 0.0 && t.result().energy_j.is_some());
-        assert!(w.result().energy_j.is_some() && r.energy_j().is_some());
+        assert!(f.value() > 0.0 && wc.delta > 0.0);
+        assert!(w.value().is_some() && r.energy_j().is_some());
         assert!(c.result().wraps > 0);
     });
     assert_eq!(n, 0);

@@ -189,10 +189,10 @@ impl<'r> AnnotationEnergyAcc<'r> {
                 acc.energy_j += j;
                 acc.has_energy = true;
                 acc.per_gpu[slot].0 += j;
-                acc.per_gpu[slot].1 = acc.per_gpu[slot].1.saturating_add(w.acc.power_covered_ns);
+                acc.per_gpu[slot].1 = acc.per_gpu[slot].1.saturating_add(w.acc.power.covered_ns);
             }
-            acc.util_integral += w.acc.util_integral;
-            acc.util_covered_ns = acc.util_covered_ns.saturating_add(w.acc.util_covered_ns);
+            acc.util_integral += w.acc.util.integral;
+            acc.util_covered_ns = acc.util_covered_ns.saturating_add(w.acc.util.covered_ns);
             verdicts.push(w.verdict);
         }
         let v = combine_verdicts(verdicts.iter());

@@ -322,11 +322,11 @@ impl<'r> JoinPass<'r> {
                         let t = PauseTelemetry {
                             gpu_index: r.gpu_index(slot),
                             gpu_energy_j: w.energy_j(),
-                            avg_power_w: (a.power_covered_ns > 0)
-                                .then(|| a.energy_edge_j / (a.power_covered_ns as f64 / 1e9)),
-                            avg_util_pct: (a.util_covered_ns > 0)
-                                .then(|| a.util_integral / a.util_covered_ns as f64),
-                            power_coverage: a.power_covered_ns as f64 / g.dur_ns() as f64,
+                            avg_power_w: (a.power.covered_ns > 0)
+                                .then(|| a.power.integral / (a.power.covered_ns as f64 / 1e9)),
+                            avg_util_pct: (a.util.covered_ns > 0)
+                                .then(|| a.util.integral / a.util.covered_ns as f64),
+                            power_coverage: a.power.covered_ns as f64 / g.dur_ns() as f64,
                             verdict: w.verdict,
                         };
                         if t.verdict.verdict == Some("compute") {

@@ -245,8 +245,8 @@ impl GpuWindowJoin {
     /// Edge-interpolated energy, J: `None` when no power interval touches the window (as
     /// `analyze`'s `energy_edge_j`).
     pub fn energy_j(&self) -> Option<f64> {
-        (self.acc.power_covered_ns > 0 || self.acc.gap_skipped_ns > 0)
-            .then_some(self.acc.energy_edge_j)
+        (self.acc.power.covered_ns > 0 || self.acc.power.skipped_ns > 0)
+            .then_some(self.acc.power.integral)
     }
 }
 

@@ -14,7 +14,7 @@ use super::spill::IntervalSpill;
 use crate::Limits;
 use crate::json::{Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, ScanEnd, ScanWarnings};
 use crate::sketch::{QuantileSketch, RELATIVE_ERROR};
-use crate::stats::{Fsum, Moments, Num, QUANTILES, Stats, percentile_linear_by};
+use crate::stats::{Moments, Num, Stats, stats_ns_in_place};
 
 /// The `scope` line of every trace summary, as the reference writes it.
 pub const SCOPE: &str = "one process trace; event duration sums overlap and are not E2E time";
@@ -98,99 +98,6 @@ fn grown_capacity(len: usize, unit: usize, room: usize) -> Option<usize> {
     let fits = len.saturating_add(room / unit);
     let cap = want.min(fits);
     (cap > len).then_some(cap)
-}
-
-/// Exact [`Stats`] of durations in integer ns, as `f64` µs: the same result as
-/// [`stats_f64_in_place`](crate::stats::stats_f64_in_place) on `ns as f64 / 1000.0` of each (the conversion is monotonic, so
-/// the integers' order statistics are the µs values'). Only the ranks the percentiles read are
-/// put in place (a selection per rank, in increasing order, each over the part right of the
-/// one before), not the whole slice sorted: the four percentiles read at most eight ranks, so
-/// this takes a few passes over the values instead of a sort's ~log2(n).
-fn stats_ns_in_place<T: Copy + Ord + Into<u64>>(values: &mut [T]) -> Stats {
-    let us = |v: T| v.into() as f64 / 1000.0;
-    let Some(&first) = values.first() else {
-        return Moments::default().stats_with([None; 4]);
-    };
-    // What `Moments::push` of each `Num::Float(us(v))` gives, without its per-value checks:
-    // every value is finite, and min/max of the integers are those of the µs values (equal
-    // integers give equal values, so "first of equals" cannot tell them apart).
-    let (mut lo, mut hi) = (first, first);
-    for &v in values.iter() {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    // The exact sum of the µs values: their significands summed per exponent (all values are
-    // finite and non-negative, and their exponents lie between those of the smallest and the
-    // largest), then one exact add per exponent. Fsum is exact, so this is its sum of each.
-    let split = |x: f64| {
-        let bits = x.to_bits();
-        let exp = ((bits >> 52) & 0x7ff) as usize;
-        let frac = bits & ((1u64 << 52) - 1);
-        if exp == 0 {
-            (frac, 0)
-        } else {
-            (frac | (1u64 << 52), exp - 1)
-        }
-    };
-    let (first_offset, last_offset) = (split(us(lo)).1, split(us(hi)).1);
-    let mut by_offset = alloc::vec![0u128; last_offset - first_offset + 1];
-    for &v in values.iter() {
-        let (significand, offset) = split(us(v));
-        by_offset[offset - first_offset] += u128::from(significand);
-    }
-    let mut sum = Fsum::new();
-    for (k, &s) in by_offset.iter().enumerate() {
-        if s != 0 {
-            sum.add_significands(s, first_offset + k);
-        }
-    }
-    let moments = Moments {
-        n: values.len() as u64,
-        sum,
-        min: Some(Num::Float(us(lo))),
-        max: Some(Num::Float(us(hi))),
-    };
-    select_read_ranks(values);
-    let pct = QUANTILES.map(|q| percentile_linear_by(values.len(), q, |i| us(values[i])));
-    moments.stats_with(pct)
-}
-
-/// Puts into place (as a full sort would) every rank that `percentile_linear_by` reads for
-/// [`QUANTILES`] over `values.len()` values. The ranks are found by asking it, so they are
-/// exactly the ones it reads.
-fn select_read_ranks<T: Copy + Ord>(values: &mut [T]) {
-    use core::cell::Cell;
-    let n = values.len();
-    let ranks: [Cell<usize>; 2 * QUANTILES.len()] = Default::default();
-    let count = Cell::new(0);
-    let overflow = Cell::new(false);
-    for q in QUANTILES {
-        percentile_linear_by(n, q, |i| {
-            let k = count.get();
-            if ranks[..k].iter().any(|r| r.get() == i) {
-            } else if k < ranks.len() {
-                ranks[k].set(i);
-                count.set(k + 1);
-            } else {
-                overflow.set(true);
-            }
-            0.0
-        });
-    }
-    if overflow.get() {
-        // Not with today's percentile rule (two ranks per quantile); kept correct anyway.
-        values.sort_unstable();
-        return;
-    }
-    let mut ranks = ranks.map(Cell::into_inner);
-    let ranks = &mut ranks[..count.get()];
-    ranks.sort_unstable();
-    let mut base = 0;
-    for &r in ranks.iter() {
-        // Everything left of `base` is at most `values[r]`: select within the rest.
-        values[base..].select_nth_unstable(r - base);
-        base = r + 1;
-    }
 }
 
 /// Buckets per sign of an op's sketch: 16 powers of two at 1/129 relative error, 16 KiB.
@@ -1294,33 +1201,6 @@ mod tests {
 
     /// Oracle per category: events, exact duration sum, intervals.
     type CatOracle = (u64, i128, Vec<(i64, i64)>);
-
-    /// The selection-based stats equal those of a full sort through the general f64 path, for
-    /// sizes around every percentile's rank boundaries, with many ties, and for 8-byte values.
-    #[test]
-    fn stats_of_durations_equal_the_sorted_oracle() {
-        let mut rng = Rng(21);
-        let mut sizes: Vec<usize> = (1..=250).collect();
-        sizes.extend([999, 1000, 1001, 4096, 10_007]);
-        for n in sizes {
-            for spread in [3u64, 1000, 1 << 31] {
-                let v32: Vec<u32> = (0..n).map(|_| rng.below(spread) as u32).collect();
-                let mut oracle: Vec<f64> = v32.iter().map(|&x| f64::from(x) / 1000.0).collect();
-                let want = crate::stats::stats_f64_in_place(&mut oracle);
-                let mut got = v32.clone();
-                assert_eq!(stats_ns_in_place(&mut got), want, "n {n}, spread {spread}");
-                let mut sorted = v32.clone();
-                sorted.sort_unstable();
-                got.sort_unstable();
-                assert_eq!(got, sorted, "a permutation of the input");
-                let v64: Vec<u64> = v32.iter().map(|&x| u64::from(x) << 20).collect();
-                let mut oracle: Vec<f64> = v64.iter().map(|&x| x as f64 / 1000.0).collect();
-                let want = crate::stats::stats_f64_in_place(&mut oracle);
-                assert_eq!(stats_ns_in_place(&mut v64.clone()), want, "n {n} (u64)");
-            }
-        }
-        assert_eq!(stats_ns_in_place::<u32>(&mut []), Stats::EMPTY);
-    }
 
     /// What `batch::fields_read` leaves out changes nothing: every
     /// event of generated traces (all phases, B/E on several threads, missing and odd fields)

@@ -1,9 +1,12 @@
 //! Per-window accumulators: the reference-exact samples-only figures, edge-clipped integrals of
-//! power, utilization and energy counters, sample health and a time-in-power histogram.
+//! power, utilization and energy counters (the [`crate::energy`] accumulators), sample health and
+//! a time-in-power histogram.
 
-use crate::energy::CounterDelta;
+use crate::energy::{WindowCounter, WindowIntegral, diff_f64};
 
-/// Bins of the per-window time-in-power histogram (geometric, see [`power_bin`]).
+/// Bins of the per-window time-in-power histogram (geometric, see [`power_bin`]). It weighs each
+/// bin by time (ns, as f32), not by a count of readings, and is read once for the share of time
+/// above a threshold known only at the end: not a quantile, so not the quantile sketch.
 pub const POWER_BINS: usize = 48;
 const BIN_LO_W: f64 = 8.0;
 const BIN_RATIO: f64 = 1.12;
@@ -102,31 +105,6 @@ impl RefAcc {
     }
 }
 
-/// Overlap of segment `[ta, tb]` with window `[lo, hi]`, and the linear values at its ends:
-/// `(overlap_ns, v_at_start, v_at_end)`. `None` when they do not overlap by a positive length.
-pub fn clip(ta: i64, va: f64, tb: i64, vb: f64, lo: i64, hi: i64) -> Option<(i64, f64, f64)> {
-    let a = ta.max(lo);
-    let b = tb.min(hi);
-    if b <= a || tb <= ta {
-        return None;
-    }
-    let span = diff_f64(tb, ta);
-    let at = |t: i64| va + (vb - va) * (diff_f64(t, ta) / span);
-    let v0 = if a == ta { va } else { at(a) };
-    let v1 = if b == tb { vb } else { at(b) };
-    Some((b.saturating_sub(a), v0, v1))
-}
-
-/// `(b - a) as f64` exactly as Python's `float(b - a)` (round to nearest even), without i128
-/// arithmetic in the common case.
-#[inline]
-pub fn diff_f64(b: i64, a: i64) -> f64 {
-    match b.checked_sub(a) {
-        Some(d) => d as f64,
-        None => (b as i128 - a as i128) as f64,
-    }
-}
-
 /// Edge-clipped accumulation of one GPU over one window.
 #[derive(Clone, Debug)]
 pub struct GpuAcc {
@@ -136,26 +114,15 @@ pub struct GpuAcc {
     pub samples: u64,
     /// Of them, power readings equal to the previous power reading of this GPU.
     pub repeated: u64,
-    /// Edge-interpolated energy, J (intervals longer than the max gap skipped).
-    pub energy_edge_j: f64,
+    /// Edge-interpolated power integral: energy, J (intervals longer than the max gap skipped
+    /// and their window time counted; the longest interval overlapping the window).
+    pub power: WindowIntegral,
     /// Energy of the intervals that end on a repeated reading, J.
     pub energy_on_repeats_j: f64,
-    /// Window time covered by power intervals, ns.
-    pub power_covered_ns: i64,
-    /// Window time in power intervals longer than the max gap (skipped), ns.
-    pub gap_skipped_ns: i64,
-    /// Largest interval between power readings that overlaps the window, ns.
-    pub max_gap_ns: i64,
-    /// ∫ util dt over the window, %·ns.
-    pub util_integral: f64,
-    /// Window time covered by utilization intervals, ns.
-    pub util_covered_ns: i64,
-    /// Counter energy, mJ (pro-rated at the edges).
-    pub counter_mj: f64,
-    /// Window time covered by counter intervals, ns.
-    pub counter_covered_ns: i64,
-    /// Counter decreases seen (driver reload): those intervals are skipped.
-    pub counter_resets: u64,
+    /// Edge-interpolated utilization integral, %·ns.
+    pub util: WindowIntegral,
+    /// NVML counter energy, mJ (pro-rated at the edges; decreases are driver reloads, skipped).
+    pub counter: WindowCounter,
     /// Sum of SM clock readings in the window, MHz, and their count.
     pub sm_clock_sum: f64,
     /// Count of SM clock readings.
@@ -173,21 +140,30 @@ impl Default for GpuAcc {
 }
 
 impl GpuAcc {
-    /// Nothing added yet (`Default`, usable in a `const`).
+    /// Nothing added yet (`Default`, usable in a `const`: all zero bytes).
     pub const NEW: GpuAcc = GpuAcc {
         reference: RefAcc::NEW,
         samples: 0,
         repeated: 0,
-        energy_edge_j: 0.0,
+        power: WindowIntegral {
+            integral: 0.0,
+            covered_ns: 0,
+            skipped_ns: 0,
+            max_interval_ns: 0,
+        },
         energy_on_repeats_j: 0.0,
-        power_covered_ns: 0,
-        gap_skipped_ns: 0,
-        max_gap_ns: 0,
-        util_integral: 0.0,
-        util_covered_ns: 0,
-        counter_mj: 0.0,
-        counter_covered_ns: 0,
-        counter_resets: 0,
+        util: WindowIntegral {
+            integral: 0.0,
+            covered_ns: 0,
+            skipped_ns: 0,
+            max_interval_ns: 0,
+        },
+        counter: WindowCounter {
+            delta: 0.0,
+            covered_ns: 0,
+            wraps: 0,
+            resets: 0,
+        },
         sm_clock_sum: 0.0,
         sm_clock_n: 0,
         hist_ns: [0.0; POWER_BINS],
@@ -247,95 +223,26 @@ impl GpuAcc {
             if inside && repeat {
                 self.repeated += 1;
             }
-            if let Some((ta, pa)) = prev.power
-                && let Some((ov, v0, v1)) = clip(ta, pa, s.t_ns, p, t0, t1)
+            if let Some(prev_power) = prev.power
+                && let Some(piece) =
+                    self.power
+                        .add(prev_power, (s.t_ns, p), (t0, t1), max_gap_ns, 1e9)
             {
-                let seg = s.t_ns - ta;
-                self.max_gap_ns = self.max_gap_ns.max(seg);
-                if seg > max_gap_ns {
-                    self.gap_skipped_ns += ov;
-                } else {
-                    let e = 0.5 * (v0 + v1) * (ov as f64 / 1e9);
-                    self.energy_edge_j += e;
-                    if repeat {
-                        self.energy_on_repeats_j += e;
-                    }
-                    self.power_covered_ns += ov;
-                    let half = (ov as f64 / 2.0) as f32;
-                    self.hist_ns[power_bin(v0)] += half;
-                    self.hist_ns[power_bin(v1)] += half;
+                if repeat {
+                    self.energy_on_repeats_j += piece.integral;
                 }
+                let half = (piece.overlap_ns as f64 / 2.0) as f32;
+                self.hist_ns[power_bin(piece.v_start)] += half;
+                self.hist_ns[power_bin(piece.v_end)] += half;
             }
         }
-        if let (Some(u), Some((ta, ua))) = (s.util_pct, prev.util)
-            && let Some((ov, v0, v1)) = clip(ta, ua, s.t_ns, u, t0, t1)
-            && s.t_ns - ta <= max_gap_ns
-        {
-            self.util_integral += 0.5 * (v0 + v1) * ov as f64;
-            self.util_covered_ns += ov;
+        if let (Some(u), Some(prev_util)) = (s.util_pct, prev.util) {
+            self.util
+                .add(prev_util, (s.t_ns, u), (t0, t1), max_gap_ns, 1.0);
         }
-        if let (Some(e), Some((ta, ea))) = (s.energy_mj, prev.counter)
-            && s.t_ns > ta
-        {
-            let delta = e - ea;
-            let a = ta.max(t0);
-            let b = s.t_ns.min(t1);
-            if b > a {
-                if delta < 0.0 {
-                    self.counter_resets += 1;
-                } else {
-                    let frac = (b - a) as f64 / (s.t_ns - ta) as f64;
-                    self.counter_mj += delta * frac;
-                    self.counter_covered_ns += b - a;
-                }
-            }
+        if let (Some(e), Some(prev_counter)) = (s.energy_mj, prev.counter) {
+            self.counter.add(prev_counter, (s.t_ns, e), (t0, t1));
         }
-    }
-}
-
-/// RAPL package energy over one window, from the cumulative µJ counter with wraparound.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RaplAcc {
-    /// Energy, µJ (pro-rated at the edges).
-    pub energy_uj: f64,
-    /// Window time covered, ns.
-    pub covered_ns: i64,
-    /// Wraps corrected with the recorded maximum.
-    pub wraps: u64,
-    /// Decreases that could not be corrected (no maximum recorded): those intervals are skipped.
-    pub uncorrected_wraps: u64,
-}
-
-impl RaplAcc {
-    /// Adds the interval from `prev` (t, µJ) to (`t_ns`, `uj`), wrapping at `max_uj` if known.
-    pub fn add(
-        &mut self,
-        prev: (i64, u64),
-        t_ns: i64,
-        uj: u64,
-        max_uj: Option<u64>,
-        t0: i64,
-        t1: i64,
-    ) {
-        let (ta, ua) = prev;
-        let a = ta.max(t0);
-        let b = t_ns.min(t1);
-        if b <= a || t_ns <= ta {
-            return;
-        }
-        // The wrap rule is the shared one (energy::CounterDelta: `max - prev + cur`).
-        let mut c = CounterDelta::new(max_uj);
-        c.push(ua);
-        c.push(uj);
-        let r = c.result();
-        if r.resets > 0 {
-            self.uncorrected_wraps += 1;
-            return;
-        }
-        self.wraps += r.wraps;
-        let delta = r.delta.unwrap_or(0) as f64;
-        self.energy_uj += delta * ((b - a) as f64 / (t_ns - ta) as f64);
-        self.covered_ns += b - a;
     }
 }
 
@@ -401,25 +308,12 @@ mod tests {
             }
             want /= 1e9;
             assert!(
-                (acc.energy_edge_j - want).abs() <= 1e-9 * (1.0 + want.abs()),
+                (acc.power.integral - want).abs() <= 1e-9 * (1.0 + want.abs()),
                 "{} {}",
-                acc.energy_edge_j,
+                acc.power.integral,
                 want
             );
         }
-    }
-
-    #[test]
-    fn rapl_wraps_with_max_and_counts_without() {
-        let mut r = RaplAcc::default();
-        r.add((0, 90), 10, 5, Some(100), 0, 10);
-        assert_eq!((r.energy_uj, r.wraps), (15.0, 1));
-        r.add((10, 90), 20, 5, None, 0, 100);
-        assert_eq!(r.uncorrected_wraps, 1);
-        // Edge pro-rating: half the interval inside.
-        let mut r = RaplAcc::default();
-        r.add((0, 0), 10, 100, None, 5, 50);
-        assert_eq!(r.energy_uj, 50.0);
     }
 
     #[test]

@@ -2,6 +2,11 @@
 //! histogram of 0.25 W bins up to 2048 W (readings above fall in the top bin). One pass, 32 KiB
 //! per GPU, percentile exact to the bin width (0.25 W).
 //!
+//! Not the quantile sketch ([`crate::sketch`]): its buckets are relative (±0.78%: ±2.3 W at
+//! 300 W), while the floor, the p99 and the busy threshold drawn from them are published as
+//! midpoints of these absolute 0.25 W bins (±0.125 W at any power, the lower rank, no
+//! interpolation); a sketch would move the threshold and with it every busy share and verdict.
+//!
 //! Without an allocator, [`TwoPassQuantile`] gives the same quantiles from two passes over the
 //! readings in 1.1 KiB: coarse 8 W bins first, then the 0.25 W bins inside the coarse bin that
 //! holds each wanted rank.

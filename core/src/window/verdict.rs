@@ -154,8 +154,8 @@ pub(crate) fn gpu_signals(
     };
 
     // Utilization.
-    let util_share = (a.util_covered_ns > 0)
-        .then(|| (a.util_integral / a.util_covered_ns as f64 / 100.0).clamp(0.0, 1.0));
+    let util_share = (a.util.covered_ns > 0)
+        .then(|| (a.util.integral / a.util.covered_ns as f64 / 100.0).clamp(0.0, 1.0));
     let (res, note) = match util_share {
         None => ("unresolved", "no utilization readings cover the window"),
         Some(_) if dur_s < 1.0 / 6.0 => (
@@ -177,7 +177,7 @@ pub(crate) fn gpu_signals(
     };
 
     // Energy counter (evidence only).
-    let (res, note) = if a.counter_covered_ns == 0 {
+    let (res, note) = if a.counter.covered_ns == 0 {
         ("unresolved", "no energy counter recorded")
     } else if dur_s < 0.1 {
         (
@@ -288,24 +288,24 @@ impl Context<'_> {
         } else if !c.confident {
             warnings.push(alloc::format!("window of {dur_s:.3} s is shorter than the signals resolve well: verdict is indicative"));
         }
-        if a.energy_edge_j > 0.0 && a.energy_on_repeats_j / a.energy_edge_j > 0.5 {
+        if a.power.integral > 0.0 && a.energy_on_repeats_j / a.power.integral > 0.5 {
             warnings
                 .push("more than half of the energy rests on repeated power readings".to_string());
         }
-        if a.gap_skipped_ns > 0 {
+        if a.power.skipped_ns > 0 {
             warnings.push(alloc::format!(
                 "{:.3} s of the window lies in gaps longer than {} ms between power readings (skipped)",
-                a.gap_skipped_ns as f64 / 1e9,
+                a.power.skipped_ns as f64 / 1e9,
                 self.max_gap_ns / 1_000_000
             ));
         }
         if dur_ns > 0.0
-            && (a.power_covered_ns as f64) < 0.9 * dur_ns
-            && a.power_covered_ns + a.gap_skipped_ns > 0
+            && (a.power.covered_ns as f64) < 0.9 * dur_ns
+            && a.power.covered_ns + a.power.skipped_ns > 0
         {
             warnings.push(alloc::format!(
                 "power readings cover only {:.0}% of the window",
-                100.0 * a.power_covered_ns as f64 / dur_ns
+                100.0 * a.power.covered_ns as f64 / dur_ns
             ));
         }
         Verdict {

@@ -1,79 +1,35 @@
 //! Sampler health: ticks, missed ticks, wake-up jitter, GPU read latency, repeated readings.
 //!
-//! Latencies go into a fixed log-bucket histogram (about 3% resolution, 1920 counters), so an
-//! hours-long recording at 1 ms needs no more memory than a short one.
+//! Latencies go into the core's quantile sketch (percentiles within 1%, numpy-linear like every
+//! other percentile the tool prints; maximum exact), so an hours-long recording at 1 ms needs no
+//! more memory than a short one.
+use flinch_core::sketch::{DEFAULT_BUCKETS_PER_SIGN, QuantileSketch};
 use serde::Serialize;
 
-const SUB_BITS: u32 = 5;
-const SUB: usize = 1 << SUB_BITS;
-const LINEAR: usize = 2 * SUB;
-const BUCKETS: usize = LINEAR + (64 - SUB_BITS as usize - 1) * SUB;
-
-/// A log-bucket histogram of nanosecond values: exact below 64, then 32 buckets per power of 2.
-pub struct Histogram {
-    counts: Box<[u64; BUCKETS]>,
-    n: u64,
-    max: u64,
-}
-
-fn bucket(v: u64) -> usize {
-    if v < LINEAR as u64 {
-        return v as usize;
-    }
-    let e = 63 - v.leading_zeros(); // >= 6
-    let sub = ((v >> (e - SUB_BITS)) as usize) & (SUB - 1);
-    LINEAR + (e as usize - SUB_BITS as usize - 1) * SUB + sub
-}
-
-/// Smallest value in bucket `b`, and the bucket's width.
-fn bucket_range(b: usize) -> (u64, u64) {
-    if b < LINEAR {
-        return (b as u64, 1);
-    }
-    let e = ((b - LINEAR) / SUB) as u32 + SUB_BITS + 1;
-    let sub = ((b - LINEAR) % SUB) as u64;
-    let width = 1u64 << (e - SUB_BITS);
-    ((1u64 << e) + sub * width, width)
-}
+/// Nanosecond durations: their percentiles, within [`flinch_core::sketch::RELATIVE_ERROR`].
+/// The default window (32 powers of two) holds 1 ns to 4 s without collapsing a bucket.
+pub struct Histogram(QuantileSketch);
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram {
-            counts: Box::new([0; BUCKETS]),
-            n: 0,
-            max: 0,
-        }
+        Histogram(QuantileSketch::new(DEFAULT_BUCKETS_PER_SIGN))
     }
 }
 
 impl Histogram {
     /// Records one value.
-    pub fn add(&mut self, v: u64) {
-        self.counts[bucket(v)] += 1;
-        self.n += 1;
-        self.max = self.max.max(v);
+    pub fn add(&mut self, ns: u64) {
+        self.0.push(ns as f64);
     }
 
-    /// The q-quantile (nearest rank), as the middle of its bucket; `None` when empty.
-    pub fn quantile(&self, q: f64) -> Option<u64> {
-        if self.n == 0 {
-            return None;
-        }
-        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
-        let mut seen = 0;
-        for (b, &c) in self.counts.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                let (lo, w) = bucket_range(b);
-                return Some((lo + w / 2).min(self.max));
-            }
-        }
-        Some(self.max)
+    /// The q-quantile, ns (numpy-linear over the sketch's ranks); `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        self.0.quantile(q)
     }
 
-    /// The largest value.
-    pub fn max(&self) -> Option<u64> {
-        (self.n > 0).then_some(self.max)
+    /// The largest value, ns (exact).
+    pub fn max(&self) -> Option<f64> {
+        self.0.quantile(1.0)
     }
 }
 
@@ -105,8 +61,8 @@ pub struct Health {
     pub rapl_read_errors: u64,
 }
 
-fn us(v: Option<u64>) -> Option<f64> {
-    v.map(|ns| ns as f64 / 1000.0)
+fn us(v: Option<f64>) -> Option<f64> {
+    v.map(|ns| ns / 1000.0)
 }
 
 /// What the sidecar and the closing summary report.
@@ -215,44 +171,47 @@ impl HealthSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flinch_core::sketch::RELATIVE_ERROR;
 
     #[test]
-    fn buckets_are_contiguous_and_ordered() {
-        let mut prev_end = 0;
-        for b in 0..BUCKETS {
-            let (lo, w) = bucket_range(b);
-            assert_eq!(lo, prev_end, "bucket {b}");
-            assert_eq!(bucket(lo), b);
-            assert_eq!(bucket(lo + (w - 1)), b);
-            prev_end = lo.wrapping_add(w);
-        }
-        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
-    }
-
-    #[test]
-    fn quantiles_match_a_sorted_oracle_within_bucket_resolution() {
+    fn quantiles_match_a_sorted_oracle_within_the_sketch_error() {
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut h = Histogram::default();
-        let mut all = Vec::new();
-        for _ in 0..10_000 {
+        let mut next = move || {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
-            let v = rng % 5_000_000;
-            h.add(v);
-            all.push(v);
+            rng
+        };
+        // Uniform up to 5 ms; log-uniform from 1 ns to about 4 s (wake-up lateness spans
+        // this); with zeros.
+        for spread in 0..3 {
+            let mut h = Histogram::default();
+            let mut all = Vec::new();
+            for _ in 0..10_000 {
+                let v = match spread {
+                    0 => next() % 5_000_000,
+                    1 => (1u64 << (next() % 32)) | (next() % 1024),
+                    _ => (next() % 3) * (next() % 1_000_000),
+                };
+                h.add(v);
+                all.push(v as f64);
+            }
+            all.sort_unstable_by(f64::total_cmp);
+            for q in [0.0, 0.01, 0.5, 0.9, 0.99, 1.0] {
+                // numpy's linear percentile.
+                let pos = q * (all.len() - 1) as f64;
+                let lo = pos as usize;
+                let hi = (lo + 1).min(all.len() - 1);
+                let exact = all[lo] + (all[hi] - all[lo]) * (pos - lo as f64);
+                let got = h.quantile(q).unwrap();
+                assert!(
+                    (got - exact).abs() <= RELATIVE_ERROR * exact * (1.0 + 1e-9),
+                    "spread {spread}, q={q}: {got} vs {exact}"
+                );
+            }
+            assert_eq!(h.max(), all.last().copied());
         }
-        all.sort_unstable();
-        for q in [0.01, 0.5, 0.9, 0.99, 1.0] {
-            let rank = ((q * all.len() as f64).ceil() as usize).clamp(1, all.len());
-            let exact = all[rank - 1] as f64;
-            let got = h.quantile(q).unwrap() as f64;
-            assert!(
-                (got - exact).abs() <= exact / 32.0 + 1.0,
-                "q={q}: {got} vs {exact}"
-            );
-        }
-        assert_eq!(h.max(), all.last().copied());
         assert_eq!(Histogram::default().quantile(0.5), None);
+        assert_eq!(Histogram::default().max(), None);
     }
 }

@@ -1,0 +1,300 @@
+//! What an analysis gives: row counts, marks, per-GPU summaries and the result of each window.
+
+use super::*;
+
+/// Row counts of the whole file.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RowCounts {
+    /// Data rows read (after the header).
+    pub rows: u64,
+    /// SAMPLE rows.
+    pub samples: u64,
+    /// MARK rows.
+    pub marks: u64,
+    /// Header lines (the first and any repeated one, e.g. appended recordings).
+    pub headers: u64,
+    /// Rows whose row_type is neither SAMPLE nor MARK (ignored, as by the reference).
+    pub other_rows: u64,
+    /// Bad rows (unparseable `t_mono_ns` on a SAMPLE/MARK row, or over-long records).
+    pub bad_rows: u64,
+    /// Line of the first bad row.
+    pub first_bad_line: Option<u64>,
+    /// Rows older than a row already released by the reorder buffer (skipped).
+    pub late_rows: u64,
+    /// Line of the first late row.
+    pub first_late_line: Option<u64>,
+    /// Samples of GPUs beyond `max_gpus` (skipped).
+    pub samples_dropped: u64,
+    /// Marks beyond `max_marks` (not listed, not used for spans).
+    pub marks_dropped: u64,
+    /// Spans not reported: past `max_spans`, or pair starts past the open-pair limit.
+    pub spans_dropped: u64,
+}
+
+/// One mark of the recording.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, Serialize)]
+pub struct MarkInfo {
+    /// Label.
+    pub label: String,
+    /// CLOCK_MONOTONIC, ns.
+    pub t_mono_ns: i64,
+    /// CLOCK_REALTIME, ns, when recorded.
+    pub t_wall_ns: Option<i64>,
+    /// 1-based occurrence of this label in file order.
+    pub occurrence: u32,
+    /// Line in the file.
+    pub line: u64,
+    /// `mark_thread`: pairs are matched only between marks with the same value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
+}
+
+/// The recording-level figures of one GPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuSummary {
+    /// `gpu_index` (null when the file has none).
+    pub gpu_index: Option<i64>,
+    /// Samples.
+    pub samples: u64,
+    /// Samples with a power reading.
+    pub power_samples: u64,
+    /// Idle floor: 5th percentile of power, W (±0.125 W).
+    pub idle_floor_w: Option<f64>,
+    /// 99th percentile of power, W.
+    pub power_p99_w: Option<f64>,
+    /// Power above this counts as busy: floor + max(10 W, 20% of (p99 − floor)).
+    pub busy_threshold_w: Option<f64>,
+    /// Mean interval between power readings, ms.
+    pub mean_interval_ms: Option<f64>,
+    /// Repeated power readings (equal to the previous one).
+    pub repeated_power_readings: u64,
+}
+
+/// The reference's samples-only figures.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct RefFigures {
+    /// Trapezoid energy, J; null with fewer than two samples.
+    pub energy_j: Option<f64>,
+    /// Samples with t0 ≤ t ≤ t1 and a parseable power.
+    pub samples: u64,
+    /// Mean utilization of the first sample of each pair, %.
+    pub avg_util_pct: Option<f64>,
+}
+
+impl From<&RefAcc> for RefFigures {
+    fn from(a: &RefAcc) -> Self {
+        RefFigures {
+            energy_j: a.energy(),
+            samples: a.samples,
+            avg_util_pct: a.avg_util(),
+        }
+    }
+}
+
+/// One GPU over one window.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuWindow {
+    /// `gpu_index` (null when the file has none).
+    pub gpu_index: Option<i64>,
+    /// The reference's figures for this GPU alone.
+    pub reference: RefFigures,
+    /// Power energy interpolated to the window edges, J.
+    pub energy_edge_j: Option<f64>,
+    /// Energy from the NVML cumulative counter (pro-rated at the edges), J.
+    pub energy_counter_j: Option<f64>,
+    /// Time-weighted utilization, %.
+    pub util_time_weighted_pct: Option<f64>,
+    /// Mean SM clock of the samples in the window, MHz.
+    pub sm_clock_mean_mhz: Option<f64>,
+    /// Samples with t0 ≤ t ≤ t1.
+    pub samples: u64,
+    /// Of them, power readings equal to the previous reading.
+    pub repeated_samples: u64,
+    /// Share of the edge energy on intervals that end on a repeated reading.
+    pub repeated_energy_share: Option<f64>,
+    /// Largest interval between power readings overlapping the window, s.
+    pub max_gap_s: Option<f64>,
+    /// Share of the window covered by power intervals.
+    pub power_coverage: f64,
+    /// Window time in intervals longer than the max gap (skipped), s.
+    pub gap_skipped_s: f64,
+    /// Counter decreases (driver reload) skipped.
+    pub counter_resets: u64,
+    /// Verdict for this GPU.
+    pub verdict: Verdict,
+}
+
+/// Totals over the GPUs of a window.
+#[derive(Clone, Copy, Debug, Serialize, Default)]
+pub struct WindowTotals {
+    /// Sum of the GPUs' edge energies, J.
+    pub energy_edge_j: Option<f64>,
+    /// Sum of the GPUs' counter energies, J (only when every GPU has one).
+    pub energy_counter_j: Option<f64>,
+    /// Sum of the GPUs' reference energies, J.
+    pub energy_reference_j: Option<f64>,
+}
+
+/// RAPL package energy over a window.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RaplWindow {
+    /// Energy, J.
+    pub energy_j: f64,
+    /// Share of the window covered by RAPL readings.
+    pub coverage: f64,
+    /// Wraps corrected with `rapl_max_energy_range_uj`.
+    pub wraps: u64,
+    /// Decreases not corrected (no max recorded): their intervals are skipped.
+    pub uncorrected_wraps: u64,
+}
+
+/// One window or span.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, Serialize)]
+pub struct WindowResult {
+    /// `window` (the selected pair), `pair` (X_start/X_end, begin/end) or `between` (consecutive marks).
+    pub kind: &'static str,
+    /// Start mark label.
+    pub start_label: String,
+    /// End mark label.
+    pub end_label: String,
+    /// Occurrence of the start label.
+    pub occurrence: u32,
+    /// A pair's `mark_thread` (both marks carry it), when its marks have one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
+    /// Start, CLOCK_MONOTONIC ns.
+    pub t0_mono_ns: i64,
+    /// End, CLOCK_MONOTONIC ns.
+    pub t1_mono_ns: i64,
+    /// (t1 − t0) / 1e9, as the reference computes it.
+    pub duration_s: f64,
+    /// The reference's figures over every selected GPU's samples together (its three lines).
+    pub reference: RefFigures,
+    /// Per GPU.
+    pub gpus: Vec<GpuWindow>,
+    /// Totals.
+    pub total: WindowTotals,
+    /// RAPL package energy.
+    pub rapl: Option<RaplWindow>,
+    /// Verdict over all GPUs.
+    pub verdict: Verdict,
+}
+
+/// The selected pair: where its marks were found.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, Serialize)]
+pub struct Selection {
+    /// Start label.
+    pub start: String,
+    /// End label.
+    pub end: String,
+    /// Occurrence.
+    pub occurrence: u32,
+    /// Time of the start mark, if found.
+    pub start_t_mono_ns: Option<i64>,
+    /// Time of the end mark, if found.
+    pub end_t_mono_ns: Option<i64>,
+}
+
+#[cfg(feature = "alloc")]
+impl Selection {
+    /// The reference's error for this selection, if any (exact texts).
+    pub fn error(&self) -> Option<String> {
+        SelectionError::of(self.start_t_mono_ns, self.end_t_mono_ns).map(|e| e.to_string())
+    }
+}
+
+/// What is wrong with a selected pair of marks; displays as the reference's exact text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectionError {
+    /// A mark is missing: the times of those found.
+    Missing {
+        /// Time of the start mark, if found.
+        start_t_mono_ns: Option<i64>,
+        /// Time of the end mark, if found.
+        end_t_mono_ns: Option<i64>,
+    },
+    /// The end mark is not after the start mark.
+    Reversed,
+}
+
+impl SelectionError {
+    /// The error for marks found at these times, if any.
+    pub fn of(start_t_mono_ns: Option<i64>, end_t_mono_ns: Option<i64>) -> Option<SelectionError> {
+        match (start_t_mono_ns, end_t_mono_ns) {
+            (Some(a), Some(b)) if b > a => None,
+            (Some(_), Some(_)) => Some(SelectionError::Reversed),
+            _ => Some(SelectionError::Missing {
+                start_t_mono_ns,
+                end_t_mono_ns,
+            }),
+        }
+    }
+}
+
+impl core::fmt::Display for SelectionError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let t = |f: &mut core::fmt::Formatter<'_>, t: Option<i64>| match t {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("None"),
+        };
+        match *self {
+            SelectionError::Reversed => f.write_str("End MARK must be after start MARK"),
+            SelectionError::Missing {
+                start_t_mono_ns,
+                end_t_mono_ns,
+            } => {
+                f.write_str("Missing MARK(s). start=")?;
+                t(f, start_t_mono_ns)?;
+                f.write_str(" end=")?;
+                t(f, end_t_mono_ns)
+            }
+        }
+    }
+}
+
+/// A downsampled series of one GPU.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuSeries {
+    /// `gpu_index`.
+    pub gpu_index: Option<i64>,
+    /// Bucket width, ns.
+    pub bucket_ns: i64,
+    /// Points (min/max per bucket).
+    pub points: Vec<SeriesPoint>,
+}
+
+/// The result of analyzing one recording.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordingAnalysis {
+    /// Row counts.
+    pub rows: RowCounts,
+    /// Per GPU.
+    pub gpus: Vec<GpuSummary>,
+    /// Every mark, in file order.
+    pub marks: Vec<MarkInfo>,
+    /// The selected pair, when one was asked for.
+    pub selection: Option<Selection>,
+    /// The selected window (absent when its marks are missing or out of order).
+    pub window: Option<WindowResult>,
+    /// Every span, when asked for.
+    pub spans: Vec<WindowResult>,
+    /// Plot series, when asked for.
+    pub series: Vec<GpuSeries>,
+    /// Warnings about the input.
+    pub warnings: Vec<String>,
+}
+
+#[cfg(feature = "alloc")]
+impl RecordingAnalysis {
+    /// Pretty JSON, the same bytes on every platform.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| alloc::format!("{{\"error\":\"{e}\"}}"))
+    }
+}
