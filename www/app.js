@@ -129,8 +129,26 @@ function showJob(file, options) {
     $('#csv-result').hidden = true;
     $('#trace-result').hidden = true;
     $('#runs-result').hidden = true;
+    $('#join-result').hidden = true;
     $('#output').hidden = true;
   }
+}
+
+/// Joins a trace with its recording (`flinch-trace trace TRACE --telemetry CSV --json`), with
+/// the join options of the form.
+function analyzeJoin(trace, recordingFile) {
+  const join = { source: trace.name, limits: 'page' };
+  const minGap = Number($('#min-gap-ms').value);
+  if ($('#min-gap-ms').value !== '' && minGap !== 100) join.min_gap_ms = minGap;
+  if ($('#clock-offset-ms').value.trim()) join.clock_offset_ms = $('#clock-offset-ms').value.trim();
+  if ($('#gpu-map').value.trim()) join.gpu_map = $('#gpu-map').value.trim();
+  const job = { name: `${trace.name} + ${recordingFile.name}`, trace, recording: recordingFile };
+  const options = { kind: 'join', source: trace.name, join };
+  recording = null;
+  showJob(job, options);
+  lastName = trace.name;
+  if (workerReady) run(job, options);
+  else pending = { file: job, options };
 }
 
 /// Summarizes a runs folder named `runs`; `files`: [{path, file}], paths starting with `runs/`.
@@ -147,6 +165,10 @@ function run(file, options) {
   current = { file, options, t0: performance.now() };
   if (options.kind === 'runs') {
     worker.analysis.postMessage({ type: 'summarize', runs: options.source, files: file.files });
+    return;
+  }
+  if (options.kind === 'join') {
+    worker.analysis.postMessage({ type: 'join', options: options.join, recording: file.recording, trace: file.trace });
     return;
   }
   const channel = new MessageChannel();
@@ -213,6 +235,7 @@ function cancel() {
 
 function render(result, options, msg) {
   if (options.kind === 'runs') renderRuns(result, msg.message);
+  else if (options.kind === 'join') renderJoin(result, msg.timeline ? JSON.parse(msg.timeline) : null);
   else if (isTraceSummary(result)) renderTrace(result);
   else if (options.start) renderWindow(result);
   else renderRecording(result);
@@ -493,6 +516,142 @@ function drawPlot(r, window) {
   g.setLineDash([]);
 }
 
+// The join (trace + recording): the summary's sections, then the pauses with what they cost
+// and a timeline of the GPU's busy time (trace) and power (recording) on the trace's clock.
+
+function renderJoin(r, timeline) {
+  renderTrace(r);
+  $('#join-result').hidden = false;
+  const a = r.alignment;
+  const notes = [];
+  if (a) {
+    notes.push(`Clock: ${a.source}, ts 0 = ${a.offset_ns} Unix ns`);
+    if (a.trace_covered_share != null) notes.push(`the recording covers ${num(100 * a.trace_covered_share, 1)} % of the trace`);
+  }
+  for (const d of r.pause_devices || []) {
+    notes.push(`device ${d.device}: ${num(d.pauses_found)} pauses of ≥ ${num(d.min_gap_ms_effective)} ms, ${num(d.pause_time_ms)} ms in all`);
+  }
+  const warn = (r.join_warnings || []).length ? ` Warnings: ${r.join_warnings.join('; ')}` : '';
+  $('#join-overview').textContent = `${notes.join('; ')}.${warn}`;
+  drawTimeline(timeline);
+
+  const pauses = r.pauses || [];
+  const head = (sel, names) => $(sel).replaceChildren(el('tr', {}, ...names.map((h) => el('th', {}, h))));
+  const cell = (v, unit, digits = 3) => el('td', { class: 'n' }, v == null ? 'n/a' : `${num(v, digits)}${unit}`);
+  head('#pauses-table thead', ['device', 'start (ts)', 'duration', 'GPU energy', 'avg power', 'util', 'verdict', 'host (overlap)', 'within']);
+  $('#pauses-table tbody').replaceChildren(
+    ...pauses.map((p) => {
+      const t = p.telemetry || {};
+      const host = (p.host || []).slice(0, 3).map((h) => `${h.name} ${num(h.overlap_ms)} ms`).join(', ');
+      return el('tr', {},
+        el('td', { class: 'n' }, p.device), el('td', { class: 'n' }, usToText(p.start_ts_us)),
+        cell(p.duration_ms, ' ms'), cell(t.gpu_energy_j, ' J'), cell(t.avg_power_w, ' W', 1), cell(t.avg_util_pct, ' %', 1),
+        el('td', {}, p.telemetry ? verdictText(t.verdict) : 'n/a'),
+        el('td', { class: 'op-name', title: host }, host || '—'),
+        el('td', { class: 'op-name' }, (p.within || []).map((w) => w.name).join(' ⊂ ') || '—'));
+    }),
+  );
+  const ae = (r.annotation_energy || []).slice(0, 20);
+  $('#annotation-table').hidden = !ae.length;
+  head('#annotation-table thead', ['category', 'name', 'n', 'duration', 'GPU energy', 'avg power', 'util', 'verdict']);
+  $('#annotation-table tbody').replaceChildren(
+    ...ae.map((x) => el('tr', {},
+      el('td', {}, x.category), el('td', { class: 'op-name', title: x.name }, x.name), el('td', { class: 'n' }, num(x.n)),
+      cell(x.duration_ms, ' ms'), cell(x.gpu_energy_j, ' J'), cell(x.avg_power_w, ' W', 1), cell(x.avg_util_pct, ' %', 1),
+      el('td', {}, x.verdict || 'none'))),
+  );
+}
+
+/// One lane per trace device (busy span, pauses cut out), then the power of each recorded GPU,
+/// all on the trace's ts axis; pauses shaded across the whole height.
+function drawTimeline(tl) {
+  const canvas = $('#timeline');
+  const dpr = window_dpr();
+  const cssW = canvas.clientWidth || 1100;
+  const lanes = tl ? tl.devices.length : 0;
+  const laneH = 18;
+  const powerH = 150;
+  const pad = { l: 78, r: 16, t: 10, b: 26 };
+  const cssH = pad.t + lanes * (laneH + 4) + 8 + powerH + pad.b;
+  canvas.style.height = `${cssH}px`;
+  canvas.width = Math.round(cssW * dpr);
+  canvas.height = Math.round(cssH * dpr);
+  const g = canvas.getContext('2d');
+  g.scale(dpr, dpr);
+  g.clearRect(0, 0, cssW, cssH);
+  g.font = '11px system-ui, sans-serif';
+  if (!tl) {
+    g.fillStyle = '#666';
+    g.fillText('no timeline: the two files could not be put on one clock', pad.l, pad.t + 14);
+    return;
+  }
+  const W = cssW - pad.l - pad.r;
+  const x = (us) => pad.l + ((us - tl.t0_us) / (tl.t1_us - tl.t0_us)) * W;
+  const plotBottom = cssH - pad.b;
+  const powerTop = plotBottom - powerH;
+  // Pauses, shaded over every lane and the power plot.
+  g.fillStyle = 'rgba(240, 160, 40, 0.28)';
+  for (const d of tl.devices) {
+    for (const [s, e] of d.pauses_us) g.fillRect(x(s), pad.t, Math.max(1, x(e) - x(s)), plotBottom - pad.t);
+  }
+  tl.devices.forEach((d, i) => {
+    const y = pad.t + i * (laneH + 4);
+    g.fillStyle = '#555';
+    g.fillText(`GPU ${d.device} busy`, 4, y + 13);
+    g.fillStyle = '#2e86ab';
+    // Busy from the first kernel to the last, with the listed pauses cut out.
+    const cuts = [...d.pauses_us].sort((p, q) => p[0] - q[0]);
+    let from = d.busy_us[0];
+    for (const [s, e] of cuts.concat([[d.busy_us[1], d.busy_us[1]]])) {
+      if (s > from) g.fillRect(x(from), y, Math.max(1, x(s) - x(from)), laneH);
+      from = Math.max(from, e);
+    }
+  });
+  // Power: min-max band and max line per GPU.
+  const maxW = Math.max(1, ...tl.gpus.map((p) => p.max_w)) * 1.05;
+  const yW = (w) => plotBottom - (w / maxW) * powerH;
+  g.strokeStyle = '#bbb';
+  g.lineWidth = 1;
+  g.strokeRect(pad.l, powerTop, W, powerH);
+  g.fillStyle = '#555';
+  g.fillText(`${maxW.toFixed(0)} W`, 4, powerTop + 10);
+  g.fillText('0 W', 4, plotBottom);
+  const colors = ['#d1495b', '#8e44ad', '#e67e22', '#16a085'];
+  tl.gpus.forEach((p, i) => {
+    const color = colors[i % colors.length];
+    g.fillStyle = color;
+    g.fillText(`GPU ${p.gpu_index} power`, 4, powerTop + 26 + 13 * i);
+    g.globalAlpha = 0.25;
+    for (const [t, lo, hi] of p.power) g.fillRect(x(t) - 0.5, yW(hi), 1, Math.max(1, yW(lo) - yW(hi)));
+    g.globalAlpha = 1;
+    g.strokeStyle = color;
+    g.lineWidth = 1.5;
+    g.beginPath();
+    p.power.forEach(([t, , hi], k) => (k ? g.lineTo(x(t), yW(hi)) : g.moveTo(x(t), yW(hi))));
+    g.stroke();
+  });
+  if (!tl.gpus.some((p) => p.power.length)) {
+    g.fillStyle = '#8a1c2b';
+    g.fillText('no recorded power in the trace\'s time span (see the warnings above)', pad.l + 8, powerTop + 16);
+  }
+  // The axis: seconds from its start, in the trace's ts.
+  g.fillStyle = '#555';
+  const span = (tl.t1_us - tl.t0_us) / 1e6;
+  const step = niceStep(span / 8);
+  for (let s = 0; s <= span + 1e-9; s += step) {
+    const px = x(tl.t0_us + s * 1e6);
+    g.fillRect(px, plotBottom, 1, 4);
+    const label = `${+s.toFixed(6)} s`;
+    g.fillText(label, Math.min(px - g.measureText(label).width / 2, cssW - pad.r - g.measureText(label).width), plotBottom + 16);
+  }
+}
+
+function niceStep(raw) {
+  const p = 10 ** Math.floor(Math.log10(raw || 1));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
 function window_dpr() {
   return Math.max(1, Math.min(3, globalThis.devicePixelRatio || 1));
 }
@@ -509,12 +668,21 @@ function download() {
 // ---------------------------------------------------------------------------------------------
 // Wiring.
 
-function pick(file) {
-  if (file) analyze(file, null);
+/// One file is analyzed alone; a trace and a trace.csv (`.csv`, `.csv.gz`) together are joined.
+function pick(files) {
+  files = [...(files || [])];
+  const isCsv = (f) => /\.csv(\.gz)?$/i.test(f.name);
+  const csv = files.filter(isCsv);
+  const traces = files.filter((f) => !isCsv(f));
+  if (files.length === 2 && csv.length === 1) analyzeJoin(traces[0], csv[0]);
+  else if (files.length > 1) {
+    current = null;
+    fail('drop one file, or one trace with one trace.csv (named .csv or .csv.gz) to join them');
+  } else if (files.length) analyze(files[0], null);
 }
 
 $('#file-input').addEventListener('change', (ev) => {
-  pick(ev.target.files[0]);
+  pick(ev.target.files);
   ev.target.value = '';
 });
 const zone = $('#drop-zone');
@@ -537,7 +705,7 @@ zone.addEventListener('drop', (ev) => {
       fail(`cannot list the folder: ${e.message || e}`);
     });
   } else {
-    pick(ev.dataTransfer && ev.dataTransfer.files[0]);
+    pick(ev.dataTransfer && ev.dataTransfer.files);
   }
 });
 $('#runs-input').addEventListener('change', (ev) => {
@@ -574,6 +742,10 @@ window.addEventListener('dragover', (ev) => ev.preventDefault());
 window.addEventListener('drop', (ev) => ev.preventDefault());
 $('#cancel').addEventListener('click', cancel);
 $('#download').addEventListener('click', download);
+$('#join-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  if (current && current.options.kind === 'join') analyzeJoin(current.file.trace, current.file.recording);
+});
 $('#window-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const start = $('#start-mark').value;

@@ -3,12 +3,14 @@
 // folder: the core asks for its files one by one and this worker only moves their bytes.
 // In:  {type: 'analyze', options, port}   (options: see AnalyzerOptions in core/src/analyzer.rs)
 //      {type: 'summarize', runs, files: [{path, file}]}   (paths start with `runs/`)
+//      {type: 'join', options, recording, trace}   (two Files; options: TraceJoinOptions in
+//      core/src/join/session.rs; the core reads the recording, then the trace twice)
 // Out: {type: 'ready', memoryBytes}
 //      {type: 'progress', bytes, total}   (summarize)
-//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes, message?}
+//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes, message?, timeline?}
 //      {type: 'error', message, bytes, fatal?}  (fatal: the analyzer could not load)
 // Cancel = the page terminates both workers and starts fresh ones.
-import init, { Analyzer, RunsFolder } from './pkg/flinch_wasm.js';
+import init, { Analyzer, RunsFolder, TraceJoin } from './pkg/flinch_wasm.js';
 import { simdNote } from './simd.js';
 
 let wasm;
@@ -106,7 +108,48 @@ async function summarize(runs, files) {
   }
 }
 
+/// Power points per GPU on the page's timeline (about one per CSS pixel).
+const TIMELINE_BUCKETS = 1200;
+
+async function join(options, files) {
+  await ready;
+  const memoryBeforeBytes = memoryBytes();
+  const t0 = performance.now();
+  const total = files.recording.size + 2 * files.trace.size;
+  let bytes = 0;
+  let lastPost = 0;
+  let j = null;
+  try {
+    j = new TraceJoin(JSON.stringify(options));
+    // The core says which file it reads next: the recording, then the trace twice.
+    for (let next = j.nextFile(); next !== undefined; next = j.nextFile()) {
+      const reader = files[next].stream().getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        j.write(value);
+        bytes += value.length;
+        const now = performance.now();
+        if (now - lastPost > 100) {
+          lastPost = now;
+          postMessage({ type: 'progress', bytes, total });
+        }
+      }
+      j.endFile();
+    }
+    const json = j.resultJson();
+    const timeline = j.timelineJson(TIMELINE_BUCKETS);
+    const seconds = (performance.now() - t0) / 1000;
+    postMessage({ type: 'done', json, timeline, bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes() });
+  } catch (e) {
+    postMessage({ type: 'error', message: e && e.message ? e.message : String(e), bytes });
+  } finally {
+    if (j) j.free();
+  }
+}
+
 onmessage = (ev) => {
   if (ev.data.type === 'analyze') analyze(ev.data.options, ev.data.port);
   else if (ev.data.type === 'summarize') summarize(ev.data.runs, ev.data.files);
+  else if (ev.data.type === 'join') join(ev.data.options, { recording: ev.data.recording, trace: ev.data.trace });
 };

@@ -84,3 +84,31 @@ fn no_allocation_per_event_in_steady_state() {
         "each pause's aten::item, counted in both rounds"
     );
 }
+
+/// The first pass as it rides on the summary's scan (`FirstPass`): without a recording it
+/// allocates nothing per event; with one, only the copy of the annotation spans grows, by
+/// doubling (one span every 1000 steps here), never per event.
+#[test]
+fn first_pass_allocates_only_to_copy_annotation_spans() {
+    use flinch_core::join::FirstPass;
+    for keep in [false, true] {
+        let mut first = FirstPass::new(GapOptions::default(), keep);
+        for k in 0..104_000 {
+            step(k, &mut |e| first.add(e));
+        }
+        let ((), during) = count_allocs(|| {
+            for k in 104_000..204_000 {
+                step(k, &mut |e| first.add(e));
+            }
+        });
+        if keep {
+            // 100 more spans (and their names) in copies that double: a few growths each.
+            assert!(during <= 8, "{during} allocations for 100 kept spans");
+        } else {
+            assert_eq!(during, 0, "allocations over 400 000 events");
+        }
+        let r = first.finish();
+        assert_eq!(r.found.devices[0].gaps.len(), 103);
+        assert_eq!(r.annotations.map(|a| a.len()), keep.then_some(204));
+    }
+}

@@ -1,6 +1,7 @@
 //! Fuzz target `join`: arbitrary bytes split into a trace and a trace.csv (at the first `\0`),
 //! through the join's two passes (gaps, pause host tables, recording windows, energy per
-//! annotation) and the Perfetto counter events of every row. Must never panic or hang; every
+//! annotation) and the Perfetto counter events of every row; the first pass as native runs it
+//! (`FirstPass`) finds the same gaps, and its replayed annotation spans give the same report. Must never panic or hang; every
 //! pause listed is at least the minimum gap long and the pauses of a device come longest first.
 #![no_main]
 
@@ -8,7 +9,7 @@ use flinch_core::Limits;
 use flinch_core::csv::{CsvEvent, TraceCsvReader};
 use flinch_core::join::perfetto::CounterEvents;
 use flinch_core::join::{
-    Alignment, GapFinder, GapOptions, GpuMap, JoinOptions, JoinPass, RecordingBuilder,
+    Alignment, FirstPass, GapFinder, GapOptions, GpuMap, JoinOptions, JoinPass, RecordingBuilder,
     RecordingOptions,
 };
 use flinch_core::json::{Event, EventScanner, Scan};
@@ -60,8 +61,21 @@ fuzz_target!(|data: &[u8]| {
         Err(_) => None,
     };
     let mut finder = GapFinder::new(opts.gaps);
-    let base = scan(doc, |e| finder.add(e));
+    let mut first = FirstPass::new(opts.gaps, true);
+    let base = scan(doc, |e| {
+        finder.add(e);
+        first.add(e);
+    });
     let found = finder.finish();
+    first.set_base_time_ns(base);
+    let first = first.finish();
+    assert_eq!(first.found, found);
+    // Without a pause to list, the second pass may replay the copied annotation spans.
+    let replayed = found.devices.iter().all(|d| d.gaps.is_empty()).then(|| {
+        let mut pass = JoinPass::new(found.clone(), base, opts.clone(), rec.as_ref()).ok()?;
+        first.annotations.as_ref()?.replay(|e| pass.add(e));
+        Some(format!("{:?}", pass.finish()))
+    });
     for d in &found.devices {
         assert!(d.gaps.iter().all(|g| g.dur_ns() >= min_gap_ns));
         assert!(d.gaps.windows(2).all(|w| w[0].dur_ns() >= w[1].dur_ns()));
@@ -71,7 +85,15 @@ fuzz_target!(|data: &[u8]| {
     };
     scan(doc, |e| pass.add(e));
     let report = pass.finish();
-    assert!(report.pauses.iter().all(|p| p.duration_ms >= min_gap_ns as f64 / 1e6));
+    if let Some(Some(replayed)) = replayed {
+        assert_eq!(replayed, format!("{report:?}"));
+    }
+    assert!(
+        report
+            .pauses
+            .iter()
+            .all(|p| p.duration_ms >= min_gap_ns as f64 / 1e6)
+    );
 
     let align = Alignment::new(base, Some(0)).unwrap_or(Alignment::new(None, Some(0)).unwrap());
     let mut ce = CounterEvents::new(align, GpuMap::default());

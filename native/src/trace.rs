@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use flinch_core::Limits;
+use flinch_core::join::FirstPass;
 use flinch_core::summary::TraceSummaryResult;
 
 use crate::CmdResult;
@@ -26,6 +27,8 @@ mod exact_io;
 #[cfg(all(test, unix))]
 mod exact_tests;
 mod join;
+#[cfg(test)]
+mod join_tests;
 #[cfg(unix)]
 mod parallel;
 mod perfetto;
@@ -86,18 +89,80 @@ pub fn run(args: Args) -> CmdResult {
     if args.join.perfetto().is_some() && args.files.len() > 1 {
         return Err("--perfetto writes one merged file: give one trace".into());
     }
-    let recording = args.join.recording()?;
-    for path in &args.files {
-        let source = path.display().to_string();
-        // The join reads the file on a thread of its own, beside the summary.
-        let (summary, joined) = std::thread::scope(|s| {
-            let j = join_opts
+    // The recording is read on a thread of its own while the first trace is summarized.
+    std::thread::scope(|scope| {
+        let mut reading = join_opts
+            .is_some()
+            .then(|| scope.spawn(|| args.join.recording()));
+        let mut recording = None;
+        for path in &args.files {
+            let source = path.display().to_string();
+            // The join's first pass rides on the summary's scan.
+            let mut first = join_opts
                 .as_ref()
-                .map(|o| s.spawn(|| join::run(path, o, recording.as_ref(), args.join.perfetto())));
-            let summary = summarize_file(path, &source, limits, args.top, exact_io, true);
-            let joined = j.map(|h| h.join().unwrap_or_else(|_| Err("join failed".into())));
-            (summary, joined.transpose())
-        });
+                .map(|o| join::first_pass(o, args.join.has_telemetry()));
+            let summary = summarize_file_joined(
+                path,
+                &source,
+                limits,
+                args.top,
+                exact_io,
+                true,
+                first.as_mut(),
+            );
+            if let Some(h) = reading.take() {
+                recording = h
+                    .join()
+                    .unwrap_or_else(|_| Err("reading the recording failed".into()))?;
+            }
+            let joined = match (&summary, join_opts.as_ref(), first) {
+                (Ok(_), Some(o), Some(first)) => Some(join::finish(
+                    path,
+                    first.finish(),
+                    o,
+                    recording.as_ref(),
+                    args.join.perfetto(),
+                )),
+                _ => None,
+            };
+            report_file(
+                &args,
+                &source,
+                summary,
+                joined.transpose(),
+                &mut json_items,
+                &mut failed,
+            );
+        }
+        Ok::<(), String>(())
+    })?;
+    if args.json {
+        if args.files.len() == 1 {
+            if let Some(one) = json_items.first() {
+                println!("{one}");
+            }
+        } else {
+            let indented: Vec<String> = json_items.iter().map(|j| indent(j)).collect();
+            println!("[\n  {}\n]", indented.join(",\n  "));
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Prints (or, with `--json`, collects) one file's result, or its error.
+fn report_file(
+    args: &Args,
+    source: &str,
+    summary: Result<TraceSummaryResult, String>,
+    joined: Result<Option<(flinch_core::join::JoinReport, Option<u64>)>, String>,
+    json_items: &mut Vec<String>,
+    failed: &mut bool,
+) {
+    {
         match summary.and_then(|r| joined.map(|j| (r, j))) {
             Ok((result, joined)) => {
                 let joined = joined.map(|(report, merged)| {
@@ -123,11 +188,11 @@ pub fn run(args: Args) -> CmdResult {
                 }
             }
             Err(msg) => {
-                failed = true;
+                *failed = true;
                 eprintln!("flinch-trace trace: {source}: {msg}");
                 if args.json && args.files.len() > 1 {
                     let err = FileError {
-                        source: &source,
+                        source,
                         error: &msg,
                     };
                     json_items.push(serde_json::to_string_pretty(&err).unwrap_or_default());
@@ -135,21 +200,6 @@ pub fn run(args: Args) -> CmdResult {
             }
         }
     }
-    if args.json {
-        if args.files.len() == 1 {
-            if let Some(one) = json_items.first() {
-                println!("{one}");
-            }
-        } else {
-            let indented: Vec<String> = json_items.iter().map(|j| indent(j)).collect();
-            println!("[\n  {}\n]", indented.join(",\n  "));
-        }
-    }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
 }
 
 fn indent(json: &str) -> String {
@@ -167,6 +217,20 @@ pub fn summarize_file(
     exact_io: bool,
     show_progress: bool,
 ) -> Result<TraceSummaryResult, String> {
+    summarize_file_joined(path, source, limits, top, exact_io, show_progress, None)
+}
+
+/// [`summarize_file`], also feeding the join's first pass `join` from the same scan: every
+/// event in order, then `baseTimeNanoseconds` (docs/join.md).
+pub fn summarize_file_joined(
+    path: &Path,
+    source: &str,
+    limits: Limits,
+    top: usize,
+    exact_io: bool,
+    show_progress: bool,
+    join: Option<&mut FirstPass>,
+) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
     // bytes are scanned on a second thread and summarized on this one (pipeline), so reading,
     // scanning and summarizing overlap. The result is what flinch_core::analyzer (the web page's
@@ -175,11 +239,17 @@ pub fn summarize_file(
     #[cfg(unix)]
     if let Some(plan) = parallel::plan(path) {
         let mut progress = show_progress.then(|| ProgressLine::new("trace", plan.size()));
-        return parallel::summarize(plan, source, limits, Some(top), exact_io, |done, _| {
+        let update = |done, _| {
             if let Some(p) = progress.as_mut() {
                 p.update(done);
             }
-        });
+        };
+        return match join {
+            Some(first) => {
+                parallel::summarize_joined(plan, source, limits, Some(top), exact_io, first, update)
+            }
+            None => parallel::summarize(plan, source, limits, Some(top), exact_io, update),
+        };
     }
     let input = open_input(path)?;
     let read = input.progress();
@@ -190,13 +260,14 @@ pub fn summarize_file(
         }
     };
     // Inflating takes most of a core: with two cores or fewer, scanning and summarizing on
-    // one thread beside it is faster than on two (see pipeline::summarize_sequential).
+    // one thread beside it is faster than on two (see pipeline::summarize_sequential). The
+    // join's first pass takes the pipeline, whose scan it shares, instead of inflating again.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let replay = exact_io.then_some(path);
-    if input.is_gzip() && cores <= 2 {
+    if input.is_gzip() && cores <= 2 && join.is_none() {
         pipeline::summarize_sequential(input, source, limits, Some(top), replay, update)
     } else {
-        pipeline::summarize(input, source, limits, Some(top), replay, update)
+        pipeline::summarize_joined(input, source, limits, Some(top), replay, join, update)
     }
 }
 

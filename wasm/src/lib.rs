@@ -6,6 +6,7 @@
 use flinch_core::analyzer::{
     AnalyzeError, Analyzer as CoreAnalyzer, AnalyzerOptions, Inflater as CoreInflater,
 };
+use flinch_core::join::{NextFile, TraceJoin as CoreTraceJoin};
 use flinch_core::runs::RunsFolder as CoreRunsFolder;
 use wasm_bindgen::prelude::*;
 
@@ -185,6 +186,58 @@ impl RunsFolder {
     /// The line `flinch-trace summarize` prints.
     pub fn message(&self) -> String {
         self.inner.summary().message()
+    }
+}
+
+/// A trace joined with a recording (`flinch-trace trace FILE --telemetry CSV --json`):
+/// `new TraceJoin(optionsJson)`, then while `nextFile()` names a file (`"recording"` or
+/// `"trace"`, the trace twice): `write(chunk)`... `endFile()`; then `resultJson()` and
+/// `timelineJson(buckets)`.
+#[wasm_bindgen]
+pub struct TraceJoin {
+    inner: CoreTraceJoin,
+}
+
+#[wasm_bindgen]
+impl TraceJoin {
+    /// A join with options as JSON (see `TraceJoinOptions` in flinch-core).
+    #[wasm_bindgen(constructor)]
+    pub fn new(options_json: &str) -> Result<TraceJoin, JsError> {
+        CoreTraceJoin::from_json(options_json)
+            .map(|inner| TraceJoin { inner })
+            .map_err(|e| JsError::new(&e))
+    }
+
+    /// `"recording"`, `"trace"`, or undefined when the result is ready.
+    #[wasm_bindgen(js_name = nextFile)]
+    pub fn next_file(&self) -> Option<String> {
+        self.inner.next_file().map(|f| match f {
+            NextFile::Recording => "recording".into(),
+            NextFile::Trace => "trace".into(),
+        })
+    }
+
+    /// The next chunk of the current file.
+    pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+        self.inner.write(chunk).map_err(|e| JsError::new(&e))
+    }
+
+    /// The end of the current file.
+    #[wasm_bindgen(js_name = endFile)]
+    pub fn end_file(&mut self) -> Result<(), JsError> {
+        self.inner.end_file().map_err(|e| JsError::new(&e))
+    }
+
+    /// The result JSON (the same bytes as the native `--json`, without its final newline).
+    #[wasm_bindgen(js_name = resultJson)]
+    pub fn result_json(&self) -> Option<String> {
+        self.inner.result_json().map(String::from)
+    }
+
+    /// The timeline to draw, as JSON (`Timeline` in flinch-core).
+    #[wasm_bindgen(js_name = timelineJson)]
+    pub fn timeline_json(&self, buckets: usize) -> Option<String> {
+        self.inner.timeline_json(buckets)
     }
 }
 

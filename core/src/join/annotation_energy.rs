@@ -1,7 +1,7 @@
 //! Energy per annotation name (`user_annotation`, `gpu_user_annotation`), from the recording.
 //!
 //! Each span `[ts, ts + dur]` is a window on the recording's clock; its energy per GPU is the
-//! edge-interpolated trapezoid ([`Recording::window`]), summed over the span's GPUs: a
+//! edge-interpolated trapezoid ([`Recording::window`](super::recording::Recording::window)), summed over the span's GPUs: a
 //! `gpu_user_annotation`'s own device, a `user_annotation`'s every device the trace keeps busy
 //! (or every recorded GPU when the trace has no GPU events), each mapped to its `gpu_index`.
 //! Per name: the count, the summed duration and energy, the average power (per GPU, energy over
@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::clock::Alignment;
 use super::gaps::span_ns;
 use super::names::{Names, OTHER_ID};
-use super::recording::Recording;
+use super::recording::RecRef;
 use crate::json::{Event, IdField};
 use crate::window::combine_verdicts;
 
@@ -87,7 +87,7 @@ const GPU_USER_ANNOTATION: &[u8] = b"gpu_user_annotation";
 
 /// The accumulator of the second pass.
 pub struct AnnotationEnergyAcc<'r> {
-    rec: &'r Recording,
+    rec: RecRef<'r>,
     align: Alignment,
     /// Recording slots of a `user_annotation`.
     host_slots: Vec<usize>,
@@ -104,14 +104,14 @@ impl<'r> AnnotationEnergyAcc<'r> {
     /// `host_slots`: the recorded GPUs a `user_annotation` is charged;
     /// `device_slots`: each trace device's recorded GPU.
     pub fn new(
-        rec: &'r Recording,
+        rec: impl Into<RecRef<'r>>,
         align: Alignment,
         host_slots: Vec<usize>,
         device_slots: Vec<(i64, usize)>,
         max_names: usize,
     ) -> Self {
         AnnotationEnergyAcc {
-            rec,
+            rec: rec.into(),
             align,
             host_slots,
             device_slots,

@@ -56,6 +56,23 @@ pub fn span_ns(e: &Event<'_>) -> Option<(i64, i64)> {
     }
 }
 
+/// What an event adds to the trace's time span: `[ts, ts + dur]` (`[ts, ts]` without a
+/// non-negative `dur`) for every event with a `ts` but metadata (`M`), which may carry any `ts`
+/// (often 0) and is not part of the traced time.
+#[inline]
+pub fn time_span_ns(e: &Event<'_>) -> Option<(i64, i64)> {
+    match (e.ts_ns, e.ph == b"M") {
+        (NumField::Ns(ts), false) => Some((
+            ts,
+            match e.dur_ns {
+                NumField::Ns(d) if d >= 0 => ts.saturating_add(d),
+                _ => ts,
+            },
+        )),
+        _ => None,
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Device {
     id: i64,
@@ -181,17 +198,25 @@ impl GapFinder {
 
     /// Adds one event.
     pub fn add(&mut self, e: &Event<'_>) {
-        // Metadata events (`M`) may carry any `ts` (often 0): not part of the traced time.
-        if let (NumField::Ns(ts), false) = (e.ts_ns, e.ph == b"M") {
-            let end = match e.dur_ns {
-                NumField::Ns(d) if d >= 0 => ts.saturating_add(d),
-                _ => ts,
-            };
-            self.span = Some(match self.span {
-                None => (ts, end),
-                Some((a, b)) => (a.min(ts), b.max(end)),
-            });
-        }
+        self.add_time_span(time_span_ns(e));
+        self.add_busy(e);
+    }
+
+    /// Widens the trace's time span by `span` (from [`time_span_ns`]); the span is a min and a
+    /// max, so spans of events may come in any grouping.
+    pub fn add_time_span(&mut self, span: Option<(i64, i64)>) {
+        let Some((ts, end)) = span else {
+            return;
+        };
+        self.span = Some(match self.span {
+            None => (ts, end),
+            Some((a, b)) => (a.min(ts), b.max(end)),
+        });
+    }
+
+    /// [`GapFinder::add`] without the time span: only a busy (`X`, busy category) event
+    /// changes anything here, so only those need to be given.
+    pub fn add_busy(&mut self, e: &Event<'_>) {
         if !is_busy_category(e.cat) {
             return;
         }

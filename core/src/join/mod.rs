@@ -16,11 +16,13 @@
 
 pub mod annotation_energy;
 pub mod clock;
+pub mod first_pass;
 pub mod gaps;
 pub mod names;
 pub mod pauses;
 pub mod perfetto;
 pub mod recording;
+pub mod session;
 
 #[cfg(test)]
 mod tests;
@@ -32,10 +34,12 @@ use serde::Serialize;
 
 pub use annotation_energy::{AnnotationEnergy, AnnotationEnergyAcc};
 pub use clock::{Alignment, AlignmentSource, GpuMap, parse_offset_ms};
+pub use first_pass::{FirstPass, FirstPassResult, KeptAnnotations};
 pub use gaps::{Gap, GapFinder, GapOptions, GapsFound};
 pub use names::Names;
 pub use pauses::{HostEntry, PauseHost, PauseOptions, WithinEntry};
-pub use recording::{Recording, RecordingBuilder, RecordingOptions};
+pub use recording::{RecRef, Recording, RecordingBuilder, RecordingOptions};
+pub use session::{NextFile, Timeline, TraceJoin, TraceJoinOptions, join_options, merge_json};
 
 use crate::json::Event;
 use crate::window::Verdict;
@@ -168,7 +172,7 @@ pub struct JoinPass<'r> {
     found: GapsFound,
     opts: JoinOptions,
     align: Option<Alignment>,
-    rec: Option<&'r Recording>,
+    rec: Option<RecRef<'r>>,
     names: Names,
     host: PauseHost,
     energy: Option<AnnotationEnergyAcc<'r>>,
@@ -184,6 +188,16 @@ impl<'r> JoinPass<'r> {
         opts: JoinOptions,
         rec: Option<&'r Recording>,
     ) -> Result<JoinPass<'r>, String> {
+        JoinPass::with_recording(found, base_time_ns, opts, rec.map(RecRef::from))
+    }
+
+    /// As [`new`](Self::new), with the recording borrowed or shared ([`RecRef`]).
+    pub fn with_recording(
+        found: GapsFound,
+        base_time_ns: Option<i64>,
+        opts: JoinOptions,
+        rec: Option<RecRef<'r>>,
+    ) -> Result<JoinPass<'r>, String> {
         let align = Alignment::new(base_time_ns, opts.clock_offset_ns);
         let mut warnings = Vec::new();
         if rec.is_some() && align.is_none() {
@@ -198,7 +212,7 @@ impl<'r> JoinPass<'r> {
             );
         }
         let host = PauseHost::new(&found, opts.pauses);
-        let energy = match (rec, align) {
+        let energy = match (&rec, align) {
             (Some(r), Some(a)) => {
                 let mut device_slots = Vec::new();
                 for d in &found.devices {
@@ -225,7 +239,7 @@ impl<'r> JoinPass<'r> {
                     opts.max_annotation_names
                 };
                 Some(AnnotationEnergyAcc::new(
-                    r,
+                    r.clone(),
                     a,
                     host_slots,
                     device_slots,
@@ -266,6 +280,7 @@ impl<'r> JoinPass<'r> {
             energy,
             mut warnings,
         } = self;
+        let rec = rec.as_deref();
         let alignment = align.map(|a| alignment_report(&a, &found, rec, &mut warnings));
         let us = |ns: i64| ns as f64 / 1e3;
         let ms = |ns: i64| ns as f64 / 1e6;

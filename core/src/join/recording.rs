@@ -15,6 +15,7 @@
 //! signals takes 1.08 Mi readings (17 MiB) per GPU, so the default holds three such GPUs. Past it, the recording is refused with an error that says
 //! so: the join never works on a silently shortened recording.
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::csv::{Col, CsvEvent, RowKind, TraceCsvReader};
@@ -232,6 +233,38 @@ pub struct Recording {
     pub dropped_gpu_samples: u64,
 }
 
+/// A recording borrowed (the native join, which outlives its passes) or shared (a join that
+/// owns its recording across calls, as the page's [`TraceJoin`](super::session::TraceJoin)).
+#[derive(Clone, Debug)]
+pub enum RecRef<'r> {
+    /// Borrowed.
+    Borrowed(&'r Recording),
+    /// Shared.
+    Shared(Arc<Recording>),
+}
+
+impl core::ops::Deref for RecRef<'_> {
+    type Target = Recording;
+    fn deref(&self) -> &Recording {
+        match self {
+            RecRef::Borrowed(r) => r,
+            RecRef::Shared(r) => r,
+        }
+    }
+}
+
+impl<'r> From<&'r Recording> for RecRef<'r> {
+    fn from(r: &'r Recording) -> Self {
+        RecRef::Borrowed(r)
+    }
+}
+
+impl From<Arc<Recording>> for RecRef<'_> {
+    fn from(r: Arc<Recording>) -> Self {
+        RecRef::Shared(r)
+    }
+}
+
 /// One GPU over one window.
 #[derive(Clone, Debug)]
 pub struct GpuWindowJoin {
@@ -266,6 +299,11 @@ impl Recording {
     /// The `gpu_index` of a slot (0 for a file without the column).
     pub fn gpu_index(&self, slot: usize) -> i64 {
         self.gpus[slot].key.unwrap_or(0)
+    }
+
+    /// GPU `slot`'s power readings, (Unix ns, W), in time order.
+    pub fn power_readings(&self, slot: usize) -> &[(i64, f64)] {
+        &self.gpus[slot].power
     }
 
     /// GPU `slot` over `[t0_ns, t1_ns]` (Unix ns).

@@ -674,3 +674,143 @@ fn extreme_times_saturate_instead_of_overflowing() {
     // Its span converts (it ends before the range does); the pause does not: no telemetry.
     assert_eq!(ae[0].name, "u");
 }
+
+/// `TraceJoin` (the page's driver) against the parts run by hand: the analyzer's summary with
+/// the two passes' report appended; whole, byte by byte and in random splits, plain and gzip.
+#[test]
+fn trace_join_session_equals_the_passes_in_any_split() {
+    use crate::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+    use std::io::Write;
+    let csv = recording_csv(0..151, &[]);
+    let doc = trace_doc(Some(BASE), false, false);
+    let rec = recording(&csv);
+    let report = join(&doc, &opts(), Some(&rec)).unwrap();
+    let mut a = Analyzer::new(AnalyzerOptions {
+        kind: Kind::Trace,
+        limits: LimitsPreset::Page,
+        source: "t.json".into(),
+        ..AnalyzerOptions::default()
+    });
+    a.write(doc.as_bytes()).unwrap();
+    let want = merge_json(&a.end().unwrap(), &report);
+    assert!(want.contains("\"pauses\"") && want.contains("\"annotation_energy\""));
+    let gz = |text: &str| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap()
+    };
+    let options = r#"{"source":"t.json","limits":"page","min_gap_ms":100}"#;
+    let run = |csv: &[u8], chunks: &[&[u8]]| -> String {
+        let mut j = TraceJoin::from_json(options).unwrap();
+        assert_eq!(j.next_file(), Some(NextFile::Recording));
+        for c in csv.chunks(1000) {
+            j.write(c).unwrap();
+        }
+        j.end_file().unwrap();
+        for _ in 0..2 {
+            assert_eq!(j.next_file(), Some(NextFile::Trace));
+            for c in chunks {
+                j.write(c).unwrap();
+            }
+            j.end_file().unwrap();
+        }
+        assert_eq!(j.next_file(), None);
+        j.result_json().unwrap().into()
+    };
+    for_each_split(doc.as_bytes(), 8, 41, |chunks| {
+        assert_eq!(run(csv.as_bytes(), chunks), want);
+    });
+    let (doc_gz, csv_gz) = (gz(&doc), gz(&csv));
+    for_each_split(&doc_gz, 4, 42, |chunks| {
+        assert_eq!(run(&csv_gz, chunks), want);
+    });
+}
+
+#[test]
+fn trace_join_session_errors_and_timeline() {
+    let csv = recording_csv(0..151, &[]);
+    // No base and no offset: the CLI's error, and the join stays failed.
+    let mut j = TraceJoin::from_json("{}").unwrap();
+    j.write(csv.as_bytes()).unwrap();
+    j.end_file().unwrap();
+    j.write(trace_doc(None, false, false).as_bytes()).unwrap();
+    let e = j.end_file().unwrap_err();
+    assert!(e.contains("--clock-offset-ms"), "{e}");
+    assert_eq!(j.next_file(), None);
+    assert_eq!(j.write(b" ").unwrap_err(), e);
+    assert!(TraceJoin::from_json(r#"{"min_gap_ms":-1}"#).is_err());
+    assert!(TraceJoin::from_json(r#"{"gpu_map":"0=x"}"#).is_err());
+    assert!(TraceJoin::from_json(r#"{"nope":1}"#).is_err());
+
+    // The timeline: each device's busy span and pauses, and the power on the same axis.
+    let mut j = TraceJoin::from_json(r#"{"clock_offset_ms":"1764000000000"}"#).unwrap();
+    j.write(csv.as_bytes()).unwrap();
+    j.end_file().unwrap();
+    let doc = trace_doc(None, false, false);
+    for _ in 0..2 {
+        j.write(doc.as_bytes()).unwrap();
+        j.end_file().unwrap();
+    }
+    let r = j.report().unwrap();
+    let rec = recording(&csv);
+    let t = Timeline::new(r, &rec, 151).unwrap();
+    // The trace spans 0.8 s..3.0 s of ts (the recording 1.0 s..2.5 s).
+    assert_eq!((t.t0_us, t.t1_us), (800_000.0, 3_000_000.0));
+    // A recording an hour later: the axis stays the trace's, with no power on it.
+    let mut later = RecordingBuilder::new(RecordingOptions::default());
+    let shifted: String = csv
+        .lines()
+        .map(|l| {
+            let mut f: Vec<String> = l.split(',').map(String::from).collect();
+            if let Ok(w) = f[1].parse::<i64>() {
+                f[1] = format!("{}", w + 3_600_000_000_000);
+            }
+            f.join(",") + "\n"
+        })
+        .collect();
+    later.write(shifted.as_bytes()).unwrap();
+    let later = later.end().unwrap();
+    let t2 = Timeline::new(r, &later, 151).unwrap();
+    assert_eq!((t2.t0_us, t2.t1_us), (800_000.0, 3_000_000.0));
+    assert!(t2.gpus.iter().all(|g| g.power.is_empty()));
+    let d0 = t.devices.iter().find(|d| d.device == 0).unwrap();
+    assert_eq!(
+        d0.pauses_us,
+        vec![[1_700_000.5, 2_424_000.5], [1_200_000.5, 1_500_000.5]]
+    );
+    let g0 = &t.gpus[0];
+    assert_eq!(g0.gpu_index, 0);
+    assert_eq!(g0.max_w, 300.0);
+    // Every reading lands in a bucket: 151 readings over 151 buckets of the 2.2 s axis.
+    assert!(g0.power.iter().all(|p| p[1] <= p[2]));
+    let inside = |t: f64| {
+        g0.power
+            .iter()
+            .filter(move |p| (p[0] - t).abs() < 7_500.0)
+            .map(|p| p[2])
+    };
+    assert_eq!(inside(2_000_000.0).fold(0.0, f64::max), 100.0);
+    assert_eq!(inside(1_100_000.0).fold(0.0, f64::max), 300.0);
+    assert!(
+        j.timeline_json(100)
+            .unwrap()
+            .starts_with("{\"t0_us\":800000.0")
+    );
+}
+
+#[test]
+fn round_positive_is_round() {
+    for x in [
+        0.0,
+        0.4,
+        0.5,
+        0.49999999999999994,
+        1.5,
+        2.5,
+        99.999_999_5e6,
+        1e17 + 0.5,
+        4.5e15 + 1.0,
+    ] {
+        assert_eq!(super::session::round_positive(x), x.round(), "{x}");
+    }
+}

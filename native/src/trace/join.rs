@@ -1,17 +1,21 @@
 //! `trace --pauses / --min-gap-ms / --telemetry CSV`: the trace joined with a recording
 //! (`flinch_core::join`; docs/join.md).
 //!
-//! The join reads the trace file twice on a thread of its own, beside the summary: the first
-//! pass finds each device's GPU idle gaps and `baseTimeNanoseconds`, the second attributes host
-//! events to the longest gaps and, with a recording, judges each gap and sums energy per
-//! annotation. The recording is read once into memory per GPU (bounded; see
-//! `flinch_core::join::recording`). The result's keys are appended to the summary's JSON object.
+//! The join's first pass ([`FirstPass`]: each device's GPU idle gaps, `baseTimeNanoseconds`
+//! and a bounded copy of the annotation spans) rides on the summary's own scan
+//! (`super::summarize_file_joined`). The second pass attributes host events to the longest
+//! gaps and, with a recording, judges each gap and sums energy per annotation ([`finish`]): it
+//! reads the trace again only when there is a pause to list, a merged file to write, or more
+//! annotation spans than the copy holds; otherwise it replays the copied spans. The recording
+//! is read once into memory per GPU (bounded; see `flinch_core::join::recording`). The result's
+//! keys are appended to the summary's JSON object.
 use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
+pub use flinch_core::join::merge_json;
 use flinch_core::join::{
-    Alignment, AlignmentSource, GapFinder, GpuMap, JoinOptions, JoinPass, JoinReport, Recording,
-    RecordingBuilder, RecordingOptions, parse_offset_ms,
+    Alignment, AlignmentSource, FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport,
+    Recording, RecordingBuilder, RecordingOptions, join_options,
 };
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::window::PowerSource;
@@ -60,24 +64,17 @@ impl JoinArgs {
 
     /// The core options, checked.
     pub fn options(&self) -> Result<JoinOptions, String> {
-        let mut o = JoinOptions::default();
-        if let Some(ms) = self.min_gap_ms {
-            if !(ms.is_finite() && ms > 0.0 && ms < 1e12) {
-                return Err(format!(
-                    "--min-gap-ms {ms}: expected a positive number of ms"
-                ));
-            }
-            o.gaps.min_gap_ns = ((ms * 1e6).round() as i64).max(1);
-        }
-        o.pauses.max_pauses_per_device = self.top_pauses;
-        if let Some(text) = &self.clock_offset_ms {
-            o.clock_offset_ns =
-                Some(parse_offset_ms(text).map_err(|e| format!("--clock-offset-ms {text}: {e}"))?);
-        }
-        if let Some(text) = &self.gpu_map {
-            o.gpu_map = GpuMap::parse(text)?;
-        }
-        Ok(o)
+        join_options(
+            self.min_gap_ms,
+            self.top_pauses,
+            self.clock_offset_ms.as_deref(),
+            self.gpu_map.as_deref(),
+        )
+    }
+
+    /// Whether a recording is given.
+    pub fn has_telemetry(&self) -> bool {
+        self.telemetry.is_some()
     }
 
     /// Where to write the merged trace, with the recording to merge.
@@ -150,16 +147,42 @@ fn scan_file(
     Ok(sc.base_time_ns())
 }
 
-/// Both passes over one trace file; with `perfetto` (OUT, recording), the merged file too
-/// (its event count comes back).
+/// The first pass for `opts`, to be fed every event of the trace in order (and its base time);
+/// `recording`: a recording will be joined, so the annotation spans are copied.
+pub fn first_pass(opts: &JoinOptions, recording: bool) -> FirstPass {
+    FirstPass::new(opts.gaps, recording)
+}
+
+/// Both passes over one trace file, each reading it: what [`first_pass`] fed by the summary's
+/// scan and [`finish`] give, the oracle of the tests.
+#[cfg(test)]
 pub fn run(
     path: &Path,
     opts: &JoinOptions,
     rec: Option<&Recording>,
     perfetto: Option<(&Path, &Path)>,
 ) -> Result<(JoinReport, Option<u64>), String> {
-    let mut finder = GapFinder::new(opts.gaps);
-    let base = scan_file(path, |e| finder.add(e), None)?;
+    let mut first = first_pass(opts, false);
+    let base = scan_file(path, |e| first.add(e), None)?;
+    first.set_base_time_ns(base);
+    finish(path, first.finish(), opts, rec, perfetto)
+}
+
+/// The second pass over one trace file, after `first`; with `perfetto` (OUT, recording), the
+/// merged file too (its event count comes back). Reads the file again only when it must (see
+/// the module docs).
+pub fn finish(
+    path: &Path,
+    first: FirstPassResult,
+    opts: &JoinOptions,
+    rec: Option<&Recording>,
+    perfetto: Option<(&Path, &Path)>,
+) -> Result<(JoinReport, Option<u64>), String> {
+    let FirstPassResult {
+        found,
+        base_time_ns: base,
+        annotations,
+    } = first;
     let mut merger = match perfetto {
         Some((out, csv)) => {
             let align = Alignment::new(base, opts.clock_offset_ns).ok_or(
@@ -169,50 +192,23 @@ pub fn run(
         }
         None => None,
     };
-    let found = finder.finish();
-    // Without a pause, a recording or a merge, the second pass has nothing to add.
-    let second =
-        found.devices.iter().any(|d| !d.gaps.is_empty()) || rec.is_some() || merger.is_some();
+    // Host events matter only to listed pauses; without one, a recording needs only the
+    // annotation spans, which the first pass copied when they fit.
+    let listed =
+        opts.pauses.max_pauses_per_device > 0 && found.devices.iter().any(|d| !d.gaps.is_empty());
+    let replay = match (rec, annotations) {
+        (Some(_), Some(a)) if !listed && merger.is_none() => Some(a),
+        _ => None,
+    };
+    let reread = listed || merger.is_some() || (rec.is_some() && replay.is_none());
     let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
-    if second {
+    if let Some(a) = replay {
+        a.replay(|e| pass.add(e));
+    } else if reread {
         scan_file(path, |e| pass.add(e), merger.as_mut())?;
     }
     let merged = merger.map(Merger::finish).transpose()?;
     Ok((pass.finish(), merged))
-}
-
-/// The summary's JSON object with the join's keys appended (each in its struct's field order).
-pub fn merge_json(summary_json: &str, r: &JoinReport) -> String {
-    let trimmed = summary_json.trim_end();
-    let Some(body) = trimmed.strip_suffix('}') else {
-        return summary_json.to_string();
-    };
-    let mut out = body.trim_end().to_string();
-    let mut add = |key: &str, value: String| {
-        out.push_str(&format!(",\n  \"{key}\": {}", value.replace('\n', "\n  ")));
-    };
-    let pretty = |v: &dyn erased::Ser| v.pretty();
-    add("alignment", pretty(&r.alignment));
-    add("pause_devices", pretty(&r.pause_devices));
-    add("pauses", pretty(&r.pauses));
-    if let Some(a) = &r.annotation_energy {
-        add("annotation_energy", pretty(a));
-    }
-    add("join_warnings", pretty(&r.join_warnings));
-    out.push_str("\n}");
-    out
-}
-
-mod erased {
-    /// Pretty JSON of any serializable value, behind a trait object.
-    pub trait Ser {
-        fn pretty(&self) -> String;
-    }
-    impl<T: serde::Serialize> Ser for T {
-        fn pretty(&self) -> String {
-            serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
-        }
-    }
 }
 
 /// The text tables: the top pauses, then energy per annotation, then warnings.

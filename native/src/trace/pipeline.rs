@@ -23,6 +23,9 @@ use std::thread;
 
 use flinch_core::Limits;
 use flinch_core::analyzer::{Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind};
+use flinch_core::join::FirstPass;
+use flinch_core::join::first_pass;
+use flinch_core::join::gaps::time_span_ns;
 use flinch_core::json::{
     Event, EventScanner, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
     ScanWarnings,
@@ -156,13 +159,27 @@ pub(super) struct Batch {
     recent: Vec<u16>,
     /// Per pair: its op in the summary, once looked up (`Batch::add_to`).
     memos: Vec<Option<OpMemo>>,
+    /// With the join: what its first pass reads of these events (`Batch::join_to`).
+    join: Option<JoinSide>,
+}
+
+/// What the join's first pass (`flinch_core::join::FirstPass`) reads of a batch's events: their
+/// time spans merged, and the record index and `pid` of each event that it reads more of (a
+/// complete busy or annotation event, whose `ts`, `dur`, `cat` and `name` the record keeps).
+struct JoinSide {
+    span: Option<(i64, i64)>,
+    events: Vec<(u32, IdField)>,
 }
 
 impl Batch {
     /// Capacity for [`BATCH_EVENTS`] records and for a full text arena plus one more event's
     /// strings (each at most `max_string_bytes`; `ph` at most 8 bytes), so pushes never grow it.
-    pub(super) fn new(max_string_bytes: usize) -> Batch {
+    pub(super) fn new(max_string_bytes: usize, join: bool) -> Batch {
         Batch {
+            join: join.then(|| JoinSide {
+                span: None,
+                events: Vec::with_capacity(BATCH_EVENTS),
+            }),
             recs: Vec::with_capacity(BATCH_EVENTS),
             text: Vec::with_capacity(BATCH_TEXT_BYTES + 2 * max_string_bytes + 64),
             threads: Vec::with_capacity(BATCH_EVENTS),
@@ -210,6 +227,14 @@ impl Batch {
     }
 
     pub(super) fn push(&mut self, e: &Event<'_>) {
+        if let Some(j) = &mut self.join {
+            if let Some((a, b)) = time_span_ns(e) {
+                j.span = Some(j.span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            }
+            if first_pass::is_relevant(e) {
+                j.events.push((self.recs.len() as u32, e.pid));
+            }
+        }
         let (ph, ph_byte) = match e.ph {
             [b] => (NONE, *b),
             ph => (self.span(Some(ph)), 0),
@@ -287,6 +312,33 @@ impl Batch {
         }
     }
 
+    /// Gives the join's first pass what it reads of the batch's events, in order.
+    pub(super) fn join_to(&self, first: &mut FirstPass) {
+        let Some(j) = &self.join else {
+            return;
+        };
+        first.add_time_span(j.span);
+        for &(i, pid) in &j.events {
+            let r = &self.recs[i as usize];
+            let (cat, name) = match self.pairs.get(r.pair as usize) {
+                Some(&(c, n)) => (str_in(&self.text, c), str_in(&self.text, n)),
+                None => (None, None),
+            };
+            first.add_relevant(&Event {
+                ph: b"X",
+                cat,
+                name,
+                ts_ns: num_field(r.kinds, r.ts_ns),
+                dur_ns: num_field(r.kinds >> 2, r.dur_ns),
+                pid,
+                tid: IdField::Missing,
+                id: IdField::Missing,
+                scope: IdField::Missing,
+                quoted_times: r.kinds >> 4,
+            });
+        }
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.recs.is_empty()
     }
@@ -297,6 +349,10 @@ impl Batch {
         self.threads.clear();
         self.pairs.clear();
         self.recent.fill(u16::MAX);
+        if let Some(j) = &mut self.join {
+            j.span = None;
+            j.events.clear();
+        }
     }
 }
 
@@ -305,7 +361,14 @@ enum Msg {
     Events(Batch),
     /// The input ended: the scanner's end state, the cut-gzip message if the stream was cut,
     /// and the input's warning (trailing gzip garbage ignored).
-    End(ScanEnd, ScanWarnings, Option<String>, Option<String>),
+    /// And `baseTimeNanoseconds` as the scanner read it.
+    End(
+        ScanEnd,
+        ScanWarnings,
+        Option<String>,
+        Option<String>,
+        Option<i64>,
+    ),
     /// The input or the scan failed: the message the caller prints.
     Fail(String),
 }
@@ -316,19 +379,37 @@ enum Msg {
 /// # Errors
 /// A read or gzip error, or malformed JSON outside events: one line naming the byte offset, as
 /// the core analyzer words it.
+#[cfg(test)]
 pub fn summarize(
     input: Input,
     source: &str,
     limits: Limits,
     top: Option<usize>,
     exact_io: Option<&Path>,
+    progress: impl FnMut(),
+) -> Result<TraceSummaryResult, String> {
+    summarize_joined(input, source, limits, top, exact_io, None, progress)
+}
+
+/// [`summarize`], also giving every event, in order, to the join's first pass `join` (and the
+/// scanner's `baseTimeNanoseconds` at the end), from the same scan.
+///
+/// # Errors
+/// As [`summarize`].
+pub fn summarize_joined(
+    input: Input,
+    source: &str,
+    limits: Limits,
+    top: Option<usize>,
+    exact_io: Option<&Path>,
+    mut join: Option<&mut FirstPass>,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
     let (tx, rx) = sync_channel::<Msg>(RING_BATCHES);
     let (free_tx, free_rx) = sync_channel::<Batch>(RING_BATCHES);
     for _ in 0..RING_BATCHES {
         free_tx
-            .send(Batch::new(limits.max_string_bytes))
+            .send(Batch::new(limits.max_string_bytes, join.is_some()))
             .expect("the receiver is alive");
     }
     let scan = thread::Builder::new()
@@ -344,12 +425,20 @@ pub fn summarize(
         match rx.recv() {
             Ok(Msg::Events(mut batch)) => {
                 batch.add_to(&mut summary);
+                if let Some(first) = join.as_deref_mut() {
+                    batch.join_to(first);
+                }
                 batch.clear();
                 // Never blocks: the ring holds every batch there is.
                 let _ = free_tx.try_send(batch);
                 progress();
             }
-            Ok(Msg::End(end, warnings, cut, note)) => break Ok((end, warnings, cut, note)),
+            Ok(Msg::End(end, warnings, cut, note, base)) => {
+                if let Some(first) = join.as_deref_mut() {
+                    first.set_base_time_ns(base);
+                }
+                break Ok((end, warnings, cut, note));
+            }
             Ok(Msg::Fail(message)) => break Err(message),
             Err(_) => break Err("the trace scan thread stopped unexpectedly".to_string()),
         }
@@ -478,7 +567,8 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
     }
     let end = scanner.finish();
     let note = input.warning().map(str::to_string);
-    let _ = tx.send(Msg::End(end, *scanner.warnings(), cut, note));
+    let base = scanner.base_time_ns();
+    let _ = tx.send(Msg::End(end, *scanner.warnings(), cut, note, base));
 }
 
 /// The analyzer's wording of a scan error.

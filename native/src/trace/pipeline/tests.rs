@@ -194,7 +194,7 @@ fn batches_add_what_the_events_add() {
     ] {
         let mut direct = TraceSummary::new(limits);
         let mut batched = TraceSummary::new(limits);
-        let mut batch = Batch::new(limits.max_string_bytes);
+        let mut batch = Batch::new(limits.max_string_bytes, false);
         for i in 0..20_000u64 {
             let name = names[rng(names.len())].as_deref().map(str::as_bytes);
             let cat = cats[rng(cats.len())].map(str::as_bytes);

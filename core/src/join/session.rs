@@ -1,0 +1,563 @@
+//! The whole join over whole files, for callers that hand it bytes: the page (one file read at
+//! a time, in chunks) and tests. It gives the bytes `flinch-trace trace FILE --telemetry CSV
+//! --json` prints: the summary's JSON object with the join's keys appended ([`merge_json`]).
+//!
+//! The caller asks [`TraceJoin::next_file`] which file to read next and feeds it with
+//! [`write`](TraceJoin::write) and [`end_file`](TraceJoin::end_file): the recording, then the
+//! trace (pass 1: the summary and the gaps), then the trace again (pass 2: host events and
+//! energy), each plain or gzip (detected by its magic bytes). [`TraceJoin::result_json`] and
+//! [`TraceJoin::timeline_json`] give the results.
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    GapFinder, GpuMap, JoinOptions, JoinPass, JoinReport, Recording, RecordingBuilder,
+    RecordingOptions, parse_offset_ms,
+};
+use crate::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset, trailing_garbage_warning};
+use crate::gzip::{GzDecoder, GzStatus, is_gzip};
+use crate::json::{EventScanner, Scan};
+use crate::window::PowerSource;
+
+/// The summary's JSON object (`trace --json`) with the join's keys appended, each in its
+/// struct's field order: the bytes `trace --json` prints with a join option.
+pub fn merge_json(summary_json: &str, r: &JoinReport) -> String {
+    let trimmed = summary_json.trim_end();
+    let Some(body) = trimmed.strip_suffix('}') else {
+        return summary_json.to_string();
+    };
+    let mut out = body.trim_end().to_string();
+    let mut add = |key: &str, value: String| {
+        out.push_str(&format!(",\n  \"{key}\": {}", value.replace('\n', "\n  ")));
+    };
+    add("alignment", pretty(&r.alignment));
+    add("pause_devices", pretty(&r.pause_devices));
+    add("pauses", pretty(&r.pauses));
+    if let Some(a) = &r.annotation_energy {
+        add("annotation_energy", pretty(a));
+    }
+    add("join_warnings", pretty(&r.join_warnings));
+    out.push_str("\n}");
+    out
+}
+
+fn pretty<T: Serialize>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// The join's command-line options, checked into [`JoinOptions`]: `--min-gap-ms`,
+/// `--top-pauses`, `--clock-offset-ms`, `--gpu-map`.
+///
+/// # Errors
+/// A text naming the option.
+pub fn join_options(
+    min_gap_ms: Option<f64>,
+    top_pauses: usize,
+    clock_offset_ms: Option<&str>,
+    gpu_map: Option<&str>,
+) -> Result<JoinOptions, String> {
+    let mut o = JoinOptions::default();
+    if let Some(ms) = min_gap_ms {
+        if !(ms.is_finite() && ms > 0.0 && ms < 1e12) {
+            return Err(format!(
+                "--min-gap-ms {ms}: expected a positive number of ms"
+            ));
+        }
+        o.gaps.min_gap_ns = (round_positive(ms * 1e6) as i64).max(1);
+    }
+    o.pauses.max_pauses_per_device = top_pauses;
+    if let Some(text) = clock_offset_ms {
+        o.clock_offset_ns =
+            Some(parse_offset_ms(text).map_err(|e| format!("--clock-offset-ms {text}: {e}"))?);
+    }
+    if let Some(text) = gpu_map {
+        o.gpu_map = GpuMap::parse(text)?;
+    }
+    Ok(o)
+}
+
+/// `x.round()` for finite `x >= 0` (no libm in no_std): half away from zero, exactly.
+pub(crate) fn round_positive(x: f64) -> f64 {
+    let t = x as u64 as f64; // truncation; exact below 2^53, and x is integral above it
+    if x - t >= 0.5 { t + 1.0 } else { t }
+}
+
+/// Options of a [`TraceJoin`], from JSON with these field names (all optional).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TraceJoinOptions {
+    /// The `source` written into the summary (the trace's name).
+    pub source: String,
+    /// Memory bounds of the summary.
+    pub limits: LimitsPreset,
+    /// Ops listed by the summary (absent: 40).
+    pub top: Option<usize>,
+    /// `--min-gap-ms` (absent: 100).
+    pub min_gap_ms: Option<f64>,
+    /// `--top-pauses` (absent: 50).
+    pub top_pauses: Option<usize>,
+    /// `--clock-offset-ms`, as text (exact to 1 ns).
+    pub clock_offset_ms: Option<String>,
+    /// `--gpu-map`.
+    pub gpu_map: Option<String>,
+    /// Which NVML reading the recording's `gpu_power_W` holds (`instant`, `average`; absent:
+    /// unknown), as the recording's `.meta.json` sidecar says natively.
+    pub power_source: Option<String>,
+}
+
+/// Which file [`TraceJoin`] reads next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextFile {
+    /// The recording (trace.csv).
+    Recording,
+    /// The trace (read twice).
+    Trace,
+}
+
+/// Where [`Decode`] puts decoded bytes (with whether the file is gzip).
+type Sink<'a> = &'a mut dyn FnMut(&[u8], bool) -> Result<(), String>;
+
+/// Bytes of one file, plain or gzip (by magic), decoded for a consumer.
+struct Decode {
+    first: Option<u8>,
+    started: bool,
+    gz: Option<(Box<GzDecoder>, Vec<u8>)>,
+}
+
+impl Decode {
+    fn new() -> Decode {
+        Decode {
+            first: None,
+            started: false,
+            gz: None,
+        }
+    }
+
+    fn write(&mut self, chunk: &[u8], out: Sink<'_>) -> Result<(), String> {
+        if !self.started {
+            let Some(&b) = chunk.first() else {
+                return Ok(());
+            };
+            let magic = match self.first {
+                None if chunk.len() == 1 => {
+                    self.first = Some(b);
+                    return Ok(());
+                }
+                None => [b, chunk[1]],
+                Some(f) => [f, b],
+            };
+            self.started = true;
+            if is_gzip(&magic) {
+                self.gz = Some((Box::new(GzDecoder::new()), vec![0; 64 * 1024]));
+            }
+            if let Some(f) = self.first.take() {
+                self.feed(&[f], out)?;
+            }
+        }
+        self.feed(chunk, out)
+    }
+
+    fn feed(&mut self, mut input: &[u8], out: Sink<'_>) -> Result<(), String> {
+        let Some((dec, buf)) = &mut self.gz else {
+            return out(input, false);
+        };
+        loop {
+            let (status, nin, nout) = dec.decode(input, buf).map_err(|e| e.to_string())?;
+            out(&buf[..nout], true)?;
+            input = &input[nin..];
+            if status != GzStatus::OutputFull {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Ends the file: (the cut-gzip text, the trailing-garbage warning).
+    fn end(&mut self, out: Sink<'_>) -> Result<(Option<String>, Option<String>), String> {
+        if let Some(f) = self.first.take() {
+            self.started = true;
+            out(&[f], false)?;
+        }
+        let Some((dec, _)) = &self.gz else {
+            return Ok((None, None));
+        };
+        let warning = dec.trailing_garbage_at().map(trailing_garbage_warning);
+        match dec.finish() {
+            Ok(()) => Ok((None, warning)),
+            Err(e) if e.is_truncated() => Ok((Some(e.to_string()), warning)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+fn scan_all(
+    sc: &mut EventScanner,
+    chunk: &[u8],
+    mut f: impl FnMut(&crate::json::Event<'_>),
+) -> Result<(), String> {
+    let mut pos = 0;
+    loop {
+        let (what, n) = sc.scan(&chunk[pos..]).map_err(|e| format!("join: {e}"))?;
+        pos += n;
+        match what {
+            Scan::Event => f(&sc.event()),
+            Scan::NeedsInput => return Ok(()),
+        }
+    }
+}
+
+enum Phase {
+    Recording(Box<RecordingBuilder>),
+    First {
+        analyzer: Option<Box<Analyzer>>,
+        scanner: Box<EventScanner>,
+        finder: Box<GapFinder>,
+    },
+    Second {
+        scanner: Box<EventScanner>,
+        pass: Box<JoinPass<'static>>,
+        summary_json: String,
+    },
+    Done,
+}
+
+/// A trace joined with a recording, fed file by file (see the module docs).
+pub struct TraceJoin {
+    analyzer_opts: AnalyzerOptions,
+    opts: JoinOptions,
+    rec: Option<Arc<Recording>>,
+    decode: Decode,
+    phase: Phase,
+    report: Option<JoinReport>,
+    json: Option<String>,
+    failed: Option<String>,
+}
+
+impl TraceJoin {
+    /// A join with options as JSON (see [`TraceJoinOptions`]).
+    ///
+    /// # Errors
+    /// Unknown fields or bad option values, with the option's name.
+    pub fn from_json(options_json: &str) -> Result<TraceJoin, String> {
+        let o: TraceJoinOptions = serde_json::from_str(options_json).map_err(|e| e.to_string())?;
+        TraceJoin::new(o)
+    }
+
+    /// A join with these options.
+    ///
+    /// # Errors
+    /// Bad option values, with the option's name.
+    pub fn new(o: TraceJoinOptions) -> Result<TraceJoin, String> {
+        let opts = join_options(
+            o.min_gap_ms,
+            o.top_pauses.unwrap_or(50),
+            o.clock_offset_ms.as_deref(),
+            o.gpu_map.as_deref(),
+        )?;
+        let power_source = match o.power_source.as_deref() {
+            None | Some("unknown") => PowerSource::Unknown,
+            Some("instant") => PowerSource::Instant,
+            Some("average") => PowerSource::Average,
+            Some(s) => return Err(format!("power_source {s}: expected instant or average")),
+        };
+        Ok(TraceJoin {
+            analyzer_opts: AnalyzerOptions {
+                kind: Kind::Trace,
+                limits: o.limits,
+                source: o.source,
+                top: o.top,
+                ..AnalyzerOptions::default()
+            },
+            opts,
+            rec: None,
+            decode: Decode::new(),
+            phase: Phase::Recording(Box::new(RecordingBuilder::new(RecordingOptions {
+                power_source,
+                ..RecordingOptions::default()
+            }))),
+            report: None,
+            json: None,
+            failed: None,
+        })
+    }
+
+    /// The file to read next (from its first byte), or `None` when the result is ready.
+    pub fn next_file(&self) -> Option<NextFile> {
+        match self.phase {
+            Phase::Recording(_) => Some(NextFile::Recording),
+            Phase::First { .. } | Phase::Second { .. } => Some(NextFile::Trace),
+            Phase::Done => None,
+        }
+    }
+
+    /// The next chunk of the current file.
+    ///
+    /// # Errors
+    /// Malformed input; the join then stays failed.
+    pub fn write(&mut self, chunk: &[u8]) -> Result<(), String> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let r = self.write_inner(chunk);
+        self.fail_on(r)
+    }
+
+    fn fail_on<T>(&mut self, r: Result<T, String>) -> Result<T, String> {
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+            self.phase = Phase::Done;
+        }
+        r
+    }
+
+    fn write_inner(&mut self, chunk: &[u8]) -> Result<(), String> {
+        let TraceJoin {
+            decode,
+            phase,
+            analyzer_opts,
+            ..
+        } = self;
+        decode.write(chunk, &mut |bytes, gzip| {
+            feed(phase, analyzer_opts, bytes, gzip)
+        })
+    }
+
+    /// The end of the current file.
+    ///
+    /// # Errors
+    /// Input that ended where it cannot, or a join that cannot run (a trace without
+    /// `baseTimeNanoseconds` and no `clock_offset_ms`).
+    pub fn end_file(&mut self) -> Result<(), String> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let r = self.end_inner();
+        self.fail_on(r)
+    }
+
+    fn end_inner(&mut self) -> Result<(), String> {
+        let (cut, warning) = {
+            let TraceJoin {
+                decode,
+                phase,
+                analyzer_opts,
+                ..
+            } = self;
+            decode.end(&mut |bytes, gzip| feed(phase, analyzer_opts, bytes, gzip))?
+        };
+        self.decode = Decode::new();
+        match core::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Recording(b) => {
+                if let Some(cut) = cut {
+                    return Err(format!("recording: {cut}"));
+                }
+                self.rec = Some(Arc::new(b.end()?));
+                self.phase = Phase::First {
+                    analyzer: None,
+                    scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
+                    finder: Box::new(GapFinder::new(self.opts.gaps)),
+                };
+            }
+            Phase::First {
+                analyzer,
+                mut scanner,
+                finder,
+            } => {
+                let mut analyzer = analyzer.unwrap_or_else(|| {
+                    Box::new(Analyzer::with_decoded_input(
+                        self.analyzer_opts.clone(),
+                        false,
+                    ))
+                });
+                if let Some(c) = &cut {
+                    analyzer.note_cut_gzip(c);
+                }
+                if let Some(w) = &warning {
+                    analyzer.note_gzip_warning(w);
+                }
+                let summary_json = (*analyzer).end().map_err(|e| e.to_string())?;
+                scanner.finish();
+                let base = scanner.base_time_ns();
+                let pass = JoinPass::with_recording(
+                    finder.finish(),
+                    base,
+                    self.opts.clone(),
+                    self.rec.clone().map(Into::into),
+                )?;
+                self.phase = Phase::Second {
+                    scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
+                    pass: Box::new(pass),
+                    summary_json,
+                };
+            }
+            Phase::Second {
+                mut scanner,
+                pass,
+                summary_json,
+            } => {
+                scanner.finish();
+                let report = pass.finish();
+                self.json = Some(merge_json(&summary_json, &report));
+                self.report = Some(report);
+            }
+            Phase::Done => return Err("the join has ended".into()),
+        }
+        Ok(())
+    }
+
+    /// The result JSON, once [`next_file`](Self::next_file) is `None`: the bytes
+    /// `trace FILE --telemetry CSV --json` prints (without the final newline).
+    pub fn result_json(&self) -> Option<&str> {
+        self.json.as_deref()
+    }
+
+    /// The join's report, once done.
+    pub fn report(&self) -> Option<&JoinReport> {
+        self.report.as_ref()
+    }
+
+    /// The page's timeline, once done, as JSON (see [`Timeline`]).
+    pub fn timeline_json(&self, buckets: usize) -> Option<String> {
+        let t = Timeline::new(self.report.as_ref()?, self.rec.as_deref()?, buckets)?;
+        serde_json::to_string(&t).ok()
+    }
+}
+
+/// Feeds decoded bytes of the current file to its phase.
+fn feed(
+    phase: &mut Phase,
+    analyzer_opts: &AnalyzerOptions,
+    bytes: &[u8],
+    gzip: bool,
+) -> Result<(), String> {
+    match phase {
+        Phase::Recording(b) => b.write(bytes),
+        Phase::First {
+            analyzer,
+            scanner,
+            finder,
+        } => {
+            let a = analyzer.get_or_insert_with(|| {
+                Box::new(Analyzer::with_decoded_input(analyzer_opts.clone(), gzip))
+            });
+            a.write(bytes).map_err(|e| e.to_string())?;
+            scan_all(scanner, bytes, |e| finder.add(e))
+        }
+        Phase::Second { scanner, pass, .. } => scan_all(scanner, bytes, |e| pass.add(e)),
+        Phase::Done => Err("the join has ended".into()),
+    }
+}
+
+/// What the page draws: each trace device's busy span and listed pauses, and each recorded
+/// GPU's power, on one axis (trace `ts`, µs).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Timeline {
+    /// Start of the axis, trace µs: the trace's first event (the recording's first sample when
+    /// the trace has no timed event).
+    pub t0_us: f64,
+    /// End of the axis, trace µs: the trace's last event end (or the recording's last sample).
+    pub t1_us: f64,
+    /// Per trace device.
+    pub devices: Vec<TimelineDevice>,
+    /// Per recorded GPU.
+    pub gpus: Vec<TimelinePower>,
+}
+
+/// One trace device on the timeline.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TimelineDevice {
+    /// The trace device.
+    pub device: i64,
+    /// First busy start and last busy end, trace µs.
+    pub busy_us: [f64; 2],
+    /// Listed pauses, `[start, end]` trace µs.
+    pub pauses_us: Vec<[f64; 2]>,
+    /// Pauses found but not listed (shown as busy).
+    pub pauses_not_listed: u64,
+}
+
+/// One recorded GPU's power, bucketed.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TimelinePower {
+    /// The recorded GPU.
+    pub gpu_index: i64,
+    /// `[t_us, min_w, max_w]` per non-empty bucket, `t_us` the bucket's middle.
+    pub power: Vec<[f64; 3]>,
+    /// Highest reading, W.
+    pub max_w: f64,
+}
+
+impl Timeline {
+    /// The timeline of a finished join, with at most `buckets` power points per GPU. `None`
+    /// without an alignment.
+    pub fn new(r: &JoinReport, rec: &Recording, buckets: usize) -> Option<Timeline> {
+        let a = r.alignment.as_ref()?;
+        let to_us = |unix: i64| (i128::from(unix) - i128::from(a.offset_ns)) as f64 / 1e3;
+        // The trace's span (the recording's when the trace has no timed event): a recording
+        // that lies elsewhere would squeeze the trace to a line.
+        let (lo, hi) = match (a.trace_start_unix_ns, a.trace_end_unix_ns) {
+            (Some(s), Some(e)) => (to_us(s), to_us(e)),
+            _ => {
+                let (s, e) = rec.span_ns?;
+                (to_us(s), to_us(e))
+            }
+        };
+        let hi = if hi > lo { hi } else { lo + 1.0 };
+        let devices = r
+            .pause_devices
+            .iter()
+            .map(|d| TimelineDevice {
+                device: d.device,
+                busy_us: [d.busy_start_ts_us, d.busy_end_ts_us],
+                pauses_us: r
+                    .pauses
+                    .iter()
+                    .filter(|p| p.device == d.device)
+                    .map(|p| [p.start_ts_us, p.start_ts_us + p.duration_ms * 1e3])
+                    .collect(),
+                pauses_not_listed: d.pauses_found - d.pauses_listed,
+            })
+            .collect();
+        let n = buckets.max(1);
+        let width = (hi - lo) / n as f64;
+        let gpus = rec
+            .slots()
+            .map(|slot| {
+                let mut b: Vec<Option<(f64, f64)>> = vec![None; n];
+                let mut max_w = 0.0f64;
+                for &(t, w) in rec.power_readings(slot) {
+                    let x = to_us(t);
+                    if !(lo..=hi).contains(&x) {
+                        continue;
+                    }
+                    let k = (((x - lo) / width) as usize).min(n - 1);
+                    let e = b[k].get_or_insert((w, w));
+                    e.0 = e.0.min(w);
+                    e.1 = e.1.max(w);
+                    max_w = max_w.max(w);
+                }
+                TimelinePower {
+                    gpu_index: rec.gpu_index(slot),
+                    power: b
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, v)| {
+                            v.map(|(mn, mx)| [lo + (k as f64 + 0.5) * width, mn, mx])
+                        })
+                        .collect(),
+                    max_w,
+                }
+            })
+            .collect();
+        Some(Timeline {
+            t0_us: lo,
+            t1_us: hi,
+            devices,
+            gpus,
+        })
+    }
+}

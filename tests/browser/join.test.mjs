@@ -1,0 +1,195 @@
+// A trace and its recording dropped (or chosen) together: the page's #result-json is, byte for
+// byte, what `flinch-trace trace TRACE --telemetry CSV --json` prints (plain and .json.gz traces,
+// the join options of the form), the pauses table and the timeline show the known pauses, and a
+// join that cannot run fails with the native message. The pair is generated with known truth,
+// as native/tests/join_cli.rs does: pauses of 724 ms and 300 ms on device 0, power 100 W inside
+// them and 300 W elsewhere, sampled every 10 ms.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  ROOT, native, startServer, startBrowser, openPage, waitFinished, resultJson, artifactPath,
+} from './harness.mjs';
+
+const BASE = 1_764_000_000_000_000_000n;
+const MONO_SKEW = 1_763_999_000_000_000_000n;
+const GRID0_NS = 1_000_000_500n;
+const STEP_NS = 10_000_000n;
+
+function trace(base) {
+  const evs = [
+    '{"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":1000000.5,"dur":200000}',
+    '{"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":8,"ts":1500000.5,"dur":200000}',
+    '{"ph":"X","cat":"gpu_memset","name":"Memset","pid":0,"tid":8,"ts":2424000.5,"dur":76000}',
+    '{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":9,"tid":9,"ts":900000,"dur":2000000}',
+    '{"ph":"X","cat":"cpu_op","name":"aten::item","pid":9,"tid":9,"ts":1250000.5,"dur":200000}',
+    '{"ph":"X","cat":"python_function","name":"dataloader next","pid":9,"tid":10,"ts":1750000.5,"dur":600000}',
+  ];
+  const b = base === null ? '' : `,"baseTimeNanoseconds":${base}`;
+  return `{"traceEvents":[\n${evs.join(',\n')}\n],"traceName":"t"${b}}\n`;
+}
+
+function recording() {
+  const rows = [];
+  for (let k = 0n; k < 151n; k++) {
+    const t = GRID0_NS + k * STEP_NS;
+    const idle = (t >= 1_200_000_500n && t <= 1_500_000_500n) || (t >= 1_700_000_500n && t <= 2_424_000_500n);
+    const [p, u] = idle ? [100, 0] : [300, 90];
+    rows.push(`${BASE + t - MONO_SKEW},${BASE + t},SAMPLE,,${p},${u},,,,,0\n`);
+  }
+  return 't_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index\n' +
+    rows.join('');
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'flinch-join-page-'));
+const file = (name, data) => {
+  writeFileSync(path.join(dir, name), data);
+  return path.join(dir, name);
+};
+const files = {
+  json: file('step.pt.trace.json', trace(BASE)),
+  gz: file('step.pt.trace.json.gz', gzipSync(trace(BASE))),
+  nobase: file('nobase.pt.trace.json', trace(null)),
+  csv: file('trace.csv', recording()),
+  // A real Kineto trace (HTA's, 1.1 MB gzip, no baseTimeNanoseconds): real pauses, host events
+  // and annotations, on a recording from another time (the join says they do not overlap).
+  hta: file('rank-0.pt.trace.json.gz',
+    readFileSync(path.join(ROOT, 'tests/traces/HolisticTraceAnalysis/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz'))),
+};
+
+let server;
+let browser;
+let page;
+
+before(async () => {
+  server = await startServer();
+  browser = await startBrowser(server.url.replace(/\/$/, ''));
+  page = await openPage(browser.context, server.url);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.stop();
+});
+
+/// Drops several files at once on the drop zone, as a user would.
+async function dropFiles(paths) {
+  const items = paths.map((p) => ({ name: path.basename(p), bytes: readFileSync(p).toString('base64') }));
+  await page.evaluate((items) => {
+    const dt = new DataTransfer();
+    for (const { name, bytes } of items) dt.items.add(new File([Uint8Array.from(atob(bytes), (c) => c.charCodeAt(0))], name));
+    const zone = document.querySelector('#drop-zone');
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }
+  }, items);
+}
+
+/// Native stdout for the join, run in the files' folder with bare names (as the page's `source`).
+function nativeJoin(trace, extra = []) {
+  const nat = native(['trace', path.basename(trace), '--telemetry', 'trace.csv', ...extra, '--json'], dir);
+  assert.equal(nat.status, 0, nat.stderr);
+  return nat.stdout;
+}
+
+test('a plain trace and its recording, chosen together: #result-json is native --json byte for byte', async () => {
+  await page.setInputFiles('#file-input', [files.json, files.csv]);
+  assert.equal(await page.textContent('#job-name'), 'step.pt.trace.json + trace.csv');
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.json));
+  const r = JSON.parse(text);
+  // The known truth: 724 ms then 300 ms, the first costing 72.56 J and waiting.
+  assert.deepEqual(r.pauses.map((p) => p.duration_ms), [724, 300]);
+  assert.ok(Math.abs(r.pauses[0].telemetry.gpu_energy_j - 72.56) < 1e-9);
+  assert.equal(r.pauses[0].telemetry.verdict.verdict, 'waiting');
+  // The table: one row per pause, in the JSON's order, with the host and the enclosing step.
+  const rows = await page.locator('#pauses-table tbody tr').allTextContents();
+  assert.equal(rows.length, 2);
+  assert.match(rows[0], /724 ms.*72\.56 J.*100\.2 W.*waiting.*dataloader next 600 ms.*ProfilerStep#1/);
+  assert.match(rows[1], /300 ms.*aten::item/);
+  assert.equal(await page.locator('#annotation-table tbody tr').count(), r.annotation_energy.length);
+  assert.equal(await page.isVisible('#trace-result'), true);
+  // The timeline is drawn: pause shading (orange) inside the 724 ms pause, the busy lane (blue)
+  // before it, the power line (red) in the plot.
+  const px = await page.evaluate(() => {
+    const c = document.querySelector('#timeline');
+    const g = c.getContext('2d');
+    const dpr = c.width / c.clientWidth;
+    // Axis 0.8 s..3.0 s of ts over [78, width - 16] CSS px.
+    const W = c.clientWidth - 78 - 16;
+    const x = (s) => Math.round((78 + ((s - 0.8) / 2.2) * W) * dpr);
+    const at = (s, y) => [...g.getImageData(x(s), Math.round(y * dpr), 1, 1).data];
+    return { pauseLane: at(2.0, 19), busyLane: at(1.1, 19), pausePlot: at(2.0, 60) };
+  });
+  assert.deepEqual(px.busyLane.slice(0, 3), [0x2e, 0x86, 0xab], `busy lane ${px.busyLane}`);
+  assert.ok(px.pauseLane[0] > 200 && px.pauseLane[2] < 200, `pause shading ${px.pauseLane}`);
+  assert.ok(px.pausePlot[0] > 200 && px.pausePlot[2] < 200, `pause shading over the plot ${px.pausePlot}`);
+  await page.screenshot({ path: artifactPath('page-join.png'), fullPage: true });
+});
+
+test('a .json.gz trace dropped with its recording: native --json byte for byte', async () => {
+  await dropFiles([files.csv, files.gz]);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  assert.equal(`${await page.textContent('#result-json')}\n`, nativeJoin(files.gz));
+});
+
+test('the form\'s options are the CLI\'s: --min-gap-ms, --clock-offset-ms, --gpu-map', async () => {
+  await page.fill('#min-gap-ms', '300.001');
+  await page.fill('#clock-offset-ms', '1764000000000');
+  await page.setInputFiles('#file-input', [files.nobase, files.csv]);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.nobase, ['--min-gap-ms', '300.001', '--clock-offset-ms', '1764000000000']));
+  const r = JSON.parse(text);
+  assert.equal(r.alignment.source, 'clock_offset');
+  assert.equal(r.pauses.length, 1);
+  // "Join again" with a GPU map that sends device 0 to a GPU the recording lacks.
+  await page.fill('#gpu-map', '0=3');
+  await page.click('#join-again');
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  assert.equal(`${await page.textContent('#result-json')}\n`,
+    nativeJoin(files.nobase, ['--min-gap-ms', '300.001', '--clock-offset-ms', '1764000000000', '--gpu-map', '0=3']));
+  assert.match(await page.textContent('#join-overview'), /gpu_index 3, which the recording does not have/);
+  await page.fill('#min-gap-ms', '100');
+  await page.fill('#clock-offset-ms', '');
+  await page.fill('#gpu-map', '');
+});
+
+test('a real Kineto trace with a recording of another time: native --json byte for byte', async () => {
+  // Its GPU never idles 100 ms: 0.2 ms finds two pauses.
+  await page.fill('#clock-offset-ms', '0');
+  await page.fill('#min-gap-ms', '0.2');
+  await page.setInputFiles('#file-input', [files.hta, files.csv]);
+  assert.equal(await waitFinished(page, 120_000), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.hta, ['--min-gap-ms', '0.2', '--clock-offset-ms', '0']));
+  const r = JSON.parse(text);
+  assert.equal(r.pauses.length, 2);
+  // No power reading touches them: no energy.
+  assert.ok(r.pauses.every((p) => p.host.length > 0 && p.telemetry.gpu_energy_j === null), 'real pauses with host events, no energy');
+  assert.match(r.join_warnings.join('\n'), /do not overlap/);
+  assert.equal(await page.locator('#pauses-table tbody tr').count(), r.pauses.length);
+  await page.screenshot({ path: artifactPath('page-join-hta.png'), fullPage: true });
+  await page.fill('#clock-offset-ms', '');
+  await page.fill('#min-gap-ms', '100');
+});
+
+test('a trace without baseTimeNanoseconds and no offset: the native error; three files: a clear error', async () => {
+  await page.fill('#clock-offset-ms', '');
+  await page.fill('#min-gap-ms', '100');
+  await page.setInputFiles('#file-input', [files.nobase, files.csv]);
+  assert.equal(await waitFinished(page), 'error');
+  const nat = native(['trace', 'nobase.pt.trace.json', '--telemetry', 'trace.csv', '--json'], dir);
+  assert.equal(nat.status, 1);
+  const msg = nat.stderr.trim().replace(/^flinch-trace trace: nobase\.pt\.trace\.json: /, '');
+  assert.match(msg, /--clock-offset-ms/);
+  assert.equal(await page.textContent('#error'), `nobase.pt.trace.json + trace.csv: ${msg}`);
+
+  await dropFiles([files.json, files.gz, files.csv]);
+  assert.equal(await waitFinished(page), 'error');
+  assert.match(await page.textContent('#error'), /one trace with one trace\.csv/);
+});
