@@ -97,3 +97,14 @@ if [[ " $* " == *" --bench "* ]]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends pigz
   fi
 fi
+
+# --- firmware: QEMU for the Cortex-M4 image (embedded/, scripts/embedded.sh) ------------------------------
+step "qemu-system-arm (runs the flinch-mcu image on mps2-an386)"
+if qemu-system-arm -machine help 2>/dev/null | grep -q '^mps2-an386 '; then
+  echo "present: $(qemu-system-arm --version | head -n1)"
+else
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends qemu-system-arm
+fi

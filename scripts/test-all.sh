@@ -24,6 +24,10 @@ cargo test --workspace
 step "flinch-core without alloc for thumbv7em-none-eabihf (proves no_std, no allocator)"
 cargo build -p flinch-core --no-default-features --target thumbv7em-none-eabihf
 
+step "firmware (embedded/, its own workspace): fmt, clippy -D warnings, the image vs native analyze under QEMU"
+(cd embedded && cargo fmt --check && cargo clippy --release --locked --target thumbv7em-none-eabihf -- -D warnings)
+tests/embedded/run.sh
+
 step "flinch-core with alloc for wasm32-unknown-unknown"
 cargo build -p flinch-core --target wasm32-unknown-unknown
 

@@ -1085,7 +1085,7 @@ mod tests {
         let mut a = Analyzer::new(options.clone());
         a.write(PAUSE_CSV).unwrap();
         let analysis = a.finish().unwrap();
-        let Some(SelectionError::MissingMarks {
+        let Some(SelectionError::Missing {
             start_t_mono_ns: Some(_),
             end_t_mono_ns: None,
         }) = analysis.selection_error()

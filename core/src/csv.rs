@@ -275,6 +275,42 @@ impl TraceCsvReader {
         }
     }
 
+    /// Back to the state of [`TraceCsvReader::new`], in place (the record buffer is not
+    /// copied: a reader kept in a static can be reused without a temporary on the stack).
+    pub fn reset(&mut self) {
+        // Every field named (no `..`): a field added to the reader must be reset here too.
+        let TraceCsvReader {
+            rdr,
+            out: _,
+            ends: _,
+            nout,
+            nends,
+            overflow,
+            record_line,
+            in_record,
+            cols,
+            header_seen,
+            rows,
+            ended,
+            last_byte,
+            fast_lines,
+            fast: _,
+            sep,
+            quote,
+            quote_line,
+            rec_started,
+            rec_first_line,
+            header_line,
+        } = self;
+        rdr.reset();
+        (*nout, *nends, *overflow) = (0, 0, false);
+        (*record_line, *in_record) = (1, false);
+        (*cols, *header_seen, *rows, *ended) = (Columns::NONE, false, 0, false);
+        (*last_byte, *fast_lines, *sep) = (0, 0, 0);
+        (*quote, *quote_line) = (Quote::FieldStart, 0);
+        (*rec_started, *rec_first_line, *header_line) = (false, 1, 1);
+    }
+
     /// Follows the quoting of `bytes` (just consumed by csv-core, the first on line `line`), to
     /// tell a record cut short by an unclosed quote and where it opened, and where each record
     /// begins. Only the csv-core path sees quotes (the fast path takes lines without any).
@@ -924,6 +960,37 @@ mod tests {
             }
         });
         out
+    }
+
+    /// A reader reset after part of one file (stopped inside a record, after a header, or at
+    /// its end) reads the next exactly as a new reader does.
+    #[test]
+    fn reset_reader_reads_as_a_new_one() {
+        let mut rng = Rng::from_env(23);
+        for _ in 0..40 {
+            let (mut a, b) = (random_file(&mut rng), random_file(&mut rng));
+            // Stopped inside a quoted field too (an unclosed quote).
+            a.push_str("5,1,MARK,\"open,\n quote");
+            let cut = rng.below(a.len() as u64 + 1) as usize;
+            let mut rdr = TraceCsvReader::new();
+            let mut rest = &a.as_bytes()[..cut];
+            while !rest.is_empty() {
+                let (_, n) = rdr.read(rest);
+                rest = &rest[n..];
+            }
+            if rng.below(2) == 0 {
+                while rdr.read(&[]).0 != CsvEvent::End {}
+            }
+            rdr.reset();
+            for_each_split(b.as_bytes(), 2, rng.next_u64(), |chunks| {
+                let mut used = TraceCsvReader::new();
+                used.read(a.as_bytes());
+                used.reset();
+                assert_eq!(events(used, chunks), events(TraceCsvReader::new(), chunks));
+            });
+            let chunks: &[&[u8]] = &[b.as_bytes()];
+            assert_eq!(events(rdr, chunks), events(TraceCsvReader::new(), chunks));
+        }
     }
 
     #[test]

@@ -53,3 +53,42 @@ fn no_allocation_per_row_in_steady_state() {
     let r = an.end();
     assert_eq!(r.rows.samples, 104_000);
 }
+
+/// The fixed-memory analyzer never allocates: construction, both passes and the result.
+#[test]
+fn fixed_window_analyzer_never_allocates() {
+    use flinch_core::csv::TraceCsvReader;
+    use flinch_core::window::{FixedBuffers, FixedOptions, FixedWindowAnalyzer, Pass};
+    let mut text = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n",
+    );
+    text.push_str(&rows(0, 300));
+    text.push_str("4000000000,0,MARK,a,,,,,,,,\n");
+    text.push_str(&rows(300, 400));
+    text.push_str("8000000000,0,MARK,b,,,,,,,,\n");
+    text.push_str(&rows(700, 300));
+    let mut bufs = Box::new(FixedBuffers::<8, 256>::new());
+    let mut reader = Box::new(TraceCsvReader::new());
+    let (r, during) = count_allocs(|| {
+        let mut an = FixedWindowAnalyzer::new(FixedOptions::new(b"a", b"b"), &mut bufs);
+        let mut passes = 0;
+        loop {
+            passes += 1;
+            for chunk in text.as_bytes().chunks(1024) {
+                an.write(&mut reader, chunk);
+            }
+            if an.end_pass(&mut reader) == Pass::Done {
+                break;
+            }
+        }
+        (an.result(), passes)
+    });
+    assert_eq!(during, 0, "allocations in the fixed analyzer");
+    let (r, passes) = r;
+    assert_eq!(passes, 2);
+    assert_eq!(r.rows.samples, 2_000);
+    let w = r.window.expect("the window");
+    // Both GPUs from 4.0 s to 7.99 s, and GPU 0 at the end mark (8.0 s).
+    assert_eq!(w.reference.samples, 801);
+    assert!(w.verdict.is_some());
+}

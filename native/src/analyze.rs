@@ -12,8 +12,8 @@ use flinch_core::analyzer::{AnalyzerOptions, Kind, LimitsPreset};
 use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
 use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
-    AnalyzeOptions, ParsedKind, ParsedRow, Planned, PowerSource, RecordingAnalysis, WindowAnalyzer,
-    WindowResult, power_text_is_bad,
+    AnalyzeOptions, ParsedKind, ParsedRow, Planned, PowerSource, PyFixed, RecordingAnalysis,
+    VerdictText, WindowAnalyzer, WindowResult, power_text_is_bad, write_reference_lines,
 };
 
 use crate::CmdResult;
@@ -58,13 +58,7 @@ pub struct Args {
 
 /// Formats as Python's `f"{x:.{prec}f}"` (nan, inf, -inf spelled as Python does).
 fn py_fixed(x: f64, prec: usize) -> String {
-    if x.is_nan() {
-        "nan".to_string()
-    } else if x.is_infinite() {
-        if x > 0.0 { "inf" } else { "-inf" }.to_string()
-    } else {
-        format!("{x:.prec$}")
-    }
+    PyFixed(x, prec).to_string()
 }
 
 /// Reads `path` (plain, or gzip detected by its magic bytes and inflated) in chunks of up to
@@ -264,7 +258,7 @@ fn analyze_two_threads(
 fn span_line(w: &WindowResult) -> String {
     let e = |x: Option<f64>| x.map_or("n/a".to_string(), |v| py_fixed(v, 3));
     format!(
-        "{:<8} {:>20} -> {:<20} occ={:<3} duration_s={:.6} energy_edge_J={} energy_ref_J={} verdict={}{}",
+        "{:<8} {:>20} -> {:<20} occ={:<3} duration_s={:.6} energy_edge_J={} energy_ref_J={} verdict={}",
         w.kind,
         w.start_label,
         w.end_label,
@@ -272,12 +266,7 @@ fn span_line(w: &WindowResult) -> String {
         w.duration_s,
         e(w.total.energy_edge_j),
         e(w.reference.energy_j),
-        w.verdict.verdict.unwrap_or("none"),
-        if w.verdict.confident || w.verdict.verdict.is_none() {
-            ""
-        } else {
-            " (indicative)"
-        },
+        VerdictText(w.verdict.verdict, w.verdict.confident),
     ) + &w
         .thread
         .map_or_else(String::new, |t| format!(" thread={t}"))
@@ -487,22 +476,8 @@ pub fn run(args: Args) -> CmdResult {
     let io = |e: std::io::Error| e.to_string();
     if let Some(w) = &r.window {
         // The reference's three lines, byte for byte.
-        let mut text = format!("duration_s={:.6}\n", w.duration_s);
-        match w.reference.energy_j {
-            None => {
-                text.push_str("gpu_energy_J≈(n/a)  # not enough gpu_power_W samples in window\n")
-            }
-            Some(e) => {
-                text.push_str(&format!(
-                    "gpu_energy_J≈{}  # trapezoid over {} samples\n",
-                    py_fixed(e, 3),
-                    w.reference.samples
-                ));
-                if let Some(u) = w.reference.avg_util_pct {
-                    text.push_str(&format!("avg_gpu_util_pct≈{}\n", py_fixed(u, 2)));
-                }
-            }
-        }
+        let mut text = String::new();
+        write_reference_lines(&mut text, w.duration_s, &w.reference).map_err(|e| e.to_string())?;
         out.write_all(text.as_bytes()).map_err(io)?;
         if args.gpu.is_none() && r.gpus.len() > 1 {
             out.flush().map_err(io)?;

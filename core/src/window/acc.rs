@@ -55,7 +55,11 @@ pub fn bin_edges(i: usize) -> (f64, f64) {
 /// sample of each consecutive pair where it parses.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RefAcc {
-    prev: Option<(i64, f64, Option<f64>)>,
+    /// The previous sample (t ns, W, util %), once `samples` > 0 (plain fields, not an
+    /// `Option` of them: a new accumulator is all zero bytes, a static of it costs no flash).
+    prev_t_ns: i64,
+    prev_power_w: f64,
+    prev_util_pct: Option<f64>,
     /// Energy, J.
     pub energy_j: f64,
     util_sum: f64,
@@ -65,17 +69,28 @@ pub struct RefAcc {
 }
 
 impl RefAcc {
+    /// Nothing added yet (`Default`, usable in a `const`).
+    pub const NEW: RefAcc = RefAcc {
+        prev_t_ns: 0,
+        prev_power_w: 0.0,
+        prev_util_pct: None,
+        energy_j: 0.0,
+        util_sum: 0.0,
+        util_n: 0,
+        samples: 0,
+    };
+
     /// Adds one sample (already known to be in the window, power parsed).
     pub fn add(&mut self, t_ns: i64, power_w: f64, util_pct: Option<f64>) {
-        if let Some((ta, pa, ua)) = self.prev {
-            let dt = diff_f64(t_ns, ta) / 1e9;
-            self.energy_j += 0.5 * (pa + power_w) * dt;
-            if let Some(u) = ua {
+        if self.samples > 0 {
+            let dt = diff_f64(t_ns, self.prev_t_ns) / 1e9;
+            self.energy_j += 0.5 * (self.prev_power_w + power_w) * dt;
+            if let Some(u) = self.prev_util_pct {
                 self.util_sum += u;
                 self.util_n += 1;
             }
         }
-        self.prev = Some((t_ns, power_w, util_pct));
+        (self.prev_t_ns, self.prev_power_w, self.prev_util_pct) = (t_ns, power_w, util_pct);
         self.samples += 1;
     }
 
@@ -120,20 +135,40 @@ pub struct GpuAcc {
 
 impl Default for GpuAcc {
     fn default() -> Self {
-        GpuAcc {
-            reference: RefAcc::default(),
-            samples: 0,
-            repeated: 0,
-            power: WindowIntegral::default(),
-            energy_on_repeats_j: 0.0,
-            util: WindowIntegral::default(),
-            counter: WindowCounter::default(),
-            sm_clock_sum: 0.0,
-            sm_clock_n: 0,
-            hist_ns: [0.0; POWER_BINS],
-            past_end: false,
-        }
+        GpuAcc::NEW
     }
+}
+
+impl GpuAcc {
+    /// Nothing added yet (`Default`, usable in a `const`: all zero bytes).
+    pub const NEW: GpuAcc = GpuAcc {
+        reference: RefAcc::NEW,
+        samples: 0,
+        repeated: 0,
+        power: WindowIntegral {
+            integral: 0.0,
+            covered_ns: 0,
+            skipped_ns: 0,
+            max_interval_ns: 0,
+        },
+        energy_on_repeats_j: 0.0,
+        util: WindowIntegral {
+            integral: 0.0,
+            covered_ns: 0,
+            skipped_ns: 0,
+            max_interval_ns: 0,
+        },
+        counter: WindowCounter {
+            delta: 0.0,
+            covered_ns: 0,
+            wraps: 0,
+            resets: 0,
+        },
+        sm_clock_sum: 0.0,
+        sm_clock_n: 0,
+        hist_ns: [0.0; POWER_BINS],
+        past_end: false,
+    };
 }
 
 /// The previous readings of one GPU, each signal on its own.

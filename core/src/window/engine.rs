@@ -77,7 +77,7 @@ impl ActiveWindow {
 /// Everything but the CSV reader (so a row borrowed from the reader can be added).
 pub(super) struct Engine {
     pub(super) opts: AnalyzeOptions,
-    pub(super) reorder: Reorder<Item>,
+    pub(super) reorder: GrowReorder<Item>,
     pub(super) counts: RowCounts,
     pub(super) label_ids: BTreeMap<Vec<u8>, u32>,
     pub(super) labels: Vec<String>,
@@ -939,18 +939,10 @@ impl Engine {
 }
 
 pub(super) fn summarize_gpu(g: &GpuState) -> GpuSummary {
-    let floor = g.floor.quantile(0.05);
-    let p99 = g.floor.quantile(0.99);
-    let threshold = match (floor, p99) {
-        (Some(f), Some(h)) => Some(f + (0.2 * (h - f)).max(10.0)),
-        _ => None,
-    };
-    let mean_interval_ms = match (g.first_power_t, g.last_power_t) {
-        (Some(a), Some(b)) if g.power_samples > 1 => {
-            Some((b - a) as f64 / 1e6 / (g.power_samples - 1) as f64)
-        }
-        _ => None,
-    };
+    let floor = g.floor.quantile(IDLE_FLOOR_Q);
+    let p99 = g.floor.quantile(POWER_HIGH_Q);
+    let threshold = busy_threshold_w(floor, p99);
+    let mean_interval_ms = mean_interval_ms(g.first_power_t, g.last_power_t, g.power_samples);
     GpuSummary {
         gpu_index: g.key,
         samples: g.samples,

@@ -14,49 +14,98 @@
 //! a small time-in-power histogram and the power busy share is read from it at the end: one pass,
 //! which also works for `write()`/`end()`.
 //!
-//! Needs the `alloc` feature (marks, labels and span results are owned).
-#![cfg(feature = "alloc")]
+//! [`WindowAnalyzer`] needs the `alloc` feature (marks, labels and span results are owned).
+//! Without it, [`FixedWindowAnalyzer`] analyzes one selected window in memory fixed at compile
+//! time, with the same accumulators and verdict rules (see `fixed.rs`).
 
 mod acc;
+#[cfg(feature = "alloc")]
 mod engine;
+mod fixed;
 mod floor;
+mod lines;
+#[cfg(feature = "alloc")]
 mod pairing;
 mod reorder;
 mod result;
 mod row;
+#[cfg(feature = "alloc")]
 mod series;
+#[cfg(feature = "alloc")]
 mod stream;
 mod verdict;
 
-pub(crate) use acc::{GpuAcc, Prev, RefAcc, Sample};
+pub(crate) use acc::RefAcc;
+#[cfg(feature = "alloc")]
+pub(crate) use acc::{GpuAcc, Prev, Sample};
+pub use fixed::{FixedBuffers, FixedOptions, FixedResult, FixedWindow, FixedWindowAnalyzer, Pass};
+#[cfg(feature = "alloc")]
 pub(crate) use floor::PowerHistogram;
-pub use result::{
-    GpuSeries, GpuSummary, GpuWindow, MarkInfo, RaplWindow, RecordingAnalysis, RefFigures,
-    RowCounts, Selection, SelectionError, WindowResult, WindowTotals,
-};
+pub use floor::TwoPassQuantile;
+pub use lines::{InputNotes, PyFixed, VerdictText, write_reference_lines};
+#[cfg(feature = "alloc")]
+pub use result::{GpuSeries, GpuWindow, MarkInfo, RecordingAnalysis, Selection, WindowResult};
+pub use result::{GpuSummary, RaplWindow, RefFigures, RowCounts, SelectionError, WindowTotals};
 pub use row::{ParsedKind, ParsedRow, power_text_is_bad};
+#[cfg(feature = "alloc")]
 pub use series::{Series, SeriesPoint};
+#[cfg(feature = "alloc")]
 pub use stream::{Planned, SpanPlan};
-pub use verdict::{PowerSource, Signal, Verdict};
+#[cfg(feature = "alloc")]
+pub use verdict::Verdict;
+pub use verdict::{PowerSource, Signal};
 // For the trace join (`crate::join`), which judges its own windows the same way.
+#[cfg(feature = "alloc")]
 pub(crate) use verdict::{Context as VerdictContext, combine as combine_verdicts};
 
+#[cfg(feature = "alloc")]
 use alloc::collections::BTreeMap;
+#[cfg(feature = "alloc")]
 use alloc::string::String;
+#[cfg(feature = "alloc")]
 use alloc::vec::Vec;
-use core::fmt;
 use serde::Serialize;
 
+#[cfg(feature = "alloc")]
 use crate::Limits;
-use crate::csv::{Col, CsvEvent, Row, RowKind, TraceCsvReader};
+use crate::csv::{Col, Row, RowKind};
+#[cfg(feature = "alloc")]
+use crate::csv::{CsvEvent, TraceCsvReader};
+#[cfg(feature = "alloc")]
 use crate::energy::{CounterStep, WindowCounter};
+#[cfg(feature = "alloc")]
 use engine::*;
+#[cfg(feature = "alloc")]
 use pairing::{pair_end_stem, pair_start_stem};
-use reorder::Reorder;
+#[cfg(feature = "alloc")]
+use reorder::{GrowReorder, Reorder};
+#[cfg(feature = "alloc")]
 use stream::{Mode, Planning, SpanStream};
+
+/// The idle floor's quantile of a GPU's power readings.
+const IDLE_FLOOR_Q: f64 = 0.05;
+/// The high quantile the busy threshold is scaled by.
+const POWER_HIGH_Q: f64 = 0.99;
+
+/// Power above this counts as busy: floor + max(10 W, 20% of (p99 − floor)).
+fn busy_threshold_w(floor_w: Option<f64>, p99_w: Option<f64>) -> Option<f64> {
+    match (floor_w, p99_w) {
+        (Some(f), Some(h)) => Some(f + (0.2 * (h - f)).max(10.0)),
+        _ => None,
+    }
+}
+
+/// Mean interval between the first and last of `n` power readings, ms.
+fn mean_interval_ms(first_t: Option<i64>, last_t: Option<i64>, n: u64) -> Option<f64> {
+    match (first_t, last_t) {
+        (Some(a), Some(b)) if n > 1 => Some((b - a) as f64 / 1e6 / (n - 1) as f64),
+        _ => None,
+    }
+}
 
 /// Which mark pair is "the window": the `occurrence`-th MARK labelled `start` (in file order)
 /// and the `occurrence`-th labelled `end`. Occurrence 1 is the reference's rule.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WindowSelect {
     /// Start label.
@@ -68,6 +117,7 @@ pub struct WindowSelect {
 }
 
 /// Options of an analysis.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug)]
 pub struct AnalyzeOptions {
     /// Memory bounds (`max_marks`, `max_gpus`).
@@ -93,6 +143,7 @@ pub struct AnalyzeOptions {
     pub reference_only: bool,
 }
 
+#[cfg(feature = "alloc")]
 impl Default for AnalyzeOptions {
     fn default() -> Self {
         AnalyzeOptions {
@@ -111,11 +162,13 @@ impl Default for AnalyzeOptions {
 }
 
 /// The streaming analyzer: `write` chunks of a trace.csv, then `end`.
+#[cfg(feature = "alloc")]
 pub struct WindowAnalyzer {
     reader: TraceCsvReader,
     eng: Engine,
 }
 
+#[cfg(feature = "alloc")]
 impl WindowAnalyzer {
     /// A new analyzer. Allocates its fixed buffers now.
     pub fn new(opts: AnalyzeOptions) -> WindowAnalyzer {
@@ -263,5 +316,5 @@ impl WindowAnalyzer {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests;

@@ -32,6 +32,7 @@ pub struct RowCounts {
 }
 
 /// One mark of the recording.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct MarkInfo {
     /// Label.
@@ -92,6 +93,7 @@ impl From<&RefAcc> for RefFigures {
 }
 
 /// One GPU over one window.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuWindow {
     /// `gpu_index` (null when the file has none).
@@ -149,6 +151,7 @@ pub struct RaplWindow {
 }
 
 /// One window or span.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct WindowResult {
     /// `window` (the selected pair), `pair` (X_start/X_end, begin/end) or `between` (consecutive marks).
@@ -181,6 +184,7 @@ pub struct WindowResult {
 }
 
 /// The selected pair: where its marks were found.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct Selection {
     /// Start label.
@@ -195,13 +199,35 @@ pub struct Selection {
     pub end_t_mono_ns: Option<i64>,
 }
 
+#[cfg(feature = "alloc")]
 impl Selection {
-    /// What is wrong with this selection, if anything.
+    /// What is wrong with this selection, if anything (displays as the reference's text).
     pub fn error(&self) -> Option<SelectionError> {
-        match (self.start_t_mono_ns, self.end_t_mono_ns) {
+        SelectionError::of(self.start_t_mono_ns, self.end_t_mono_ns)
+    }
+}
+
+/// What is wrong with a selected pair of marks; displays as the reference's exact text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectionError {
+    /// A mark is missing: the times of those found.
+    Missing {
+        /// Time of the start mark, if found.
+        start_t_mono_ns: Option<i64>,
+        /// Time of the end mark, if found.
+        end_t_mono_ns: Option<i64>,
+    },
+    /// The end mark is not after the start mark.
+    Reversed,
+}
+
+impl SelectionError {
+    /// The error for marks found at these times, if any.
+    pub fn of(start_t_mono_ns: Option<i64>, end_t_mono_ns: Option<i64>) -> Option<SelectionError> {
+        match (start_t_mono_ns, end_t_mono_ns) {
             (Some(a), Some(b)) if b > a => None,
-            (Some(_), Some(_)) => Some(SelectionError::EndNotAfterStart),
-            (start_t_mono_ns, end_t_mono_ns) => Some(SelectionError::MissingMarks {
+            (Some(_), Some(_)) => Some(SelectionError::Reversed),
+            _ => Some(SelectionError::Missing {
                 start_t_mono_ns,
                 end_t_mono_ns,
             }),
@@ -209,29 +235,17 @@ impl Selection {
     }
 }
 
-/// Why the selected window cannot be analyzed. Displays as the reference analyzer's message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SelectionError {
-    /// The start or end mark (or both) was not found.
-    MissingMarks {
-        /// Time of the start mark, if found.
-        start_t_mono_ns: Option<i64>,
-        /// Time of the end mark, if found.
-        end_t_mono_ns: Option<i64>,
-    },
-    /// The end mark is not after the start mark.
-    EndNotAfterStart,
-}
+impl core::error::Error for SelectionError {}
 
-impl fmt::Display for SelectionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Python's `None` for a missing mark: the reference prints its variables as they are.
-        let t = |f: &mut fmt::Formatter<'_>, t: Option<i64>| match t {
+impl core::fmt::Display for SelectionError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let t = |f: &mut core::fmt::Formatter<'_>, t: Option<i64>| match t {
             Some(v) => write!(f, "{v}"),
             None => f.write_str("None"),
         };
         match *self {
-            SelectionError::MissingMarks {
+            SelectionError::Reversed => f.write_str("End MARK must be after start MARK"),
+            SelectionError::Missing {
                 start_t_mono_ns,
                 end_t_mono_ns,
             } => {
@@ -240,14 +254,12 @@ impl fmt::Display for SelectionError {
                 f.write_str(" end=")?;
                 t(f, end_t_mono_ns)
             }
-            SelectionError::EndNotAfterStart => f.write_str("End MARK must be after start MARK"),
         }
     }
 }
 
-impl core::error::Error for SelectionError {}
-
 /// A downsampled series of one GPU.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuSeries {
     /// `gpu_index`.
@@ -259,6 +271,7 @@ pub struct GpuSeries {
 }
 
 /// The result of analyzing one recording.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordingAnalysis {
     /// Row counts.
@@ -279,6 +292,7 @@ pub struct RecordingAnalysis {
     pub warnings: Vec<String>,
 }
 
+#[cfg(feature = "alloc")]
 impl RecordingAnalysis {
     /// Pretty JSON, the same bytes on every platform.
     pub fn to_json(&self) -> String {

@@ -75,7 +75,7 @@ fn oracle(data: &str, start: &str, end: &str, gpu: Option<i64>) -> Result<Oracle
 
 /// A recording: several GPUs, blanks, marks written late (earlier timestamps than samples
 /// before them in the file, within the horizon), repeated headers and labels.
-fn random_recording(rng: &mut Rng) -> String {
+pub(super) fn random_recording(rng: &mut Rng) -> String {
     let mut s = String::from(HDR);
     let gpus = 1 + rng.below(3);
     let mut t = 1_000_000_000i64;

@@ -14,10 +14,16 @@
 //! The verdict uses the best-resolving busy signals (good ones if any, else coarse ones, then it
 //! is not confident): `compute` when every such share is ≥ 0.7, `waiting` when every one is
 //! ≤ 0.3, `mixed` otherwise. With no usable signal there is no verdict, only a warning.
+//!
+//! [`gpu_signals`], [`choose`] and [`combine_flags`] decide without allocating (the fixed-memory
+//! analyzer uses them alone); [`Verdict`] adds the evidence lists and warnings (`alloc`).
+#[cfg(feature = "alloc")]
 use alloc::string::{String, ToString};
+#[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "alloc")]
 use super::GpuSummary;
 use super::acc::{GpuAcc, POWER_BINS, bin_edges};
 
@@ -53,6 +59,7 @@ pub struct Signal {
 }
 
 /// A verdict with its evidence.
+#[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Verdict {
     /// `compute`, `waiting` or `mixed`; null when no signal resolves the window.
@@ -67,6 +74,7 @@ pub struct Verdict {
     pub warnings: Vec<String>,
 }
 
+#[cfg(feature = "alloc")]
 pub(crate) struct Context<'a> {
     pub gpus: &'a [GpuSummary],
     pub source: PowerSource,
@@ -102,120 +110,185 @@ fn decide(shares: &[f64]) -> &'static str {
     }
 }
 
+/// The three signals of one GPU over the window `[t0, t1]`, from its accumulator and its
+/// recording-level busy threshold and mean power interval.
+pub(crate) fn gpu_signals(
+    busy_threshold_w: Option<f64>,
+    mean_interval_ms: Option<f64>,
+    source: PowerSource,
+    a: &GpuAcc,
+    t0: i64,
+    t1: i64,
+) -> [Signal; 3] {
+    let dur_s = (t1 - t0).max(0) as f64 / 1e9;
+    let interval_s = mean_interval_ms.map(|m| m / 1e3);
+
+    // Power above the idle floor.
+    let power_share = busy_threshold_w.and_then(|th| share_above(&a.hist_ns, th));
+    let (res, note) = match (power_share, interval_s) {
+        (None, _) => ("unresolved", "no power readings cover the window"),
+        (Some(_), Some(dt)) if dur_s < 2.0 * dt => (
+            "unresolved",
+            "the window is shorter than two power sample intervals",
+        ),
+        (Some(_), _) if source == PowerSource::Instant => (
+            "good",
+            "instantaneous power (NVML field 186); the sensor samples ~25% of the runtime on A100/H100",
+        ),
+        (Some(_), _) if dur_s < 1.0 && source == PowerSource::Average => (
+            "coarse",
+            "power is a 1 s average (nvmlDeviceGetPowerUsage on Ampere and newer): it blurs a sub-second window",
+        ),
+        (Some(_), _) if dur_s < 1.0 => (
+            "coarse",
+            "power source unknown: if it is the 1 s average (nvmlDeviceGetPowerUsage on Ampere and newer), it blurs a sub-second window",
+        ),
+        (Some(_), _) => (
+            "good",
+            "the window is at least 1 s, longer than the power averaging",
+        ),
+    };
+    let power = Signal {
+        name: "power_above_idle_floor",
+        busy_share: power_share,
+        resolution: res,
+        note,
+        threshold_w: busy_threshold_w,
+    };
+
+    // Utilization.
+    let util_share = (a.util.covered_ns > 0)
+        .then(|| (a.util.integral / a.util.covered_ns as f64 / 100.0).clamp(0.0, 1.0));
+    let (res, note) = match util_share {
+        None => ("unresolved", "no utilization readings cover the window"),
+        Some(_) if dur_s < 1.0 / 6.0 => (
+            "unresolved",
+            "NVML utilization covers the last 1/6 s to 1 s: longer than this window",
+        ),
+        Some(_) if dur_s < 1.0 => (
+            "coarse",
+            "NVML utilization covers the last 1/6 s to 1 s, so it lags and smooths a sub-second window",
+        ),
+        Some(_) => ("good", "window is at least 1 s"),
+    };
+    let util = Signal {
+        name: "gpu_util",
+        busy_share: util_share,
+        resolution: res,
+        note,
+        threshold_w: None,
+    };
+
+    // Energy counter (evidence only).
+    let (res, note) = if a.counter.covered_ns == 0 {
+        ("unresolved", "no energy counter recorded")
+    } else if dur_s < 0.1 {
+        (
+            "unresolved",
+            "the counter updates every ~10-100 ms: a window this short can read 0",
+        )
+    } else if dur_s < 1.0 {
+        (
+            "coarse",
+            "the counter updates every ~10-100 ms: each edge carries up to one update period",
+        )
+    } else {
+        (
+            "good",
+            "each edge carries up to one update period (~10-100 ms)",
+        )
+    };
+    let counter = Signal {
+        name: "energy_counter",
+        busy_share: None,
+        resolution: res,
+        note,
+        threshold_w: None,
+    };
+    [power, util, counter]
+}
+
+/// The signals a verdict rests on: those that resolve the window well if any, else the coarse
+/// ones (then it is not confident).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Choice {
+    /// `compute`, `waiting` or `mixed`; `None` when no signal resolves the window.
+    pub verdict: Option<&'static str>,
+    /// Whether the chosen signals resolve the window well (false without a verdict).
+    pub confident: bool,
+    /// The chosen signals (name, busy share), in signal order; `n` of them.
+    pub used: [(&'static str, f64); 3],
+    /// How many of `used` are set.
+    pub n: usize,
+}
+
+/// Picks the best-resolving signals with a busy share and decides.
+pub(crate) fn choose(signals: &[Signal; 3]) -> Choice {
+    let pick = |want: &str| {
+        let mut c = Choice::default();
+        for s in signals.iter().filter(|s| s.resolution == want) {
+            if let Some(b) = s.busy_share {
+                c.used[c.n] = (s.name, b);
+                c.n += 1;
+            }
+        }
+        c
+    };
+    let good = pick("good");
+    let (mut c, confident) = if good.n > 0 {
+        (good, true)
+    } else {
+        (pick("coarse"), false)
+    };
+    if c.n > 0 {
+        let mut shares = [0.0; 3];
+        for (s, u) in shares.iter_mut().zip(&c.used[..c.n]) {
+            *s = u.1;
+        }
+        c.verdict = Some(decide(&shares[..c.n]));
+    }
+    c.confident = c.verdict.is_some() && confident;
+    c
+}
+
+/// The verdict over several GPUs from each one's (verdict, confident): theirs when they agree,
+/// else `mixed`; confident only when all are. One GPU: its own.
+pub(crate) fn combine_flags(
+    vs: impl Iterator<Item = (Option<&'static str>, bool)>,
+) -> (Option<&'static str>, bool) {
+    let mut verdict = None;
+    let mut all_confident = true;
+    for (v, confident) in vs {
+        all_confident &= confident;
+        verdict = match (verdict, v) {
+            (None, d) => d,
+            (Some(a), Some(b)) if a != b => Some("mixed"),
+            (a, _) => a,
+        };
+    }
+    (verdict, verdict.is_some() && all_confident)
+}
+
+#[cfg(feature = "alloc")]
 impl Context<'_> {
     pub(crate) fn gpu_verdict(&self, i: usize, a: &GpuAcc, t0: i64, t1: i64) -> Verdict {
         let g = &self.gpus[i];
         let dur_ns = (t1 - t0).max(0) as f64;
         let dur_s = dur_ns / 1e9;
-        let interval_s = g.mean_interval_ms.map(|m| m / 1e3);
-        let mut signals = Vec::new();
+        let signals = gpu_signals(
+            g.busy_threshold_w,
+            g.mean_interval_ms,
+            self.source,
+            a,
+            t0,
+            t1,
+        );
+        let c = choose(&signals);
+        let verdict = c.verdict;
         let mut warnings = Vec::new();
-
-        // Power above the idle floor.
-        let power_share = g
-            .busy_threshold_w
-            .and_then(|th| share_above(&a.hist_ns, th));
-        let (res, note) = match (power_share, interval_s) {
-            (None, _) => ("unresolved", "no power readings cover the window"),
-            (Some(_), Some(dt)) if dur_s < 2.0 * dt => (
-                "unresolved",
-                "the window is shorter than two power sample intervals",
-            ),
-            (Some(_), _) if self.source == PowerSource::Instant => (
-                "good",
-                "instantaneous power (NVML field 186); the sensor samples ~25% of the runtime on A100/H100",
-            ),
-            (Some(_), _) if dur_s < 1.0 && self.source == PowerSource::Average => (
-                "coarse",
-                "power is a 1 s average (nvmlDeviceGetPowerUsage on Ampere and newer): it blurs a sub-second window",
-            ),
-            (Some(_), _) if dur_s < 1.0 => (
-                "coarse",
-                "power source unknown: if it is the 1 s average (nvmlDeviceGetPowerUsage on Ampere and newer), it blurs a sub-second window",
-            ),
-            (Some(_), _) => (
-                "good",
-                "the window is at least 1 s, longer than the power averaging",
-            ),
-        };
-        signals.push(Signal {
-            name: "power_above_idle_floor",
-            busy_share: power_share,
-            resolution: res,
-            note,
-            threshold_w: g.busy_threshold_w,
-        });
-
-        // Utilization.
-        let util_share = (a.util.covered_ns > 0)
-            .then(|| (a.util.integral / a.util.covered_ns as f64 / 100.0).clamp(0.0, 1.0));
-        let (res, note) = match util_share {
-            None => ("unresolved", "no utilization readings cover the window"),
-            Some(_) if dur_s < 1.0 / 6.0 => (
-                "unresolved",
-                "NVML utilization covers the last 1/6 s to 1 s: longer than this window",
-            ),
-            Some(_) if dur_s < 1.0 => (
-                "coarse",
-                "NVML utilization covers the last 1/6 s to 1 s, so it lags and smooths a sub-second window",
-            ),
-            Some(_) => ("good", "window is at least 1 s"),
-        };
-        signals.push(Signal {
-            name: "gpu_util",
-            busy_share: util_share,
-            resolution: res,
-            note,
-            threshold_w: None,
-        });
-
-        // Energy counter (evidence only).
-        let (res, note) = if a.counter.covered_ns == 0 {
-            ("unresolved", "no energy counter recorded")
-        } else if dur_s < 0.1 {
-            (
-                "unresolved",
-                "the counter updates every ~10-100 ms: a window this short can read 0",
-            )
-        } else if dur_s < 1.0 {
-            (
-                "coarse",
-                "the counter updates every ~10-100 ms: each edge carries up to one update period",
-            )
-        } else {
-            (
-                "good",
-                "each edge carries up to one update period (~10-100 ms)",
-            )
-        };
-        signals.push(Signal {
-            name: "energy_counter",
-            busy_share: None,
-            resolution: res,
-            note,
-            threshold_w: None,
-        });
-
-        let pick = |want: &str| -> Vec<(&'static str, f64)> {
-            signals
-                .iter()
-                .filter(|s| s.resolution == want)
-                .filter_map(|s| s.busy_share.map(|b| (s.name, b)))
-                .collect()
-        };
-        let good = pick("good");
-        let (chosen, confident) = if !good.is_empty() {
-            (good, true)
-        } else {
-            (pick("coarse"), false)
-        };
-        let verdict = (!chosen.is_empty()).then(|| {
-            let shares: Vec<f64> = chosen.iter().map(|c| c.1).collect();
-            decide(&shares)
-        });
         if verdict.is_none() {
             warnings.push(alloc::format!("window of {dur_s:.3} s is too short for the recorded signals to resolve: no verdict"));
-        } else if !confident {
+        } else if !c.confident {
             warnings.push(alloc::format!("window of {dur_s:.3} s is shorter than the signals resolve well: verdict is indicative"));
         }
         if a.power.integral > 0.0 && a.energy_on_repeats_j / a.power.integral > 0.5 {
@@ -240,36 +313,33 @@ impl Context<'_> {
         }
         Verdict {
             verdict,
-            confident: verdict.is_some() && confident,
-            used: chosen.iter().map(|c| c.0).collect(),
-            signals,
+            confident: c.confident,
+            used: c.used[..c.n].iter().map(|u| u.0).collect(),
+            signals: signals.to_vec(),
             warnings,
         }
     }
 }
 
 /// The verdict over several GPUs: theirs when they agree, else `mixed`; confident only when all are.
+#[cfg(feature = "alloc")]
 pub(crate) fn combine<'a>(vs: impl Iterator<Item = &'a Verdict>) -> Verdict {
     let vs: Vec<&Verdict> = vs.collect();
     if vs.len() == 1 {
         return vs[0].clone();
     }
-    let decided: Vec<&'static str> = vs.iter().filter_map(|v| v.verdict).collect();
-    let verdict = match decided.first() {
-        None => None,
-        Some(first) if decided.iter().all(|d| d == first) => Some(*first),
-        Some(_) => Some("mixed"),
-    };
+    let (verdict, confident) = combine_flags(vs.iter().map(|v| (v.verdict, v.confident)));
+    let decided = vs.iter().filter(|v| v.verdict.is_some()).count();
     let mut warnings = Vec::new();
     if verdict.is_none() {
         warnings.push("no GPU's signals resolve this window: no verdict".to_string());
     }
-    if decided.len() < vs.len() && verdict.is_some() {
+    if decided < vs.len() && verdict.is_some() {
         warnings.push("some GPUs' signals do not resolve this window".to_string());
     }
     Verdict {
         verdict,
-        confident: verdict.is_some() && vs.iter().all(|v| v.confident),
+        confident,
         used: Vec::new(),
         signals: Vec::new(),
         warnings,
