@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Benchmark: `flinch-trace analyze` vs reference analyze_trace.py on a generated 10 M-row trace.csv
 # (~760 MB, deterministic: native/examples/gen_csv.rs, seed 42), side by side with /usr/bin/time -v.
-# Usage: scripts/bench-analyze.sh [ROWS] [path/to/analyze_trace.py]
-# Env: BENCH_DIR (default /tmp/flinch-bench), SKIP_REFERENCE=1 to time only flinch-trace.
+# Usage: scripts/bench-analyze.sh [ROWS]
+# Env: FLINCH_REFERENCE=DIR (the folder holding analyze_trace.py; without it only flinch-trace is timed),
+#      BENCH_DIR (default /tmp/flinch-bench), SKIP_REFERENCE=1 to time only flinch-trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${1:-10000000}
-REF=${2:-../shared/reference/analyze_trace.py}
-[ -f "$REF" ] || REF=/work/shared/reference/analyze_trace.py
+source scripts/reference.sh
+REF=""
+[ "${SKIP_REFERENCE:-0}" = 1 ] || REF=$(reference_optional analyze_trace.py)
 DIR=${BENCH_DIR:-/tmp/flinch-bench}
 mkdir -p "$DIR"
 CSV="$DIR/trace-$ROWS.csv"
@@ -36,7 +38,7 @@ if command -v taskset >/dev/null; then
 fi
 measure flinch-json-window "$BIN" analyze --csv "$CSV" --start step_start --end step_end --json
 measure flinch-json-recording "$BIN" analyze --csv "$CSV" --json
-if [ "${SKIP_REFERENCE:-0}" != 1 ]; then
+if [ -n "$REF" ]; then
   measure reference "python3" "$REF" --csv "$CSV" --start begin --end end
   if cmp -s "$DIR/flinch-three-lines.out" "$DIR/reference.out"; then echo "three lines: identical"; else
     echo "three lines: DIFFER"; diff "$DIR/flinch-three-lines.out" "$DIR/reference.out" || true; fi

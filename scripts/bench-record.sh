@@ -3,14 +3,13 @@
 # jitter at 10 ms and 1 ms, driven by the scripted GPU source (no GPU needed), with host sampling on.
 # Baseline side by side: the reference sampler (nvml_trace.py; without pynvml it writes rows with
 # empty GPU fields), whose period drifts because it sleeps after each sample.
-# Usage: scripts/bench-record.sh [SECONDS]   (default 10; REF=path/to/nvml_trace.py to override)
+# Usage: scripts/bench-record.sh [SECONDS]   (default 10)
+# Env: FLINCH_REFERENCE=DIR, the folder holding nvml_trace.py (without it the baseline is skipped)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-10}"
-REF="${REF:-}"
-if [ -z "$REF" ]; then
-  for c in ../shared/reference/nvml_trace.py ../../shared/reference/nvml_trace.py; do [ -f "$c" ] && REF="$c" && break; done
-fi
+source scripts/reference.sh
+REF=$(reference_optional nvml_trace.py)
 cargo build --release -q -p flinch-trace
 BIN=target/release/flinch-trace
 TMP="$(mktemp -d)"
@@ -57,7 +56,7 @@ C
   cc -O2 -o "$TMP/floor" "$TMP/floor.c"
   for ms in 10 1; do "$TMP/floor" "$ms" "$SECS" "floor: C sleep-only loop, ${ms} ms"; done
 fi
-if [ -f "$REF" ]; then
+if [ -n "$REF" ]; then
   for ms in 10 1; do
     out="$TMP/ref$ms.csv"
     /usr/bin/time -f '%U %S' -o "$TMP/rtime$ms" python3 "$REF" --out "$out" --no-rapl --interval-ms "$ms" --seconds "$SECS"

@@ -6,17 +6,19 @@
 #
 # Usage: scripts/bench-summarize.sh [MEGABYTES]   (default 1000: the trace is ~1 GB of JSON)
 # Env:   BENCH_SKIP_REFERENCE=1   skip the Python reference
-#        FLINCH_REFERENCE=DIR     where summarize_host_telemetry.py lives (default ../shared/reference)
+#        FLINCH_REFERENCE=DIR     the folder holding summarize_host_telemetry.py (without it: skipped)
 # Data:  bench-data/kineto-<MB>mb/trace.json.gz from native/examples/gen_trace.rs (shared with
 #        scripts/bench-trace.sh) and bench-data/summarize-<MB>mb/ (the runs folder, hard links).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 MB=${1:-1000}
-REF_DIR=${FLINCH_REFERENCE:-}
-for guess in ../shared/reference ../../shared/reference; do
-    [[ -n $REF_DIR ]] || { [[ -f $guess/summarize_host_telemetry.py ]] && REF_DIR=$(cd "$guess" && pwd); } || true
-done
+source scripts/reference.sh
+REF_DIR=""
+if [[ ${BENCH_SKIP_REFERENCE:-0} != 1 ]]; then
+    REF=$(reference_optional summarize_host_telemetry.py)
+    [[ -z $REF ]] || REF_DIR=$(dirname "$REF")
+fi
 DATA=bench-data/kineto-${MB}mb
 RUNS=bench-data/summarize-${MB}mb
 

@@ -9,7 +9,7 @@
 #                                 (see native/examples/gen_trace.rs)
 #        BENCH_RUNS=3             runs per fast command; the best time and the largest RSS are kept
 #        BENCH_SKIP_REFERENCE=1   skip the Python reference (~40 s per GB, ~500 MB RSS)
-#        FLINCH_REFERENCE=DIR     where summarize_host_telemetry.py lives (the reference runs only when set)
+#        FLINCH_REFERENCE=DIR     the folder holding summarize_host_telemetry.py (without it: skipped)
 # Data:  bench-data/kineto-<MEGABYTES>mb/trace.json{,.gz} (with_stack: bench-data/stack-<MEGABYTES>mb), generated once by
 #        native/examples/gen_trace.rs (deterministic; delete the folder to regenerate).
 set -euo pipefail
@@ -19,7 +19,12 @@ ROOT=$(pwd)
 MB=${1:-1000}
 RUNS=${BENCH_RUNS:-3}
 SHAPE=${BENCH_SHAPE:-plain}
-REF_DIR=${FLINCH_REFERENCE:-}
+source scripts/reference.sh
+REF_DIR=""
+if [[ ${BENCH_SKIP_REFERENCE:-0} != 1 ]]; then
+    REF=$(reference_optional summarize_host_telemetry.py)
+    [[ -z $REF ]] || REF_DIR=$(dirname "$REF")
+fi
 case $SHAPE in
     plain) DATA=bench-data/kineto-${MB}mb ;;
     with_stack) DATA=bench-data/stack-${MB}mb ;;
@@ -109,12 +114,12 @@ else
     echo "default output equals --exact: NO"
 fi
 grep -q '"approximations"' "$TMP/default.json" && echo "default output states approximations" || true
-if [[ ${BENCH_SKIP_REFERENCE:-0} != 1 && -n $REF_DIR && -f $REF_DIR/summarize_host_telemetry.py ]]; then
+if [[ -n $REF_DIR ]]; then
     ref=(python3 -c 'import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); from summarize_host_telemetry import trace_summary; json.dump(trace_summary(Path(sys.argv[2])), sys.stdout)')
     measure "reference trace_summary (python)" "$JSON" 1 "${ref[@]}" "$REF_DIR" "$JSON"
     measure "reference trace_summary (python)" "$GZ" 1 "${ref[@]}" "$REF_DIR" "$GZ"
 else
-    echo "reference trace_summary            (skipped: BENCH_SKIP_REFERENCE=1, or FLINCH_REFERENCE unset or without summarize_host_telemetry.py)"
+    echo "reference trace_summary            (skipped: BENCH_SKIP_REFERENCE=1 or FLINCH_REFERENCE unset)"
 fi
 
 # Ratios against the targets of the issue.

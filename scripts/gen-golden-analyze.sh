@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates tests/analyze/: the CSV fixtures (tests/analyze/gen_fixtures.py, seeded) and, for each
 # case in tests/analyze/cases.txt, the reference's stdout, stderr and exit status
-# (<name>.stdout/.stderr/.code) from reference/analyze_trace.py.
-# Usage: scripts/gen-golden-analyze.sh [PATH/TO/analyze_trace.py]   (default ../shared/reference/)
+# (<name>.stdout/.stderr/.code) from the reference analyze_trace.py.
+# Usage: FLINCH_REFERENCE=DIR scripts/gen-golden-analyze.sh   (DIR holds analyze_trace.py and nvml_trace.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REF=${1:-../shared/reference/analyze_trace.py}
-[ -f "$REF" ] || REF=/work/shared/reference/analyze_trace.py
+source scripts/reference.sh
+REF=$(reference_require analyze_trace.py)
 dir=tests/analyze
 python3 "$dir/gen_fixtures.py" "$dir"
 # A file recorded by the reference nvml_trace.py itself (fake pynvml, real threads and FIFO marks).

@@ -1,15 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates the summarize golden files from the Python reference (see tests/README.md).
 # Usage: scripts/gen-golden-summarize.sh [--cases]   (--cases also rewrites the input runs folders)
-# The reference is looked up in $FLINCH_REFERENCE, else ../shared/reference beside the repo
-# (or beside the folder holding a worktree).
+# Needs FLINCH_REFERENCE=DIR, the folder holding summarize_host_telemetry.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REF="${FLINCH_REFERENCE:-}"
-for guess in ../shared/reference ../../shared/reference; do
-    [ -n "$REF" ] || { [ -f "$guess/summarize_host_telemetry.py" ] && REF="$(cd "$guess" && pwd)"; } || true
-done
-[ -f "$REF/summarize_host_telemetry.py" ] || { echo "reference not found in $REF" >&2; exit 1; }
+source scripts/reference.sh
+REF=$(reference_require summarize_host_telemetry.py)
+REF=$(dirname "$REF")
 if [ "${1:-}" = "--cases" ]; then
     python3 tests/summarize/make_cases.py
 fi

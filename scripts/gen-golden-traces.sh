@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Regenerates tests/traces/**/<file>.expected.json for every trace fixture:
-#   "reference": what reference/summarize_host_telemetry.py trace_summary() returns (or
+#   "reference": what the reference summarize_host_telemetry.py trace_summary() returns (or
 #                {"error": ...} where it fails: bare arrays, truncation);
 #   "exact":     what scripts/trace_exact.py (Decimal / integer-ns oracle) computes.
 # native/tests/trace_cli.rs compares `flinch-trace trace --json` with both.
-# Usage: scripts/gen-golden-traces.sh [REFERENCE_DIR]   (default ../shared/reference)
+# Usage: FLINCH_REFERENCE=DIR scripts/gen-golden-traces.sh   (DIR holds summarize_host_telemetry.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REF="${1:-../shared/reference}"
-REF="$(cd "$REF" && pwd)"
+source scripts/reference.sh
+REF=$(reference_require summarize_host_telemetry.py)
+REF=$(dirname "$REF")
 find tests/traces -type f \( -name '*.json' -o -name '*.gz' \) ! -name '*.expected.json' | sort | while read -r f; do
   ref=$(python3 - "$REF" "$f" <<'PY'
 import json, sys

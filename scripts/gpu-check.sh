@@ -9,7 +9,7 @@
 #   3. `flinch-trace analyze` prints what the reference analyze_trace.py prints (when it is found).
 # Usage: scripts/gpu-check.sh [OUT_DIR]      (default gpu-check-out/; TOL=0.10; GPU=0)
 #        FLINCH_BIN=path/to/flinch-trace  uses a binary built elsewhere (for a GPU host without Rust);
-#        REF=path/to/analyze_trace.py      the reference to compare against (else looked up in ../shared)
+#        FLINCH_REFERENCE=DIR             the folder holding analyze_trace.py to compare against
 #        scripts/gpu-check.sh --dry-run      (no GPU: scripted source + CPU spin; checks the plumbing only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,8 +44,8 @@ for w in "compute_start compute_end" "pause_start pause_end" "compute2_start com
   "$BIN" analyze --csv "$OUT/trace.csv" --start "$1" --end "$2" >"$OUT/$1.txt"
 done
 
-REF="${REF:-}"
-[ -n "$REF" ] || for c in ../shared/reference/analyze_trace.py ../../shared/reference/analyze_trace.py; do [ -f "$c" ] && REF="$c" && break; done
+source scripts/reference.sh
+REF=$(reference_optional analyze_trace.py)
 
 python3 - "$OUT" "$TOL" "$DRY" "$REF" <<'PY'
 import json, subprocess, sys

@@ -3,31 +3,32 @@
 # (`cargo build --release -p flinch-trace`) and copied with the tree. It runs, in one go:
 #   1. scripts/gpu-check.sh (record a PyTorch load with a deliberate pause; verdicts; NVML counter vs
 #      trapezoid energy; parity of `analyze` with the reference analyze_trace.py when REF is given);
-#   2. the reference sampler nvml_trace.py side by side with the same recording (when REFDIR holds it),
+#   2. the reference sampler nvml_trace.py side by side with the same recording (when $FLINCH_REFERENCE holds it),
 #      compared by scripts/compare_samplers.py: samples, interval jitter, and energy over the same windows;
 #   3. a 1 ms recording of the idle GPU (NVML latency and missed ticks at a high rate, from the sidecar).
-# Usage: REFDIR=dir/with/reference/tools scripts/gpu-device-run.sh OUT_DIR
+# Usage: FLINCH_REFERENCE=dir/with/reference/tools scripts/gpu-device-run.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?usage: gpu-device-run.sh OUT_DIR}
 mkdir -p "$OUT"
 BIN=${FLINCH_BIN:-target/release/flinch-trace}
-REFDIR=${REFDIR:-}
+source scripts/reference.sh
+REF_SAMPLER=$(reference_optional nvml_trace.py)
 echo "== host: $(uname -srm); $(nproc) cpus"
 nvidia-smi --query-gpu=index,name,driver_version,power.draw,power.limit,clocks.sm --format=csv || true
 "$BIN" --version
 
 REFPID=""
-if [ -n "$REFDIR" ] && [ -f "$REFDIR/nvml_trace.py" ]; then
+if [ -n "$REF_SAMPLER" ]; then
   echo "== reference sampler nvml_trace.py in the background (45 s, 10 ms, no RAPL)"
-  python3 "$REFDIR/nvml_trace.py" --out "$OUT/reference-sampler.csv" --seconds 45 --interval-ms 10 --no-rapl \
+  python3 "$REF_SAMPLER" --out "$OUT/reference-sampler.csv" --seconds 45 --interval-ms 10 --no-rapl \
     >"$OUT/reference-sampler.log" 2>&1 &
   REFPID=$!
   sleep 2
 fi
 
 echo "== gpu-check"
-FLINCH_BIN="$BIN" REF="${REFDIR:+$REFDIR/analyze_trace.py}" scripts/gpu-check.sh "$OUT/check"
+FLINCH_BIN="$BIN" scripts/gpu-check.sh "$OUT/check"
 CHECK_RC=$?
 echo "gpu-check exit: $CHECK_RC"
 

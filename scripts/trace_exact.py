@@ -3,7 +3,7 @@
 """Exact (Decimal / integer-ns) oracle for flinch-trace's per-category trace figures.
 
 Independent of the Rust code: parses the trace with Python's json module and Decimal numbers,
-and applies SPEC §5 with flinch-trace's documented semantics:
+and applies the trace summary rules (docs/cli.md, "trace") with flinch-trace's documented semantics:
 - ts/dur (numbers, or numeric strings) become integer nanoseconds, sub-ns digits rounded
   half-even; a bool is not a number;
 - X events with a numeric ts and a numeric dur >= 0 count; B/E pairs are matched per (pid, tid)

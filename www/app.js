@@ -1,7 +1,7 @@
 // The page: file input / drop zone -> analysis worker -> tables, plot, result JSON. A dropped or
 // chosen folder is summarized as a runs folder (`flinch-trace summarize`): the page lists its
 // files, and the worker hands the core the bytes of those it asks for.
-// Automation hooks (SPEC §7): <body data-state="loading|ready|working|done|error">, #result-json, #error.
+// Automation hooks (docs/cli.md, "The page"): <body data-state="loading|ready|working|done|error">, #result-json, #error.
 // Measurements for tests and users: body data-wasm-memory-before-bytes / data-wasm-memory-bytes
 // (WebAssembly memory size before and after a run), data-bytes, data-seconds.
 

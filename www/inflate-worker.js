@@ -22,7 +22,7 @@ async function run(file, port) {
   let inflight = 0;
   let wake = null;
   // Buffers for decoded bytes come back with their ack and are reused: allocating (and zeroing)
-  // a fresh 1 MiB ArrayBuffer per piece cost more CPU than the copy into it.
+  // a fresh 1 MiB ArrayBuffer per piece costs more CPU than the copy into it.
   const pool = [];
   port.onmessage = (ev) => {
     if (ev.data.type === 'ack') {

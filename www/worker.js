@@ -57,7 +57,7 @@ async function analyze(options, port) {
           port.postMessage({ type: 'ack', buf: m.buf }, [m.buf]);
         }
       } else if (m.type === 'end' && analyzer) {
-        if (m.cut) analyzer.noteCutGzip(m.cut);
+        if (m.cut != null) analyzer.noteCutGzip(m.cut);
         if (m.warning) analyzer.noteGzipWarning(m.warning);
         const json = analyzer.end();
         analyzer.free();

@@ -18,6 +18,7 @@
 //! ```
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
@@ -30,7 +31,9 @@ use crate::json::{EventScanner, Scan, ScanError};
 use crate::summary::{
     DEFAULT_TOP_OPS, EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult,
 };
-use crate::window::{AnalyzeOptions, PowerSource, RecordingAnalysis, WindowAnalyzer, WindowSelect};
+use crate::window::{
+    AnalyzeOptions, PowerSource, RecordingAnalysis, SelectionError, WindowAnalyzer, WindowSelect,
+};
 
 /// What the input is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -103,7 +106,7 @@ pub struct AnalyzerOptions {
     /// trace.csv only: power intervals longer than this are skipped, ms (absent: 5000).
     pub max_gap_ms: Option<u64>,
     /// trace.csv only: which NVML reading `gpu_power_W` holds (`instant`, `average`, `unknown`).
-    pub power_source: Option<String>,
+    pub power_source: PowerSource,
 }
 
 impl AnalyzerOptions {
@@ -112,7 +115,8 @@ impl AnalyzerOptions {
     /// # Errors
     /// Unknown fields or values, as [`AnalyzeError::Options`].
     pub fn from_json(text: &str) -> Result<AnalyzerOptions, AnalyzeError> {
-        serde_json::from_str(text).map_err(|e| AnalyzeError::Options(alloc::format!("{e}")))
+        serde_json::from_str(text)
+            .map_err(|e| AnalyzeError::Options(OptionsError::Json(Arc::new(e))))
     }
 
     /// The trace.csv analysis options these options stand for. This is the one mapping used by
@@ -120,7 +124,7 @@ impl AnalyzerOptions {
     /// recording-level analysis (every span, marks, plot series of up to 2000 points per GPU).
     ///
     /// # Errors
-    /// Only one of `start`/`end`, or an unknown `power_source`.
+    /// Only one of `start`/`end`.
     pub fn window_options(&self) -> Result<AnalyzeOptions, AnalyzeError> {
         let select = match (&self.start, &self.end) {
             (Some(start), Some(end)) => Some(WindowSelect {
@@ -129,21 +133,7 @@ impl AnalyzerOptions {
                 occurrence: self.occurrence.max(1),
             }),
             (None, None) => None,
-            _ => {
-                return Err(AnalyzeError::Options(
-                    "start and end mark labels go together".into(),
-                ));
-            }
-        };
-        let power_source = match self.power_source.as_deref() {
-            None | Some("unknown") => PowerSource::Unknown,
-            Some("instant") => PowerSource::Instant,
-            Some("average") => PowerSource::Average,
-            Some(other) => {
-                return Err(AnalyzeError::Options(alloc::format!(
-                    "power_source must be instant, average or unknown, not {other:?}"
-                )));
-            }
+            _ => return Err(AnalyzeError::Options(OptionsError::UnpairedMark)),
         };
         let recording_level = select.is_none();
         let defaults = AnalyzeOptions::default();
@@ -156,7 +146,7 @@ impl AnalyzerOptions {
             max_gap_ns: self.max_gap_ms.map_or(defaults.max_gap_ns, |ms| {
                 (ms.min(i64::MAX as u64 / 1_000_000) * 1_000_000) as i64
             }),
-            power_source,
+            power_source: self.power_source,
             ..defaults
         })
     }
@@ -175,11 +165,54 @@ impl AnalyzerOptions {
     }
 }
 
+/// Why [`AnalyzerOptions`] were refused.
+#[derive(Clone, Debug)]
+pub enum OptionsError {
+    /// The JSON does not describe options: an unknown field or value, or a wrong type.
+    Json(Arc<serde_json::Error>),
+    /// Only one of `start` / `end` was given.
+    UnpairedMark,
+}
+
+impl PartialEq for OptionsError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (OptionsError::Json(a), OptionsError::Json(b)) => {
+                (a.line(), a.column(), a.classify()) == (b.line(), b.column(), b.classify())
+            }
+            (OptionsError::UnpairedMark, OptionsError::UnpairedMark) => true,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for OptionsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptionsError::Json(e) => e.fmt(f),
+            OptionsError::UnpairedMark => f.write_str("start and end mark labels go together"),
+        }
+    }
+}
+
+impl core::error::Error for OptionsError {
+    #[cfg(feature = "std")]
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            OptionsError::Json(e) => Some(&**e),
+            OptionsError::UnpairedMark => None,
+        }
+    }
+}
+
 /// Why an analysis failed. Every input error carries the byte offset where it was found.
+///
+/// A trace.csv whose selected marks are missing is not an error here: the analysis is made,
+/// and [`Analysis::selection_error`] says what is wrong with the selection.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AnalyzeError {
-    /// The options could not be parsed.
-    Options(String),
+    /// The options could not be used.
+    Options(OptionsError),
     /// The input held no data at all.
     Empty,
     /// Only whitespace in the first bytes: nothing to detect the kind from.
@@ -196,18 +229,9 @@ pub enum AnalyzeError {
         /// Whether the input was gzip, so the offset counts decompressed bytes.
         decompressed: bool,
     },
-    /// A caller that inflates by itself reported a cut stream ([`Analyzer::note_cut_gzip`]) and
-    /// the input is not a trace.
-    CutInput(String),
-    /// trace.csv: the selected marks are missing or out of order. The analysis was still made:
-    /// `result_json` is what `end` would have returned (native `--json` prints it, then the
-    /// message, and exits 1).
-    Selection {
-        /// The reference's text, e.g. `Missing MARK(s). start=None end=123`.
-        message: String,
-        /// The result JSON.
-        result_json: String,
-    },
+    /// The gzip input was cut, and the input is not a trace (a trace is summarized from what
+    /// was read instead).
+    CutInput(GzError),
 }
 
 impl fmt::Display for AnalyzeError {
@@ -222,7 +246,7 @@ impl fmt::Display for AnalyzeError {
                 )
             }
             AnalyzeError::Gzip(e) => e.fmt(f),
-            AnalyzeError::CutInput(message) => f.write_str(message),
+            AnalyzeError::CutInput(e) => e.fmt(f),
             AnalyzeError::Scan {
                 error,
                 decompressed,
@@ -233,7 +257,17 @@ impl fmt::Display for AnalyzeError {
                 }
                 Ok(())
             }
-            AnalyzeError::Selection { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl core::error::Error for AnalyzeError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            AnalyzeError::Options(e) => Some(e),
+            AnalyzeError::Gzip(e) | AnalyzeError::CutInput(e) => Some(e),
+            AnalyzeError::Scan { error, .. } => Some(error),
+            AnalyzeError::Empty | AnalyzeError::NoContent { .. } => None,
         }
     }
 }
@@ -256,8 +290,8 @@ pub struct Analyzer {
     options: AnalyzerOptions,
     bytes_in: u64,
     failed: Option<AnalyzeError>,
-    /// The gzip input was cut: the message (e.g. "truncated gzip member at byte N").
-    cut_gzip: Option<String>,
+    /// The gzip input was cut (a [`GzError::Truncated`]).
+    cut_gzip: Option<GzError>,
     /// The caller inflates gzip itself and feeds decoded bytes ([`Analyzer::with_decoded_input`]).
     decoded_gzip: bool,
     /// A warning from the gzip layer for the result (trailing garbage ignored).
@@ -407,12 +441,12 @@ impl Analyzer {
         a
     }
 
-    /// For callers that inflate by themselves: the compressed stream was cut, `message` being
-    /// the decoder's text ("truncated gzip member at byte N"). A trace is then summarized from
+    /// For callers that inflate by themselves: the compressed stream was cut, `error` being the
+    /// decoder's [`GzError::Truncated`] (from [`Inflater::end`]). A trace is then summarized from
     /// what was read, with the same warning as a cut `.gz` fed to [`write`](Analyzer::write);
     /// a trace.csv fails with [`AnalyzeError::CutInput`].
-    pub fn note_cut_gzip(&mut self, message: &str) {
-        self.cut_gzip = Some(message.into());
+    pub fn note_cut_gzip(&mut self, error: GzError) {
+        self.cut_gzip = Some(error);
     }
 
     /// For callers that inflate by themselves: a warning of the gzip layer
@@ -422,30 +456,21 @@ impl Analyzer {
     }
 
     /// Ends the input and renders the result JSON: what `--json` prints and the page shows.
+    /// A trace.csv whose selected marks are missing still gives its JSON (its `selection` says
+    /// which marks were found); use [`finish`](Analyzer::finish) and
+    /// [`Analysis::selection_error`] to tell.
     ///
     /// # Errors
-    /// Input that ended where it cannot (for example inside a gzip member of a trace.csv), an
-    /// earlier error, or [`AnalyzeError::Selection`] (which still carries the JSON).
+    /// Input that ended where it cannot (for example inside a gzip member of a trace.csv), or an
+    /// earlier error.
     pub fn end(self) -> Result<String, AnalyzeError> {
-        let analysis = self.finish()?;
-        let json = analysis.to_json();
-        if let Analysis::Recording(r) = &analysis
-            && let Some(message) = r.selection.as_ref().and_then(|s| s.error())
-        {
-            return Err(AnalyzeError::Selection {
-                message,
-                result_json: json,
-            });
-        }
-        Ok(json)
+        Ok(self.finish()?.to_json())
     }
 
     /// Ends the input and returns the result as a value (for native presentation: tables).
-    /// A trace.csv result whose selected marks are missing is returned as it is (its
-    /// `selection` says so).
     ///
     /// # Errors
-    /// As [`end`](Analyzer::end), except [`AnalyzeError::Selection`].
+    /// As [`end`](Analyzer::end).
     pub fn finish(mut self) -> Result<Analysis, AnalyzeError> {
         if let Some(e) = self.failed {
             return Err(e);
@@ -470,14 +495,14 @@ impl Analyzer {
                     if !e.is_truncated() || !matches!(self.content, Content::Trace(_)) {
                         return Err(e.into());
                     }
-                    self.cut_gzip = Some(alloc::format!("{e}"));
+                    self.cut_gzip = Some(e);
                 }
             }
         }
         if !matches!(self.content, Content::Trace(_))
-            && let Some(message) = self.cut_gzip
+            && let Some(e) = self.cut_gzip
         {
-            return Err(AnalyzeError::CutInput(message));
+            return Err(AnalyzeError::CutInput(e));
         }
         self.content
             .end(&self.options, self.cut_gzip, self.gzip_warning)
@@ -539,15 +564,15 @@ impl Inflater {
             .map(trailing_garbage_warning)
     }
 
-    /// End of the compressed input: `Ok(None)` when it ended between members, `Ok(Some(text))`
-    /// when it was cut inside one (pass `text` to [`Analyzer::note_cut_gzip`]).
+    /// End of the compressed input: `Ok(None)` when it ended between members, `Ok(Some(cut))`
+    /// when it was cut inside one (pass `cut` to [`Analyzer::note_cut_gzip`]).
     ///
     /// # Errors
     /// An earlier decoding error.
-    pub fn end(&self) -> Result<Option<String>, AnalyzeError> {
+    pub fn end(&self) -> Result<Option<GzError>, AnalyzeError> {
         match self.decoder.finish() {
             Ok(()) => Ok(None),
-            Err(e) if e.is_truncated() => Ok(Some(alloc::format!("{e}"))),
+            Err(e) if e.is_truncated() => Ok(Some(e)),
             Err(e) => Err(e.into()),
         }
     }
@@ -556,13 +581,22 @@ impl Inflater {
 /// A finished analysis.
 #[derive(Clone, Debug)]
 pub enum Analysis {
-    /// A trace summary (SPEC §5).
+    /// A trace summary (docs/cli.md, "trace").
     Trace(Box<TraceSummaryResult>),
-    /// A trace.csv analysis (SPEC §2): recording-level, or with the selected window.
+    /// A trace.csv analysis (docs/cli.md, "analyze"): recording-level, or with the selected window.
     Recording(Box<RecordingAnalysis>),
 }
 
 impl Analysis {
+    /// What is wrong with a trace.csv's selected window (its marks missing or out of order),
+    /// if anything. The analysis itself is complete either way.
+    pub fn selection_error(&self) -> Option<SelectionError> {
+        match self {
+            Analysis::Recording(r) => r.selection.as_ref().and_then(|s| s.error()),
+            Analysis::Trace(_) => None,
+        }
+    }
+
     /// The JSON rendering (2-space indented, the same bytes on every platform).
     pub fn to_json(&self) -> String {
         match self {
@@ -665,7 +699,7 @@ impl Content {
     fn end(
         self,
         options: &AnalyzerOptions,
-        cut_gzip: Option<String>,
+        cut_gzip: Option<GzError>,
         gzip_warning: Option<String>,
     ) -> Result<Analysis, AnalyzeError> {
         match self {
@@ -976,7 +1010,7 @@ mod tests {
         let (_, _, nout) = dec.decode(cut, &mut out).unwrap();
         let mut a = Analyzer::with_decoded_input(options.clone(), true);
         a.write(&out[..nout]).unwrap();
-        a.note_cut_gzip(&dec.finish().unwrap_err().to_string());
+        a.note_cut_gzip(dec.finish().unwrap_err());
         assert_eq!(a.end(), Ok(got));
         // A cut .gz of a trace.csv is an error: there is no partial CSV result to trust.
         let csv_gz = gzip(PAUSE_CSV);
@@ -1010,7 +1044,7 @@ mod tests {
                     }
                 }
                 if let Some(cut) = inf.end().unwrap() {
-                    a.note_cut_gzip(&cut);
+                    a.note_cut_gzip(cut);
                 }
                 assert_eq!(a.end(), want);
             });
@@ -1042,39 +1076,65 @@ mod tests {
     }
 
     #[test]
-    fn csv_selection_errors_keep_the_result() {
+    fn a_missing_selection_is_a_complete_result_that_says_so() {
         let options = AnalyzerOptions {
             start: Some("begin".into()),
             end: Some("nope".into()),
             ..AnalyzerOptions::default()
         };
-        match run(options.clone(), &[PAUSE_CSV]) {
-            Err(AnalyzeError::Selection {
-                message,
-                result_json,
-            }) => {
-                assert!(message.starts_with("Missing MARK(s). start="), "{message}");
-                assert!(message.ends_with(" end=None"), "{message}");
-                assert_eq!(result_json, csv_oracle(PAUSE_CSV, &options));
-            }
-            other => panic!("{other:?}"),
-        }
+        let mut a = Analyzer::new(options.clone());
+        a.write(PAUSE_CSV).unwrap();
+        let analysis = a.finish().unwrap();
+        let Some(SelectionError::Missing {
+            start_t_mono_ns: Some(_),
+            end_t_mono_ns: None,
+        }) = analysis.selection_error()
+        else {
+            panic!("{:?}", analysis.selection_error());
+        };
+        let message = analysis.selection_error().unwrap().to_string();
+        assert!(message.starts_with("Missing MARK(s). start="), "{message}");
+        assert!(message.ends_with(" end=None"), "{message}");
+        assert_eq!(analysis.to_json(), csv_oracle(PAUSE_CSV, &options));
+        assert_eq!(
+            run(options.clone(), &[PAUSE_CSV]),
+            Ok(csv_oracle(PAUSE_CSV, &options))
+        );
         let half = AnalyzerOptions {
             start: Some("a".into()),
             ..AnalyzerOptions::default()
         };
-        assert!(matches!(
+        assert_eq!(
             run(half, &[PAUSE_CSV]),
-            Err(AnalyzeError::Options(_))
-        ));
-        let bad = AnalyzerOptions {
-            power_source: Some("mean".into()),
-            ..AnalyzerOptions::default()
-        };
-        assert!(matches!(
-            run(bad, &[PAUSE_CSV]),
-            Err(AnalyzeError::Options(_))
-        ));
+            Err(AnalyzeError::Options(OptionsError::UnpairedMark))
+        );
+        let e = AnalyzerOptions::from_json(r#"{"power_source":"mean"}"#).unwrap_err();
+        assert!(
+            matches!(e, AnalyzeError::Options(OptionsError::Json(_))),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("unknown variant `mean`"), "{e}");
+        assert_eq!(
+            AnalyzerOptions::from_json(r#"{"power_source":"instant"}"#)
+                .unwrap()
+                .power_source,
+            PowerSource::Instant
+        );
+    }
+
+    #[test]
+    fn errors_name_their_typed_cause() {
+        use core::error::Error;
+        let e = AnalyzerOptions::from_json(r#"{"kind":"pdf"}"#).unwrap_err();
+        let source = e.source().expect("options error as the cause");
+        assert!(
+            source.to_string().starts_with("unknown variant `pdf`"),
+            "{source}"
+        );
+        let cut = GzError::Truncated { offset: 7 };
+        let e = AnalyzeError::CutInput(cut);
+        assert_eq!(e.source().unwrap().to_string(), cut.to_string());
+        assert!(AnalyzeError::Empty.source().is_none());
     }
 
     #[test]

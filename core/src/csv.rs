@@ -1,4 +1,6 @@
-//! trace.csv reader (SPEC §1) over csv-core: a push parser that finds columns by header name.
+//! The trace.csv format (docs/formats.md), defined once: its columns ([`COLUMNS`]), how a label is
+//! written ([`push_label`]), and the reader over csv-core, a push parser that finds columns by
+//! header name.
 //!
 //! The caller owns the input. [`TraceCsvReader::read`] consumes bytes and returns a [`CsvEvent`]
 //! plus the number of bytes consumed; an empty input means end of data. After
@@ -33,7 +35,7 @@ fn low_bytes(x: u64) -> u64 {
     !(t | x) & HI
 }
 
-/// A column the reader knows by name. See the README ("trace.csv columns") for units.
+/// A column the reader knows by name (docs/formats.md gives the units).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Col {
@@ -81,34 +83,63 @@ pub enum Col {
 /// Number of known columns.
 pub const KNOWN_COLS: usize = 19;
 
-const COL_NAMES: [&[u8]; KNOWN_COLS] = [
-    b"t_mono_ns",
-    b"t_wall_ns",
-    b"row_type",
-    b"label",
-    b"gpu_power_W",
-    b"gpu_util_pct",
-    b"gpu_mem_util_pct",
-    b"gpu_sm_clock_MHz",
-    b"gpu_temp_C",
-    b"rapl_energy_uj",
-    b"gpu_index",
-    b"gpu_energy_mJ",
-    b"gpu_mem_used_MiB",
-    b"gpu_throttle_reasons",
-    b"host_cpu_pct",
-    b"host_mem_used_MiB",
-    b"host_mem_available_MiB",
-    b"rapl_max_energy_range_uj",
-    b"mark_thread",
+/// The columns `flinch-trace record` writes, in this order, indexed by [`Col`]; one
+/// `rapl_<zone>_uj` column per further RAPL zone follows them. The first
+/// [`REFERENCE_COLUMNS`] are the reference recorder's, in its order, so that the reference
+/// analyzer reads the files.
+pub const COLUMNS: [&str; KNOWN_COLS] = [
+    "t_mono_ns",
+    "t_wall_ns",
+    "row_type",
+    "label",
+    "gpu_power_W",
+    "gpu_util_pct",
+    "gpu_mem_util_pct",
+    "gpu_sm_clock_MHz",
+    "gpu_temp_C",
+    "rapl_energy_uj",
+    "gpu_index",
+    "gpu_energy_mJ",
+    "gpu_mem_used_MiB",
+    "gpu_throttle_reasons",
+    "host_cpu_pct",
+    "host_mem_used_MiB",
+    "host_mem_available_MiB",
+    "rapl_max_energy_range_uj",
+    "mark_thread",
 ];
+
+/// How many of [`COLUMNS`] the reference recorder writes.
+pub const REFERENCE_COLUMNS: usize = 10;
 
 impl Col {
     /// The header name of this column.
     pub fn name(self) -> &'static str {
-        // All names are ASCII literals.
-        core::str::from_utf8(COL_NAMES[self as usize]).unwrap_or("")
+        COLUMNS[self as usize]
     }
+}
+
+/// Appends `label` as one CSV field, quoted by csv-core where a reader needs it (a `,`, `"`, CR
+/// or LF), and also when it starts or ends with a space, which some readers trim.
+#[cfg(feature = "alloc")]
+pub fn push_label(buf: &mut alloc::vec::Vec<u8>, label: &str) {
+    use csv_core::{QuoteStyle, WriterBuilder};
+    if label.is_empty() {
+        // csv-core would write `""` for a record of one empty field; this is not the record.
+        return;
+    }
+    let style = if label.starts_with(' ') || label.ends_with(' ') {
+        QuoteStyle::Always
+    } else {
+        QuoteStyle::Necessary
+    };
+    let mut w = WriterBuilder::new().quote_style(style).build();
+    let start = buf.len();
+    // csv-core's bound: two quotes, and every byte doubled at most.
+    buf.resize(start + 2 + 2 * label.len(), 0);
+    let (_, _, n) = w.field(label.as_bytes(), &mut buf[start..]);
+    let (_, closing) = w.finish(&mut buf[start + n..]);
+    buf.truncate(start + n + closing);
 }
 
 const ABSENT: u16 = u16::MAX;
@@ -587,7 +618,7 @@ impl TraceCsvReader {
         cols.fields = self.nends as u16;
         for i in 0..self.nends {
             let name = self.field_raw(i);
-            if let Some(k) = COL_NAMES.iter().position(|n| *n == name) {
+            if let Some(k) = COLUMNS.iter().position(|n| n.as_bytes() == name) {
                 // DictReader keeps the last column of a duplicated name.
                 cols.idx[k] = i as u16;
             } else if name.starts_with(b"rapl_") && name.ends_with(b"_uj") {
@@ -718,6 +749,54 @@ mod tests {
     use crate::testutil::{Rng, for_each_split};
     use std::string::String;
     use std::vec::Vec;
+
+    /// Labels as CSV fields, the naive way: quoted when they hold `,`, `"`, CR or LF, or start
+    /// or end with a space; inner quotes doubled.
+    fn label_oracle(label: &str) -> String {
+        let needs = label.contains([',', '"', '\r', '\n'])
+            || label.starts_with(' ')
+            || label.ends_with(' ');
+        if needs {
+            std::format!("\"{}\"", label.replace('"', "\"\""))
+        } else {
+            label.into()
+        }
+    }
+
+    #[test]
+    fn labels_are_written_as_the_oracle_quotes_them_and_read_back_whole() {
+        let mut rng = Rng::from_env(12);
+        let alphabet = [" ", ",", "\"", "\r", "\n", "a", "b", "é", "_", "#"];
+        let mut labels: Vec<String> = ["", "a", "a b", " a", "a ", "\"", "a,b", "x\r\ny"]
+            .iter()
+            .map(|s| String::from(*s))
+            .collect();
+        for _ in 0..2000 {
+            let n = rng.below(8) as usize;
+            labels.push((0..n).map(|_| alphabet[rng.below(10) as usize]).collect());
+        }
+        for label in &labels {
+            let mut buf = Vec::new();
+            buf.extend_from_slice(b"t_mono_ns,row_type,label\n1,MARK,");
+            let field_at = buf.len();
+            push_label(&mut buf, label);
+            assert_eq!(
+                std::str::from_utf8(&buf[field_at..]).unwrap(),
+                label_oracle(label),
+                "{label:?}"
+            );
+            buf.extend_from_slice(b"\n");
+            let mut rdr = TraceCsvReader::new();
+            let mut got = None;
+            drive(&mut rdr, &[&buf], |rdr, ev| {
+                if ev == CsvEvent::Row {
+                    let label = rdr.row().raw(Col::Label).unwrap_or_default();
+                    got = Some(String::from_utf8(label.to_vec()).unwrap());
+                }
+            });
+            assert_eq!(got.as_deref(), Some(label.as_str()), "{label:?}");
+        }
+    }
 
     /// Feeds `chunks` (then the empty end-of-input chunk) to `rdr`, calling `on_event` for every
     /// event up to and including `End`. `NeedsInput` must mean the chunk was used up.

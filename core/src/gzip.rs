@@ -44,7 +44,7 @@
 
 use core::fmt;
 
-pub mod crc32;
+mod crc32;
 use crc32::Crc32;
 
 use miniz_oxide::inflate::TINFLStatus;

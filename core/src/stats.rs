@@ -1,4 +1,4 @@
-//! SPEC §4 `stats`: count, exact mean, numpy-linear percentiles, and the original min/max.
+//! The `stats` of a list of values (docs/numerics.md): count, exact mean, numpy-linear percentiles, and the original min/max.
 //!
 //! Everything here matches `reference/summarize_e2e_profiles.py` `stats()` bit for bit:
 //! - non-finite values are dropped ([`Num::is_finite`]);
@@ -159,7 +159,7 @@ impl Serialize for Num {
     }
 }
 
-/// The SPEC §4 statistics of a list of values. Serializes with exactly the reference's keys,
+/// The `stats` of a list of values. Serializes with exactly the reference's keys,
 /// `null` for `None` (and for a non-finite mean).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Stats {
@@ -195,7 +195,7 @@ impl Stats {
     };
 }
 
-/// The quantiles SPEC §4 reports, in key order `p50, p90, p95, p99`.
+/// The quantiles `stats` reports, in key order `p50, p90, p95, p99`.
 pub const QUANTILES: [f64; 4] = [0.5, 0.9, 0.95, 0.99];
 
 /// numpy's `_lerp(a, b, t)` for scalars: `a + (b - a) * t` below one half, `b - (b - a) * (1 - t)`
@@ -518,7 +518,7 @@ impl Moments {
     }
 }
 
-/// Exact SPEC §4 stats of `values`, without allocating. Reorders the slice: finite values are
+/// Exact `stats` of `values`, without allocating. Reorders the slice: finite values are
 /// moved to the front and sorted. (Same zero-sign caveat as [`stats_f64_in_place`].)
 pub fn stats_in_place(values: &mut [Num]) -> Stats {
     let mut moments = Moments::default();
@@ -536,7 +536,7 @@ pub fn stats_in_place(values: &mut [Num]) -> Stats {
     moments.stats_with(pct)
 }
 
-/// Exact SPEC §4 stats of f64 values, without allocating (reorders the slice). Bit-identical
+/// Exact `stats` of f64 values, without allocating (reorders the slice). Bit-identical
 /// to the reference except, where both `0.0` and `-0.0` occur, possibly the sign of a zero
 /// percentile (Python's stable sort keeps their input order; JSON values compare equal).
 pub fn stats_f64_in_place(values: &mut [f64]) -> Stats {
@@ -700,14 +700,14 @@ impl ExactStats {
     }
 }
 
-/// Exact SPEC §4 stats of f64 values (copies them).
+/// Exact `stats` of f64 values (copies them).
 #[cfg(feature = "alloc")]
 pub fn stats_f64(values: &[f64]) -> Stats {
     let mut copy = alloc::vec::Vec::from(values);
     stats_f64_in_place(&mut copy)
 }
 
-/// Exact SPEC §4 stats of [`Num`] values (copies them).
+/// Exact `stats` of [`Num`] values (copies them).
 #[cfg(feature = "alloc")]
 pub fn stats(values: &[Num]) -> Stats {
     let mut copy = alloc::vec::Vec::from(values);

@@ -1,5 +1,5 @@
-//! Trace summary accumulator (SPEC §5): per-category event counts, duration sums and busy
-//! time (the union of `[ts, ts + dur)`), the top (category, name) ops with SPEC §4 `stats` of
+//! Trace summary accumulator (docs/cli.md, "trace"): per-category event counts, duration sums and busy
+//! time (the union of `[ts, ts + dur)`), the top (category, name) ops with the `stats` of
 //! their durations, counts by phase, totals and warnings.
 //!
 //! Feed it the events of an [`EventScanner`](crate::json::EventScanner) with

@@ -13,13 +13,13 @@ use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
 use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
     AnalyzeOptions, ParsedKind, ParsedRow, Planned, PowerSource, PyFixed, RecordingAnalysis,
-    VerdictText, WindowAnalyzer, WindowResult, WindowSelect, power_text_is_bad,
-    write_reference_lines,
+    VerdictText, WindowAnalyzer, WindowResult, power_text_is_bad, write_reference_lines,
 };
 
 use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
+use crate::record::sidecar::Sidecar;
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
@@ -50,43 +50,15 @@ pub struct Args {
     /// Power intervals longer than this are skipped from the edge energy and reported.
     #[arg(long, default_value_t = 5000, value_name = "MS")]
     max_gap_ms: u64,
-    /// Which NVML power reading gpu_power_W holds: instant, average or unknown. Default: from the
-    /// `<csv>.meta.json` sidecar when it says, else unknown.
-    #[arg(long, value_name = "SOURCE")]
-    power_source: Option<String>,
+    /// Which NVML power reading gpu_power_W holds. Default: from the `<csv>.meta.json` sidecar
+    /// when it says, else unknown.
+    #[arg(long, value_enum, value_name = "SOURCE")]
+    power_source: Option<PowerSource>,
 }
 
 /// Formats as Python's `f"{x:.{prec}f}"` (nan, inf, -inf spelled as Python does).
 fn py_fixed(x: f64, prec: usize) -> String {
     PyFixed(x, prec).to_string()
-}
-
-/// The power source the sidecar names, if any: any key mentioning "power" with the value
-/// "instant" or "average".
-pub(crate) fn sidecar_power_source(csv: &Path) -> Option<PowerSource> {
-    let mut p = csv.as_os_str().to_owned();
-    p.push(".meta.json");
-    let text = std::fs::read_to_string(PathBuf::from(p)).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    fn find(v: &serde_json::Value) -> Option<PowerSource> {
-        match v {
-            serde_json::Value::Object(m) => m.iter().find_map(|(k, x)| {
-                if k.contains("power")
-                    && let Some(s) = x.as_str()
-                {
-                    match s {
-                        "instant" => return Some(PowerSource::Instant),
-                        "average" => return Some(PowerSource::Average),
-                        _ => {}
-                    }
-                }
-                find(x)
-            }),
-            serde_json::Value::Array(a) => a.iter().find_map(find),
-            _ => None,
-        }
-    }
-    find(&v)
 }
 
 /// Reads `path` (plain, or gzip detected by its magic bytes and inflated) in chunks of up to
@@ -406,9 +378,10 @@ impl<W: Write> JsonArray<'_, W> {
     }
 }
 
-/// The options `--json` analyzes with: those of `flinch_core::analyzer` (the entry point the
-/// web page uses), so both give the same bytes for the same file and options.
-fn json_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOptions, String> {
+/// The one mapping of the command line to analysis options: those of `flinch_core::analyzer`
+/// (the entry point the web page uses), so both give the same bytes for the same file and
+/// options. The text forms adjust two of them (see `run`).
+fn analyze_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOptions, String> {
     let options = AnalyzerOptions {
         kind: Kind::Csv,
         limits: LimitsPreset::Exact,
@@ -420,14 +393,7 @@ fn json_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOptions
         gpu: args.gpu,
         spans: args.spans,
         max_gap_ms: Some(args.max_gap_ms),
-        power_source: Some(
-            match power_source {
-                PowerSource::Instant => "instant",
-                PowerSource::Average => "average",
-                PowerSource::Unknown => "unknown",
-            }
-            .to_string(),
-        ),
+        power_source,
         top: None,
     };
     options
@@ -469,46 +435,29 @@ fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    let select = match (&args.start, &args.end) {
-        (Some(s), Some(e)) => Some(WindowSelect {
-            start: s.clone(),
-            end: e.clone(),
-            occurrence: args.occurrence.max(1),
-        }),
-        (None, None) if args.json || args.spans => None,
+    match (&args.start, &args.end) {
+        (Some(_), Some(_)) => {}
+        (None, None) if args.json || args.spans => {}
         _ => {
             eprintln!(
                 "flinch-trace analyze: --start and --end are both required (or use --json / --spans alone)"
             );
             return Ok(ExitCode::from(2));
         }
-    };
-    let power_source = match args.power_source.as_deref() {
-        Some("instant") => PowerSource::Instant,
-        Some("average") => PowerSource::Average,
-        Some("unknown") => PowerSource::Unknown,
-        Some(other) => {
-            eprintln!(
-                "flinch-trace analyze: --power-source must be instant, average or unknown, not {other:?}"
-            );
-            return Ok(ExitCode::from(2));
-        }
-        None => sidecar_power_source(&args.csv).unwrap_or(PowerSource::Unknown),
-    };
+    }
+    let power_source = args
+        .power_source
+        .or_else(|| Sidecar::read(&args.csv).and_then(|s| s.power_source()))
+        .unwrap_or_default();
+    let opts = analyze_options(&args, power_source)?;
     if args.json {
-        let opts = json_options(&args, power_source)?;
         return json_mode(&args, opts);
     }
-    let recording_level = select.is_none();
+    // The text forms print no plot, and the three lines need only the reference's figures.
     let opts = AnalyzeOptions {
-        select,
-        gpu: args.gpu,
-        spans: args.spans || recording_level,
         series_points: 0,
-        max_gap_ns: (args.max_gap_ms.min(i64::MAX as u64 / 1_000_000) * 1_000_000) as i64,
-        power_source,
         reference_only: !args.spans,
-        ..AnalyzeOptions::default()
+        ..opts
     };
     let mut analyzer = WindowAnalyzer::planning(opts.clone(), hold());
     let note = feed(&args.csv, &mut analyzer, |_| Ok(()))?;
@@ -521,7 +470,7 @@ pub fn run(args: Args) -> CmdResult {
         && let Some(err) = sel.error()
     {
         warn_all(r);
-        return Err(err);
+        return Err(err.to_string());
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = |e: std::io::Error| e.to_string();
@@ -653,19 +602,13 @@ mod tests {
                             gpu: None,
                             spans: false,
                             max_gap_ms: Some(5000),
-                            power_source: None,
+                            power_source: PowerSource::Unknown,
                             top: None,
                         };
                         let mut page = flinch_core::analyzer::Analyzer::new(options.clone());
                         page.write(&std::fs::read(path).unwrap()).unwrap();
-                        let want = match page.end() {
-                            Ok(json) => json,
-                            Err(flinch_core::analyzer::AnalyzeError::Selection {
-                                result_json,
-                                ..
-                            }) => result_json,
-                            Err(e) => panic!("{e}"),
-                        } + "\n";
+                        // A missing selection still gives the whole result.
+                        let want = page.end().unwrap() + "\n";
                         let opts = options.window_options().unwrap();
                         for hold in [0, 1, 5, HOLD] {
                             let mut a = WindowAnalyzer::planning(opts.clone(), hold);

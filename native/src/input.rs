@@ -6,12 +6,12 @@
 //!
 //! Gzip is inflated by the core's gzip framing (`flinch_core::gzip::GzDecoder`: header state
 //! machine, CRC32/ISIZE checks, multi-member, error offsets) over zlib-rs raw inflate, which
-//! measured ~1.75x less CPU per byte than the core's miniz_oxide inflater on the benchmark trace
-//! (see BENCHMARKS.md, "Trace engine"). The web page uses the same framing over miniz_oxide.
+//! spends less CPU per byte than the core's miniz_oxide inflater (BENCHMARKS.md, "Trace
+//! engine"). The web page uses the same framing over miniz_oxide.
 //!
 //! A cut `.gz` yields every byte decoded before the cut, then an [`InputError`] with
-//! [`InputError::truncated`] set and the message "truncated gzip member at byte N": callers treat
-//! it as truncation, not failure.
+//! [`InputError::cut`] set and the message "truncated gzip member at byte N": callers treat it as
+//! truncation, not failure.
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -46,8 +46,9 @@ impl Default for InputOptions {
 pub struct InputError {
     /// One line, e.g. "truncated gzip member at byte 1234" (no file name: callers add it).
     pub message: String,
-    /// The gzip stream was cut short: every byte decoded before the cut was delivered.
-    pub truncated: bool,
+    /// The gzip stream was cut short (the decoder's `GzError::Truncated`): every byte decoded
+    /// before the cut was delivered.
+    pub cut: Option<flinch_core::gzip::GzError>,
 }
 
 impl std::fmt::Display for InputError {
@@ -213,7 +214,7 @@ impl Input {
                 self.done = true;
                 Err(InputError {
                     message: "the input reader thread stopped unexpectedly".into(),
-                    truncated: false,
+                    cut: None,
                 })
             }
         }
@@ -235,7 +236,7 @@ impl Read for Input {
                 Ok(Some(_)) => {}
                 Ok(None) => return Ok(0),
                 Err(e) => {
-                    let kind = if e.truncated {
+                    let kind = if e.cut.is_some() {
                         io::ErrorKind::UnexpectedEof
                     } else {
                         io::ErrorKind::InvalidData
@@ -275,7 +276,7 @@ impl Worker {
                 "read error at byte {}: {e}",
                 self.read.load(Ordering::Relaxed)
             ),
-            truncated: false,
+            cut: None,
         }
     }
 
@@ -376,7 +377,7 @@ impl Worker {
 fn gz_error(e: flinch_core::gzip::GzError) -> InputError {
     InputError {
         message: e.to_string(),
-        truncated: e.is_truncated(),
+        cut: e.is_truncated().then_some(e),
     }
 }
 

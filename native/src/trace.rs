@@ -1,5 +1,5 @@
 //! `flinch-trace trace FILE... [--json] [--top N] [--bounded | --exact]`: summarize Chrome / PyTorch
-//! (Kineto) traces (SPEC §5).
+//! (Kineto) traces (docs/cli.md, "trace").
 //!
 //! Each file is streamed through the core scanner and summary, with the same result as
 //! `flinch_core::analyzer` (the web page's entry point): a plain file of 16 MiB or more on two

@@ -476,3 +476,37 @@ fn a_csv_without_header_says_so() {
     assert!(v["warnings"].to_string().contains("first at line 4"), "{v}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn power_source_comes_from_the_sidecar_unless_the_flag_says() {
+    let window = [
+        "--csv",
+        "examples/h200/trace.csv",
+        "--start",
+        "pause_start",
+        "--end",
+        "pause_end",
+        "--json",
+    ];
+    let instant = "instantaneous power (NVML field 186)";
+    // The sidecar's gpus[].gpu_power_w_source is "instant".
+    let (out, err, code) = run(&window);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(instant), "{out}");
+    let with = |source: &str| {
+        let mut args = window.to_vec();
+        args.extend(["--power-source", source]);
+        run(&args)
+    };
+    let (out, err, code) = with("average");
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains(instant), "{out}");
+    let (out, _, _) = with("instant");
+    assert!(out.contains(instant), "{out}");
+    let (out, err, code) = with("mean");
+    assert_eq!((out.as_str(), code), ("", 2));
+    assert!(
+        err.contains("[possible values: instant, average, unknown]"),
+        "{err}"
+    );
+}

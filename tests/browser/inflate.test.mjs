@@ -102,7 +102,7 @@ test('wasm Inflater: truncations are cut streams with a prefix of the data, corr
     const at = 1 + r(gz.length - 1);
     const got = inflate(gz.subarray(0, at), () => 1 + r(20_000));
     assert.equal(got.error, null, `cut at ${at}`);
-    assert.match(got.cut, /truncated gzip member at byte \d+/);
+    assert.equal(got.cut, at, 'a cut stream reports the compressed offset where it ended');
     assert.ok(want.subarray(0, got.out.length).equals(got.out), `cut at ${at}: not a prefix`);
   }
   let errors = 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Rewrites the category `duration_sum_us` / `busy_union_us` of the trace entries in a golden
-summarize output with exact values (SPEC §4: those two figures are checked against exact
+summarize output with exact values (docs/numerics.md, "Trace times": those two figures are checked against exact
 arithmetic, not against the reference's float sums). Usage: exact_trace_sums.py GOLDEN RUNS_PARENT
 where each entry's `source` is relative to RUNS_PARENT."""
 import gzip

@@ -6,6 +6,7 @@
 use flinch_core::analyzer::{
     AnalyzeError, Analyzer as CoreAnalyzer, AnalyzerOptions, Inflater as CoreInflater,
 };
+use flinch_core::gzip::GzError;
 use flinch_core::join::{NextFile, TraceJoin as CoreTraceJoin};
 use flinch_core::runs::RunsFolder as CoreRunsFolder;
 use wasm_bindgen::prelude::*;
@@ -37,10 +38,11 @@ impl Analyzer {
         })
     }
 
-    /// The inflater reported a cut gzip stream (the text from `Inflater.end()`).
+    /// The inflater reported a cut gzip stream: `at_byte` is what `Inflater.end()` returned.
     #[wasm_bindgen(js_name = noteCutGzip)]
-    pub fn note_cut_gzip(&mut self, message: &str) -> Result<(), JsError> {
-        self.core()?.note_cut_gzip(message);
+    pub fn note_cut_gzip(&mut self, at_byte: f64) -> Result<(), JsError> {
+        let offset = at_byte as u64;
+        self.core()?.note_cut_gzip(GzError::Truncated { offset });
         Ok(())
     }
 
@@ -62,10 +64,15 @@ impl Analyzer {
         self.inner.as_ref().map_or(0.0, |a| a.bytes_in() as f64)
     }
 
-    /// Ends the input and returns the result JSON (the same bytes as the native `--json`).
+    /// Ends the input and returns the result JSON (the same bytes as the native `--json`); a
+    /// trace.csv window whose marks are missing throws the reference's message instead.
     pub fn end(&mut self) -> Result<String, JsError> {
         let core = self.inner.take().ok_or_else(ended)?;
-        core.end().map_err(to_js_error)
+        let analysis = core.finish().map_err(to_js_error)?;
+        match analysis.selection_error() {
+            Some(e) => Err(JsError::new(&e.to_string())),
+            None => Ok(analysis.to_json()),
+        }
     }
 
     fn core(&mut self) -> Result<&mut CoreAnalyzer, JsError> {
@@ -75,7 +82,7 @@ impl Analyzer {
 
 /// The gzip layer alone (core `GzDecoder`), for the page's inflate worker:
 /// `inflate(input)` writes up to 1 MiB into the output buffer at `outputPtr()` and returns its
-/// length; `consumed()` says how much input was taken; `end()` returns null or the cut text.
+/// length; `consumed()` says how much input was taken; `end()` returns null or where the stream was cut.
 #[wasm_bindgen]
 pub struct Inflater {
     inner: CoreInflater,
@@ -117,9 +124,11 @@ impl Inflater {
         self.out.len()
     }
 
-    /// End of input: null, or the text of a cut stream (for `Analyzer.noteCutGzip`).
-    pub fn end(&self) -> Result<Option<String>, JsError> {
-        self.inner.end().map_err(to_js_error)
+    /// End of input: null, or the compressed offset where the stream was cut (for
+    /// `Analyzer.noteCutGzip`).
+    pub fn end(&self) -> Result<Option<f64>, JsError> {
+        let cut = self.inner.end().map_err(to_js_error)?;
+        Ok(cut.map(|e| e.offset() as f64))
     }
 
     /// After `end`: null, or a warning for the result (trailing garbage ignored; for

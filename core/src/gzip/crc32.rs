@@ -5,13 +5,18 @@
 //! slicing-by-16, whose one chain of table lookups per 16 bytes leaves the CPU waiting; there the
 //! decoder uses [`update_braided`] instead: the same tables-of-bytes method split into
 //! [`LANES`] independent chains ("braiding", after section 4.11 of Kadatch and Jenkins,
-//! *Everything we know about CRC but afraid to forget*, 2010, as zlib does), about 20 % faster in
-//! V8 on the page's 1 GB trace.
+//! *Everything we know about CRC but afraid to forget*, 2010, as zlib does), so that the lookups
+//! of the chains overlap (the page's figures: BENCHMARKS.md, "Browser").
+//!
+//! [`SparseCrc32`] is compiled on every target so that its tests (against crc32fast) run
+//! natively, but outside tests only wasm32 uses it.
+#![cfg_attr(not(any(target_arch = "wasm32", test)), allow(dead_code))]
 
 /// The reflected CRC-32 polynomial.
 const POLY: u32 = 0xedb8_8320;
 
-/// Independent 8-byte lanes processed side by side: 3 was the fastest of 2-6 in V8.
+/// Independent 8-byte lanes processed side by side: three keep V8's lookups overlapped best
+/// among two to six (BENCHMARKS.md, "Browser").
 pub const LANES: usize = 3;
 
 /// Bytes per braided block: one 8-byte word per lane.

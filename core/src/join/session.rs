@@ -20,7 +20,7 @@ use super::{
     RecordingOptions, parse_offset_ms,
 };
 use crate::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset, trailing_garbage_warning};
-use crate::gzip::{GzDecoder, GzStatus, is_gzip};
+use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
 use crate::json::{EventScanner, Scan};
 use crate::window::PowerSource;
 
@@ -176,8 +176,8 @@ impl Decode {
         }
     }
 
-    /// Ends the file: (the cut-gzip text, the trailing-garbage warning).
-    fn end(&mut self, out: Sink<'_>) -> Result<(Option<String>, Option<String>), String> {
+    /// Ends the file: (where the gzip stream was cut, the trailing-garbage warning).
+    fn end(&mut self, out: Sink<'_>) -> Result<(Option<GzError>, Option<String>), String> {
         if let Some(f) = self.first.take() {
             self.started = true;
             out(&[f], false)?;
@@ -188,7 +188,7 @@ impl Decode {
         let warning = dec.trailing_garbage_at().map(trailing_garbage_warning);
         match dec.finish() {
             Ok(()) => Ok((None, warning)),
-            Err(e) if e.is_truncated() => Ok((Some(e.to_string()), warning)),
+            Err(e) if e.is_truncated() => Ok((Some(e), warning)),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -373,7 +373,7 @@ impl TraceJoin {
                         false,
                     ))
                 });
-                if let Some(c) = &cut {
+                if let Some(c) = cut {
                     analyzer.note_cut_gzip(c);
                 }
                 if let Some(w) = &warning {

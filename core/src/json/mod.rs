@@ -48,7 +48,7 @@ mod decimal;
 mod scanner;
 
 pub use decimal::parse_us_to_ns;
-pub use scanner::{DefaultStorage, EventScanner};
+pub use scanner::EventScanner;
 
 use core::fmt;
 

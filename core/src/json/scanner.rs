@@ -297,17 +297,14 @@ pub struct EventScanner<S = DefaultStorage> {
     skip_esc: bool,
     skip_word: bool,
     skip_ret: St,
-    // current key / word
-    key: [u8; KEY_CAP],
-    key_len: usize,
+    // current key / word: bounded buffers; what does not fit is cut, and `*_over` says so
+    key: heapless::Vec<u8, KEY_CAP>,
     key_over: bool,
     field: Field,
-    word: [u8; WORD_CAP],
-    word_len: usize,
+    word: heapless::Vec<u8, WORD_CAP>,
     word_over: bool,
     // event fields
-    ph: [u8; PH_CAP],
-    ph_len: usize,
+    ph: heapless::Vec<u8, PH_CAP>,
     cat_len: usize,
     cat_some: bool,
     cat_trunc: bool,
@@ -387,15 +384,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             skip_esc: false,
             skip_word: false,
             skip_ret: St::Done,
-            key: [0; KEY_CAP],
-            key_len: 0,
+            key: heapless::Vec::new(),
             key_over: false,
             field: Field::Other,
-            word: [0; WORD_CAP],
-            word_len: 0,
+            word: heapless::Vec::new(),
             word_over: false,
-            ph: [0; PH_CAP],
-            ph_len: 0,
+            ph: heapless::Vec::new(),
             cat_len: 0,
             cat_some: false,
             cat_trunc: false,
@@ -444,7 +438,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         let buf = self.storage.as_ref();
         let cap = self.str_cap;
         Event {
-            ph: &self.ph[..self.ph_len],
+            ph: &self.ph,
             cat: if self.cat_some {
                 Some(&buf[..self.cat_len])
             } else {
@@ -564,7 +558,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     }
                     i = j;
                     if !self.word_over {
-                        self.base_time_ns = parse_int(&self.word[..self.word_len]);
+                        self.base_time_ns = parse_int(&self.word);
                     }
                     self.st = St::TopCommaOrEnd;
                     continue;
@@ -633,7 +627,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     i += 1;
                 }
                 St::TopValue => {
-                    if !self.key_over && &self.key[..self.key_len] == b"traceEvents" {
+                    if !self.key_over && &self.key[..] == b"traceEvents" {
                         if b == b'[' {
                             self.found_array = true;
                             self.st = St::ArrFirst;
@@ -644,9 +638,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     }
                     if (b == b'-' || b.is_ascii_digit())
                         && !self.key_over
-                        && &self.key[..self.key_len] == b"baseTimeNanoseconds"
+                        && &self.key[..] == b"baseTimeNanoseconds"
                     {
-                        self.word_len = 0;
+                        self.word.clear();
                         self.word_over = false;
                         self.st = St::TopWord;
                         continue;
@@ -755,7 +749,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                                 i = self.begin_skip(b, i, St::EvCommaOrEnd);
                             }
                             _ => {
-                                self.word_len = 0;
+                                self.word.clear();
                                 self.word_over = false;
                                 self.st = St::Word;
                             }
@@ -886,8 +880,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         && s[i + 1] != b'\\'
                         && s[i + 1] != b'"' =>
                 {
-                    self.ph[0] = s[i + 1];
-                    self.ph_len = 1;
+                    self.ph.clear();
+                    let _ = self.ph.push(s[i + 1]);
                     i += 3;
                     col = usize::from(s[i - 2]) % GAP_COLS * GAP_ROWS;
                 }
@@ -907,7 +901,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 _ => {
                     i = self.fast_word(s, i, field)?;
                     if field == Field::Ph {
-                        col = usize::from(self.ph[0]) % GAP_COLS * GAP_ROWS;
+                        col = usize::from(self.ph.first().copied().unwrap_or(0)) % GAP_COLS
+                            * GAP_ROWS;
                     }
                 }
             }
@@ -948,7 +943,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     fn begin_event(&mut self, i: usize) {
         self.in_event = true;
         self.ev_start = self.offset + i as u64;
-        self.ph_len = 0;
+        self.ph.clear();
         self.cat_some = false;
         self.cat_len = 0;
         self.name_some = false;
@@ -1081,7 +1076,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         self.pending_high = 0;
         match target {
             Target::TopKey | Target::EvKey => {
-                self.key_len = 0;
+                self.key.clear();
                 self.key_over = false;
             }
             Target::Cat => {
@@ -1093,7 +1088,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 self.name_trunc = false;
             }
             Target::Word => {
-                self.word_len = 0;
+                self.word.clear();
                 self.word_over = false;
             }
         }
@@ -1240,10 +1235,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     fn push(&mut self, bytes: &[u8]) {
         match self.target {
             Target::TopKey | Target::EvKey => {
-                let room = KEY_CAP - self.key_len;
-                let k = bytes.len().min(room);
-                self.key[self.key_len..self.key_len + k].copy_from_slice(&bytes[..k]);
-                self.key_len += k;
+                let k = bytes.len().min(KEY_CAP - self.key.len());
+                // Cut to the room left, so the extension always fits.
+                let _ = self.key.extend_from_slice(&bytes[..k]);
                 self.key_over |= k < bytes.len();
             }
             Target::Word => self.push_word(bytes),
@@ -1269,9 +1263,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
 
     #[inline]
     fn push_word(&mut self, bytes: &[u8]) {
-        let k = bytes.len().min(WORD_CAP - self.word_len);
-        self.word[self.word_len..self.word_len + k].copy_from_slice(&bytes[..k]);
-        self.word_len += k;
+        let k = bytes.len().min(WORD_CAP - self.word.len());
+        // Cut to the room left, so the extension always fits.
+        let _ = self.word.extend_from_slice(&bytes[..k]);
         self.word_over |= k < bytes.len();
     }
 
@@ -1282,7 +1276,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 self.field = if self.key_over {
                     Field::Other
                 } else {
-                    classify(&self.key[..self.key_len])
+                    classify(&self.key)
                 };
                 self.st = St::EvColon;
             }
@@ -1312,8 +1306,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
 
     /// Stores the collected word (a bareword, or a string when `quoted`) into its field.
     fn end_word(&mut self, quoted: bool) {
-        let word = self.word;
-        let text = &word[..self.word_len];
+        let word = self.word.clone();
+        let text = &word[..];
         let over = self.word_over;
         self.set_word(self.field, text, quoted, over);
     }
@@ -1368,8 +1362,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             }
             Field::Ph => {
                 let k = text.len().min(PH_CAP);
-                self.ph[..k].copy_from_slice(&text[..k]);
-                self.ph_len = k;
+                self.ph.clear();
+                let _ = self.ph.extend_from_slice(&text[..k]);
             }
             Field::Cat | Field::Name | Field::Other | Field::End => {}
         }
@@ -1379,7 +1373,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     /// A known field whose value has the wrong type (object/array, or a non-string name).
     fn clear_field(&mut self, f: Field) {
         match f {
-            Field::Ph => self.ph_len = 0,
+            Field::Ph => self.ph.clear(),
             Field::Cat => self.cat_some = false,
             Field::Name => self.name_some = false,
             Field::Ts => {

@@ -255,7 +255,7 @@ pub struct SummaryWarnings {
     pub x_numeric_string_ts: u64,
 }
 
-/// Streaming trace summary (SPEC §5). Memory: the category/op tables and per-op durations
+/// Streaming trace summary (docs/cli.md, "trace"). Memory: the category/op tables and per-op durations
 /// (exact mode), or fixed by [`Limits`] (bounded mode); no allocation per event once the
 /// tables have seen their keys.
 pub struct TraceSummary {
@@ -990,7 +990,7 @@ fn lossy(b: &[u8]) -> String {
 
 /// Exact integer nanoseconds as f64 microseconds: one correctly rounded division when the
 /// value is below 2^53 ns (104 days).
-pub fn ns_to_us(ns: i128) -> f64 {
+pub(crate) fn ns_to_us(ns: i128) -> f64 {
     ns as f64 / 1000.0
 }
 
@@ -1045,7 +1045,7 @@ pub struct OpRow {
     pub name: String,
     /// Sum of the op's durations, µs.
     pub duration_sum_us: f64,
-    /// SPEC §4 stats of the op's durations in µs.
+    /// The `stats` of the op's durations in µs.
     pub duration_us: Stats,
 }
 

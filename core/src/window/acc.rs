@@ -50,7 +50,7 @@ pub fn bin_edges(i: usize) -> (f64, f64) {
     )
 }
 
-/// The reference's samples-only trapezoid (SPEC §2 quirks): samples with t0 ≤ t ≤ t1 and a
+/// The reference's samples-only trapezoid (its quirks: docs/cli.md, "analyze"): samples with t0 ≤ t ≤ t1 and a
 /// parseable power, in time order; energy summed from 0.0; utilization = mean of the first
 /// sample of each consecutive pair where it parses.
 #[derive(Clone, Copy, Debug, Default)]

@@ -69,21 +69,17 @@ impl PowerHistogram {
         }
     }
 
+    /// Readings added.
+    #[cfg(test)]
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
     /// Adds one reading (NaN ignored, negatives in bin 0).
     pub fn add(&mut self, power_w: f64) {
         let Some(i) = bin(power_w) else { return };
         self.counts[i] = self.counts[i].saturating_add(1);
         self.n += 1;
-    }
-
-    /// Readings added.
-    pub fn len(&self) -> u64 {
-        self.n
-    }
-
-    /// Whether no reading was added.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
     }
 
     /// The `q`-quantile (0..=1) as the midpoint of its bin; `None` when empty.

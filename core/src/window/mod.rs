@@ -1,4 +1,4 @@
-//! Mark windows, spans and the compute-or-waiting verdict over a trace.csv (SPEC §2, §6, §8).
+//! Mark windows, spans and the compute-or-waiting verdict over a trace.csv (docs/cli.md, "analyze"; docs/numerics.md).
 //!
 //! [`WindowAnalyzer`] reads a trace.csv in one streaming pass (`write(chunk)` … `end()`), so the
 //! same code serves the CLI and the browser. Rows pass through a small bounded reorder buffer
@@ -35,10 +35,12 @@ mod series;
 mod stream;
 mod verdict;
 
-pub use acc::{GpuAcc, POWER_BINS, Prev, RefAcc, Sample, bin_edges, power_bin};
+pub(crate) use acc::RefAcc;
+#[cfg(feature = "alloc")]
+pub(crate) use acc::{GpuAcc, Prev, Sample};
 pub use fixed::{FixedBuffers, FixedOptions, FixedResult, FixedWindow, FixedWindowAnalyzer, Pass};
 #[cfg(feature = "alloc")]
-pub use floor::PowerHistogram;
+pub(crate) use floor::PowerHistogram;
 pub use floor::TwoPassQuantile;
 pub use lines::{InputNotes, PyFixed, VerdictText, write_reference_lines};
 #[cfg(feature = "alloc")]
@@ -59,7 +61,7 @@ pub(crate) use verdict::{Context as VerdictContext, combine as combine_verdicts}
 #[cfg(feature = "alloc")]
 use alloc::collections::BTreeMap;
 #[cfg(feature = "alloc")]
-use alloc::string::{String, ToString};
+use alloc::string::String;
 #[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 use serde::Serialize;
@@ -128,7 +130,7 @@ pub struct AnalyzeOptions {
     pub spans: bool,
     /// Points per GPU in the plotted series (0: no series).
     pub series_points: usize,
-    /// Power/utilization intervals longer than this are skipped (SPEC §6), ns.
+    /// Power/utilization intervals longer than this are skipped (docs/numerics.md, "Energy"), ns.
     pub max_gap_ns: i64,
     /// Rows are held this long behind the newest row to restore time order, ns.
     pub reorder_horizon_ns: i64,

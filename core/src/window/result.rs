@@ -201,9 +201,9 @@ pub struct Selection {
 
 #[cfg(feature = "alloc")]
 impl Selection {
-    /// The reference's error for this selection, if any (exact texts).
-    pub fn error(&self) -> Option<String> {
-        SelectionError::of(self.start_t_mono_ns, self.end_t_mono_ns).map(|e| e.to_string())
+    /// What is wrong with this selection, if anything (displays as the reference's text).
+    pub fn error(&self) -> Option<SelectionError> {
+        SelectionError::of(self.start_t_mono_ns, self.end_t_mono_ns)
     }
 }
 
@@ -234,6 +234,8 @@ impl SelectionError {
         }
     }
 }
+
+impl core::error::Error for SelectionError {}
 
 impl core::fmt::Display for SelectionError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

@@ -159,7 +159,10 @@ fn reference_figures_match_the_oracle_in_every_split() {
             assert_eq!(r.rows.late_rows, 0);
             let sel = r.selection.as_ref().unwrap();
             match &want {
-                Err(e) => assert_eq!(sel.error().as_deref(), Some(e.as_str())),
+                Err(e) => assert_eq!(
+                    sel.error().map(|e| e.to_string()).as_deref(),
+                    Some(e.as_str())
+                ),
                 Ok((t0, t1, fig)) => {
                     assert_eq!(sel.error(), None);
                     let w = r.window.as_ref().unwrap();

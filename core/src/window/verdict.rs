@@ -1,4 +1,4 @@
-//! The compute / waiting / mixed verdict and its evidence (SPEC §8).
+//! The compute / waiting / mixed verdict and its evidence (docs/numerics.md, "The verdict").
 //!
 //! Signals, each with how well it resolves a window of the given length:
 //! - `power_above_idle_floor`: share of the window's time with power above the GPU's busy
@@ -21,14 +21,16 @@
 use alloc::string::{String, ToString};
 #[cfg(feature = "alloc")]
 use alloc::vec::Vec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "alloc")]
 use super::GpuSummary;
 use super::acc::{GpuAcc, POWER_BINS, bin_edges};
 
-/// Which NVML reading fills `gpu_power_W`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// Which NVML reading fills `gpu_power_W`: `instant`, `average` or `unknown` in JSON (the
+/// sidecar's `gpu_power_w_source`, the analyzer options) and on the command line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum PowerSource {
     /// NVML field 186, instantaneous.
@@ -36,6 +38,7 @@ pub enum PowerSource {
     /// `nvmlDeviceGetPowerUsage` / field 185, a 1 s average on Ampere and newer.
     Average,
     /// Not recorded (e.g. a file from the reference sampler, which uses the average).
+    #[default]
     Unknown,
 }
 

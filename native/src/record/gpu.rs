@@ -2,7 +2,8 @@
 //!
 //! The real source is NVML ([`super::nvml::NvmlSource`]); tests, the benchmark and the golden
 //! files drive the very same sampler through [`ScriptedGpu`].
-use serde::Serialize;
+use flinch_core::window::PowerSource;
+use serde::{Deserialize, Serialize};
 
 use super::slow::{SlowReader, SlowReading};
 
@@ -30,7 +31,7 @@ pub struct GpuReading {
 }
 
 /// What the sidecar records about one selected GPU (queried once, at start).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct GpuInfo {
     /// NVML device index.
     pub index: u32,
@@ -54,7 +55,7 @@ pub trait GpuSource: Send {
     fn info(&self) -> &[GpuInfo];
     /// Which NVML reading fills `gpu_power_W` for each selected GPU: `"instant"` (field
     /// `NVML_FI_DEV_POWER_INSTANT`) or `"average"` (`nvmlDeviceGetPowerUsage`).
-    fn power_kind(&self, slot: usize) -> &'static str;
+    fn power_kind(&self, slot: usize) -> PowerSource;
     /// Reads GPU `slot` (an index into [`Self::info`]). `full` also reads the fields only the
     /// host-telemetry rows need (memory clock).
     fn read(&mut self, slot: usize, full: bool) -> GpuReading;
@@ -256,8 +257,8 @@ impl GpuSource for ScriptedGpu {
         &self.info
     }
 
-    fn power_kind(&self, _slot: usize) -> &'static str {
-        "instant"
+    fn power_kind(&self, _slot: usize) -> PowerSource {
+        PowerSource::Instant
     }
 
     fn read(&mut self, slot: usize, full: bool) -> GpuReading {

@@ -4,7 +4,7 @@
 //! other percentile the tool prints; maximum exact), so an hours-long recording at 1 ms needs no
 //! more memory than a short one.
 use flinch_core::sketch::{DEFAULT_BUCKETS_PER_SIGN, QuantileSketch};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Nanosecond durations: their percentiles, within [`flinch_core::sketch::RELATIVE_ERROR`].
 /// The default window (32 powers of two) holds 1 ns to 4 s without collapsing a bucket.
@@ -66,7 +66,7 @@ fn us(v: Option<f64>) -> Option<f64> {
 }
 
 /// What the sidecar and the closing summary report.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HealthSummary {
     /// Ticks sampled.
     pub ticks: u64,

@@ -1,4 +1,4 @@
-//! The marks FIFO (SPEC §3): creation and checks, the line format, and the reader thread.
+//! The marks FIFO (docs/formats.md): creation and checks, the line format, and the reader thread.
 //!
 //! Line format: `<label>` (stamped when the recorder reads it), `@<t_mono_ns> <label>` (stamped
 //! by the sender with CLOCK_MONOTONIC, which `flinch-trace mark` does), or

@@ -15,6 +15,7 @@ pub mod command;
 pub mod gpu;
 pub mod health;
 pub mod host;
+pub mod jsonl;
 pub mod marks;
 pub mod nvml;
 pub mod nvtx;
@@ -346,8 +347,8 @@ pub fn run(args: Args) -> CmdResult {
         })
         .unwrap_or_default();
     let mut side = Sidecar {
-        tool: "flinch-trace",
-        version: env!("CARGO_PKG_VERSION"),
+        tool: "flinch-trace".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         csv: args.out.display().to_string(),
         appended,
         columns: header_line.split(',').map(str::to_string).collect(),
@@ -356,8 +357,9 @@ pub fn run(args: Args) -> CmdResult {
             "virtual"
         } else {
             "CLOCK_MONOTONIC"
-        },
-        gpu_source,
+        }
+        .into(),
+        gpu_source: gpu_source.into(),
         gpu_unavailable,
         nvml: driver,
         gpus,

@@ -1,4 +1,5 @@
 //! NVML through nvml-wrapper, loaded at run time (no GPU or no libnvidia-ml: `open` says why).
+use flinch_core::window::PowerSource;
 use nvml_wrapper::Device;
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
@@ -12,7 +13,7 @@ use super::slow::{SlowReader, SlowReading};
 pub const FI_DEV_POWER_INSTANT: u32 = 186;
 
 /// Driver facts for the sidecar.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct DriverInfo {
     /// `nvmlSystemGetDriverVersion`.
     pub driver_version: Option<String>,
@@ -126,11 +127,11 @@ impl GpuSource for NvmlSource {
         &self.info
     }
 
-    fn power_kind(&self, slot: usize) -> &'static str {
+    fn power_kind(&self, slot: usize) -> PowerSource {
         if self.gpus.get(slot).is_some_and(|g| g.instant_power) {
-            "instant"
+            PowerSource::Instant
         } else {
-            "average"
+            PowerSource::Average
         }
     }
 

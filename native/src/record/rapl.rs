@@ -5,10 +5,10 @@ use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One powercap zone as the sidecar describes it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ZoneInfo {
     /// Directory name, e.g. `intel-rapl:0:1`.
     pub id: String,

@@ -1,6 +1,5 @@
 //! The sampling loop: absolute CLOCK_MONOTONIC deadlines `start + k * interval`, late deadlines
 //! skipped and counted (never bunched), one SAMPLE row per selected GPU per tick.
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -8,6 +7,7 @@ use super::clock::{Clock, thread_cpu_ns};
 use super::gpu::{GpuReading, GpuSource};
 use super::health::Health;
 use super::host::{Host, HostReading};
+use super::jsonl::HostRow;
 use super::rapl::Rapl;
 use super::slow::SlowPoller;
 use super::writer::{Msg, RowSender, TickFields, push_mark_row, push_sample_row};
@@ -39,106 +39,6 @@ pub struct Sources {
     pub rapl: Rapl,
     /// The host (`None`: `--no-host`).
     pub host: Option<Host>,
-}
-
-struct Fmt<T>(Option<T>);
-
-impl<T: std::fmt::Display> std::fmt::Display for Fmt<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Some(v) => write!(f, "{v}"),
-            None => Ok(()),
-        }
-    }
-}
-
-struct JsonNum(Option<f64>);
-
-impl std::fmt::Display for JsonNum {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(v) if v.is_finite() => write!(f, "{v}"),
-            _ => f.write_str("null"),
-        }
-    }
-}
-
-/// The `gpu_csv` field of a host-telemetry row: index, uuid, memory used MiB, memory total MiB,
-/// temperature C, power W, SM clock MHz, memory clock MHz, GPU utilization %, memory utilization %.
-pub fn push_gpu_csv(
-    buf: &mut Vec<u8>,
-    index: u32,
-    uuid: Option<&str>,
-    mem_total_mib: Option<u64>,
-    r: &GpuReading,
-) {
-    let _ = write!(
-        buf,
-        "\"{index},{},{},{},{},{},{},{},{},{}\"",
-        uuid.unwrap_or("").replace(['"', '\\', ','], ""),
-        Fmt(r.mem_used_mib),
-        Fmt(mem_total_mib),
-        Fmt(r.temp_c),
-        Fmt(r.power_w),
-        Fmt(r.sm_clock_mhz),
-        Fmt(r.mem_clock_mhz),
-        Fmt(r.util_pct),
-        Fmt(r.mem_util_pct),
-    );
-}
-
-fn push_jsonl(
-    buf: &mut Vec<u8>,
-    wall_ns: u64,
-    host: Option<HostReading>,
-    gpu: Option<&dyn GpuSource>,
-    readings: &[GpuReading],
-) {
-    let h = host.unwrap_or_default();
-    let n = |v: Option<u64>| JsonNum(v.map(|x| x as f64));
-    let _ = write!(
-        buf,
-        "{{\"unix\":{}.{:09},\"host_memory\":{{\"available\":{},\"used\":{},\"total\":{}}},\"host_cpu_percent\":{}",
-        wall_ns / 1_000_000_000,
-        wall_ns % 1_000_000_000,
-        n(h.mem_available_bytes),
-        n(h.mem_used_bytes),
-        n(h.mem_total_bytes),
-        JsonNum(h.cpu_pct),
-    );
-    if let Some(g) = gpu {
-        let info = g.info();
-        let n = info.len().min(readings.len());
-        if n > 0 {
-            buf.extend_from_slice(b",\"gpu_csv\":");
-            push_gpu_csv(
-                buf,
-                info[0].index,
-                info[0].uuid.as_deref(),
-                info[0].mem_total_mib,
-                &readings[0],
-            );
-        }
-        if n > 1 {
-            // Every GPU, the first included, for consumers that want them all.
-            buf.extend_from_slice(b",\"gpus_csv\":[");
-            for slot in 0..n {
-                if slot > 0 {
-                    buf.push(b',');
-                }
-                let i = &info[slot];
-                push_gpu_csv(
-                    buf,
-                    i.index,
-                    i.uuid.as_deref(),
-                    i.mem_total_mib,
-                    &readings[slot],
-                );
-            }
-            buf.push(b']');
-        }
-    }
-    buf.extend_from_slice(b"}\n");
 }
 
 /// The first point of the grid `start + k * every` after `now` (slower schedules stay on their
@@ -307,13 +207,8 @@ pub fn run(
         if jsonl_due {
             next_jsonl = next_on_grid(start, cfg.jsonl_every_ns.unwrap_or(1), wake);
             let mut j = sender.buffer();
-            push_jsonl(
-                &mut j,
-                clock.wall_ns(),
-                last_host,
-                src.gpu.as_deref(),
-                &readings,
-            );
+            let gpus = src.gpu.as_deref().map_or(&[][..], |g| g.info());
+            HostRow::new(clock.wall_ns(), last_host, gpus, &readings).push_line(&mut j);
             sender.send(Msg::Jsonl(j));
         }
         health.ticks += 1;
@@ -457,10 +352,9 @@ mod tests {
         assert!(row["unix"].as_f64().unwrap() > 1.7e9);
     }
 
-    /// Regression (H200, driver 580.159): the energy counter took 3-18 ms per read and, read in
-    /// the sampling loop, made a 10 ms sampler miss 13% of its ticks. Now it (and memory use) is
-    /// read on the slow-query poller's thread; the loop's GPU reads never wait for it. Real
-    /// time: the scripted slow read takes 100 ms, ticks come every 5 ms.
+    /// A slow energy counter (milliseconds per read on an H200) and memory use are read on the
+    /// slow-query poller's thread, so the loop's GPU reads never wait for them. Real time: the
+    /// scripted slow read takes 100 ms, ticks come every 5 ms.
     #[test]
     fn a_slow_energy_counter_is_read_off_the_sampling_loop() {
         use crate::record::clock::SystemClock;

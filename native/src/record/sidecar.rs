@@ -1,9 +1,11 @@
 //! The sidecar `<csv path>.meta.json`: what describes the recording (never comment lines in the
 //! CSV, which the reference reader would choke on). Written at start and rewritten at the end
-//! with the sampler's health; readers must not require it.
+//! with the sampler's health; readers must not require it. Written and read back through the
+//! one struct [`Sidecar`] (docs/formats.md).
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use flinch_core::window::PowerSource;
+use serde::{Deserialize, Serialize};
 
 use super::gpu::GpuInfo;
 use super::health::HealthSummary;
@@ -11,18 +13,18 @@ use super::nvml::DriverInfo;
 use super::rapl::ZoneInfo;
 
 /// One selected GPU and which reading fills its `gpu_power_W`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct GpuEntry {
     /// Static facts, queried once at start.
     #[serde(flatten)]
     pub info: GpuInfo,
     /// `"instant"` (NVML field 186, NVML_FI_DEV_POWER_INSTANT) or `"average"`
     /// (nvmlDeviceGetPowerUsage, a 1 s average on Ampere and newer).
-    pub gpu_power_w_source: &'static str,
+    pub gpu_power_w_source: PowerSource,
 }
 
 /// The host the recording ran on.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HostInfo {
     /// `uname -n`.
     pub hostname: Option<String>,
@@ -33,7 +35,7 @@ pub struct HostInfo {
 }
 
 /// NVTX injection into the recorded command (see docs/nvtx.md).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct NvtxInfo {
     /// The injection library given as `NVTX_INJECTION64_PATH`.
     pub library: String,
@@ -46,12 +48,12 @@ pub struct NvtxInfo {
 }
 
 /// The whole sidecar.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sidecar {
     /// `"flinch-trace"`.
-    pub tool: &'static str,
+    pub tool: String,
     /// Tool version.
-    pub version: &'static str,
+    pub version: String,
     /// The CSV this describes.
     pub csv: String,
     /// Whether rows were appended to an existing file (the sidecar describes the latest run).
@@ -61,9 +63,9 @@ pub struct Sidecar {
     /// Tick period, ms.
     pub interval_ms: f64,
     /// `"CLOCK_MONOTONIC"`, or `"virtual"` for a deterministic test recording.
-    pub clock: &'static str,
+    pub clock: String,
     /// `"nvml"`, `"scripted"` (test source) or `"none"`.
-    pub gpu_source: &'static str,
+    pub gpu_source: String,
     /// Why there is no GPU data, when there is none.
     pub gpu_unavailable: Option<String>,
     /// NVML driver facts.
@@ -127,6 +129,20 @@ pub fn host_info() -> HostInfo {
 }
 
 impl Sidecar {
+    /// Reads the sidecar of `csv`: `None` when there is none, or it does not parse as one.
+    pub fn read(csv: &Path) -> Option<Sidecar> {
+        let text = std::fs::read_to_string(path_for(csv)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Which reading fills `gpu_power_W`: the first GPU's that says.
+    pub fn power_source(&self) -> Option<PowerSource> {
+        self.gpus
+            .iter()
+            .map(|g| g.gpu_power_w_source)
+            .find(|s| *s != PowerSource::Unknown)
+    }
+
     /// Writes the sidecar atomically (temporary file, then rename).
     pub fn write(&self, csv: &Path) -> Result<(), String> {
         let path = path_for(csv);
@@ -148,5 +164,44 @@ impl Sidecar {
                 let _ = std::fs::remove_file(&tmp);
                 format!("warning: cannot write sidecar {}: {e}", path.display())
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/{name}/trace.csv"))
+    }
+
+    #[test]
+    fn real_sidecars_read_back_through_the_struct_that_writes_them() {
+        let h200 = Sidecar::read(&example("h200")).expect("the H200 sidecar parses");
+        assert_eq!(h200.gpus.len(), 1);
+        assert_eq!(h200.gpus[0].info.name.as_deref(), Some("NVIDIA H200"));
+        assert_eq!(h200.power_source(), Some(PowerSource::Instant));
+        assert_eq!(h200.health.as_ref().map(|h| h.ticks), Some(1450));
+        let host_only = Sidecar::read(&example("host-only")).expect("the host-only sidecar parses");
+        assert!(host_only.gpus.is_empty());
+        assert_eq!(host_only.power_source(), None);
+        assert!(Sidecar::read(Path::new("tests/analyze/does-not-exist.csv")).is_none());
+    }
+
+    #[test]
+    fn written_and_read_back_is_the_same_sidecar() {
+        let mut side = Sidecar::read(&example("h200")).unwrap();
+        side.gpus[0].gpu_power_w_source = PowerSource::Average;
+        let dir = std::env::temp_dir().join(format!("flinch-sidecar-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("trace.csv");
+        side.write(&csv).unwrap();
+        let back = Sidecar::read(&csv).unwrap();
+        assert_eq!(back.power_source(), Some(PowerSource::Average));
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&side).unwrap()
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

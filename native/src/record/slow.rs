@@ -1,15 +1,12 @@
 //! The slow GPU queries (energy counter, memory in use), read on a thread of their own.
 //!
-//! On an NVIDIA H200 (driver 580.159), `nvmlDeviceGetTotalEnergyConsumption` took 3.0 ms median,
-//! 5.7 ms p90 and up to 18 ms per call, while the other per-tick queries took 2-8 µs
-//! (`scripts/gpu-device-run.sh` and an NVML probe, see BENCHMARKS.md). Read inline, it made a
-//! 10 ms sampler miss 13% of its ticks. While it runs, `nvmlDeviceGetMemoryInfo` waits for it
-//! (3.0 ms median, the driver lock), where power, utilization, clocks and temperature do not. The
-//! counter itself moved only every 100 ms there (SPEC §8: every 10-100 ms, ±1 update period per
-//! window edge), and memory use is no fast signal, so both are read on their own grid by this
-//! poller and each SAMPLE row carries the latest values read: their age is at most one interval
-//! plus one read, inside the counter's own update period. The poller's read latency goes to the
-//! sidecar's health.
+//! `nvmlDeviceGetTotalEnergyConsumption` can take milliseconds per call where the other per-tick
+//! queries take microseconds, and `nvmlDeviceGetMemoryInfo` waits for it (the driver lock), so
+//! read in the sampling loop they would make a 10 ms sampler miss ticks (the H200 figures:
+//! BENCHMARKS.md). The counter itself moves only every 10-100 ms (docs/numerics.md), and memory
+//! use is no fast signal, so both are read on their own grid by this poller and each SAMPLE row
+//! carries the latest values read: their age is at most one interval plus one read, inside the
+//! counter's own update period. The poller's read latency goes to the sidecar's health.
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

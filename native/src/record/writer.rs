@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use flinch_core::csv::{COLUMNS, Col, push_label};
+
 use super::gpu::GpuReading;
 use super::host::HostReading;
 
@@ -20,32 +22,9 @@ use super::host::HostReading;
 pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
 const FLUSH_BYTES: usize = 64 * 1024;
 
-/// The fixed columns, in order (the first ten are SPEC §1's).
-pub const FIXED_COLUMNS: [&str; 19] = [
-    "t_mono_ns",
-    "t_wall_ns",
-    "row_type",
-    "label",
-    "gpu_power_W",
-    "gpu_util_pct",
-    "gpu_mem_util_pct",
-    "gpu_sm_clock_MHz",
-    "gpu_temp_C",
-    "rapl_energy_uj",
-    "gpu_index",
-    "gpu_energy_mJ",
-    "gpu_mem_used_MiB",
-    "gpu_throttle_reasons",
-    "host_cpu_pct",
-    "host_mem_used_MiB",
-    "host_mem_available_MiB",
-    "rapl_max_energy_range_uj",
-    "mark_thread",
-];
-
 /// The header line (without newline) for the given extra RAPL zone columns.
 pub fn header<'a>(extra: impl Iterator<Item = &'a str>) -> String {
-    let mut cols: Vec<&str> = FIXED_COLUMNS.to_vec();
+    let mut cols: Vec<&str> = COLUMNS.to_vec();
     cols.extend(extra);
     cols.join(",")
 }
@@ -68,24 +47,6 @@ struct Fixed2(f64);
 impl std::fmt::Display for Fixed2 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:.2}", self.0)
-    }
-}
-
-/// Appends one label as a CSV field (quoted when it holds `,`, `"`, CR/LF or edge spaces).
-pub fn push_label(buf: &mut Vec<u8>, label: &str) {
-    let needs =
-        label.contains([',', '"', '\r', '\n']) || label.starts_with(' ') || label.ends_with(' ');
-    if needs {
-        buf.push(b'"');
-        for b in label.bytes() {
-            if b == b'"' {
-                buf.push(b'"');
-            }
-            buf.push(b);
-        }
-        buf.push(b'"');
-    } else {
-        buf.extend_from_slice(label.as_bytes());
     }
 }
 
@@ -122,7 +83,7 @@ pub fn push_mark_row_thread(
 }
 
 /// Index of `mark_thread` among the columns.
-const MARK_THREAD_COL: usize = 18;
+const MARK_THREAD_COL: usize = Col::MarkThread as usize;
 
 /// The per-tick fields only the first row of a tick carries.
 pub struct TickFields<'a> {
@@ -172,7 +133,7 @@ pub fn push_sample_row(
     opt(buf, tick.and_then(|t| t.primary_max_uj));
     // mark_thread: empty on samples.
     buf.push(b',');
-    let mut written = FIXED_COLUMNS.len();
+    let mut written = COLUMNS.len();
     if let Some(t) = tick {
         for (i, v) in t.rapl.iter().enumerate() {
             if Some(i) != t.primary {

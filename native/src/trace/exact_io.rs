@@ -142,7 +142,7 @@ impl EventReplay for FileReplay {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
                 // A cut .gz: the first pass stopped at the same place.
-                Err(e) if e.truncated => break,
+                Err(e) if e.cut.is_some() => break,
                 Err(e) => return Err(e.message),
             };
             let mut pos = 0;

@@ -26,10 +26,9 @@
 //! summary side for a wrong guess: ~11 MiB.
 //!
 //! Why positioned reads and not a mapping of the file: a read-only mapping (with a SIGBUS
-//! handler for a file cut meanwhile) was built and measured. It removes the kernel's copy, but
-//! the scanner then takes the cache misses the copy used to take, and faulting pages in and
-//! dropping them again costs more: on the quiet 2-core VM it took ~10% more wall and CPU time,
-//! with a larger resident size (BENCHMARKS.md, "Trace engine"), so it was reverted.
+//! handler for a file cut meanwhile) removes the kernel's copy, but the scanner then takes the
+//! cache misses the copy takes, and faulting pages in and dropping them again costs more wall
+//! and CPU time, with a larger resident size (BENCHMARKS.md, "Trace engine").
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -503,7 +502,7 @@ fn collect(
             carry = Some(scanner);
             // Past the first few segments, when more than a quarter of the guesses so far
             // failed (this file's `args` or strings hold `},{`), the scan threads only waste
-            // CPU time: stop them, and scan on here, one thread as before the segments.
+            // CPU time: stop them, and scan on here, one thread as for the first segments.
             if *rescanned >= 4 && *rescanned * 4 > k + 1 {
                 speculate.store(false, Ordering::Relaxed);
             }

@@ -2,9 +2,9 @@
 //! the core summary on the caller's thread.
 //!
 //! Reading (or inflating) already runs on the input's reader thread (`crate::input`). Scanning
-//! and summarizing are the two other stages: on the ~1 GB benchmark trace the scanner takes about
-//! three quarters of the CPU time and the summary the rest, so running them one after the other
-//! on one thread made the scan thread the bottleneck (BENCHMARKS.md, "Trace engine"). Here the
+//! and summarizing are the two other stages: the scanner takes about three quarters of the CPU
+//! time and the summary the rest, so one thread running both would be the bottleneck
+//! (BENCHMARKS.md, "Trace engine"). Here the
 //! scan thread copies each event into a compact record ([`Rec`]: the fields the summary reads, and
 //! their `ph`, `cat` and `name` bytes in the batch's text arena) and hands batches of them to the
 //! summary through a bounded ring of recycled batches ([`RING_BATCHES`]): no allocation per event,
@@ -359,13 +359,13 @@ impl Batch {
 /// What the scan thread sends.
 enum Msg {
     Events(Batch),
-    /// The input ended: the scanner's end state, the cut-gzip message if the stream was cut,
-    /// and the input's warning (trailing gzip garbage ignored).
-    /// And `baseTimeNanoseconds` as the scanner read it.
+    /// The input ended: the scanner's end state, where the gzip stream was cut if it was, the
+    /// input's warning (trailing gzip garbage ignored), and `baseTimeNanoseconds` as the scanner
+    /// read it.
     End(
         ScanEnd,
         ScanWarnings,
-        Option<String>,
+        Option<flinch_core::gzip::GzError>,
         Option<String>,
         Option<i64>,
     ),
@@ -464,8 +464,8 @@ pub fn summarize_joined(
 /// The one-thread alternative to [`summarize`]: the core analyzer (scanner and summary) on
 /// this thread, after the input's reader thread. `trace` uses it for gzip input on a machine of
 /// two cores or fewer, where inflating already takes most of the second core: a third busy
-/// thread then only adds hand-over costs (quiet 2-core run on the 1 GB trace's `.gz`: 0.99-1.04 s
-/// wall this way, 1.10-1.23 s with the pipeline). The same result, byte for byte.
+/// thread then only adds hand-over costs (BENCHMARKS.md, "Trace engine"). The same result, byte
+/// for byte.
 ///
 /// # Errors
 /// As [`summarize`].
@@ -505,8 +505,8 @@ pub fn summarize_sequential(
                 break;
             }
             // A cut .gz: summarize what was decoded before the cut.
-            Err(e) if e.truncated => {
-                analyzer.note_cut_gzip(&e.message);
+            Err(InputError { cut: Some(cut), .. }) => {
+                analyzer.note_cut_gzip(cut);
                 break;
             }
             Err(e) => return Err(e.message),
@@ -529,10 +529,7 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
         let chunk = match input.next_chunk() {
             Ok(Some(chunk)) => chunk,
             Ok(None) => break None,
-            Err(InputError {
-                message,
-                truncated: true,
-            }) => break Some(message),
+            Err(InputError { cut: Some(cut), .. }) => break Some(cut),
             Err(e) => {
                 let _ = tx.send(Msg::Fail(e.message));
                 return;

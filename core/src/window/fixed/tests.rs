@@ -117,11 +117,7 @@ fn check(got: &FixedResult, want: &[RecordingAnalysis; 2], what: &str) -> bool {
         (sel.start_t_mono_ns, sel.end_t_mono_ns),
         "{what}: marks"
     );
-    assert_eq!(
-        got.selection_error().map(|e| e.to_string()),
-        sel.error(),
-        "{what}: error text"
-    );
+    assert_eq!(got.selection_error(), sel.error(), "{what}: error");
     match (&got.window, &lines.window, &full.window) {
         (None, None, None) => false,
         (Some(g), Some(l), Some(f)) => {
