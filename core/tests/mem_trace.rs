@@ -3,46 +3,18 @@
 //! bytes (tallied by a global allocator) over a whole summary, `finish` included, stays under a
 //! bound computed from the limits, for an input 5x larger too; the same input in
 //! `Limits::EXACT` (memory alone) goes past that bound, so the check can fail.
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use flinch_core::Limits;
 use flinch_core::intervals::Interval;
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult};
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(n: usize) {
-    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-// SAFETY: forwards to the system allocator unchanged; only tallies sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        grew(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+#[path = "common/peak_heap.rs"]
+mod peak_heap;
 
 /// `n` X events over 200 ops: a host track in time order and a device track whose clock runs
 /// further and further ahead (as a GPU queue does), so the busy unions are not in time order.
@@ -154,25 +126,24 @@ fn peak(data: &Arc<Vec<u8>>, limits: Limits, io: bool) -> (usize, TraceSummaryRe
         buf: Vec::with_capacity(1 << 20),
     });
     let replay = Box::new(Replay(Arc::clone(data), limits));
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let mut sc = EventScanner::new(limits);
-    let mut sum = TraceSummary::new(limits);
-    if io {
-        sum.set_spill(spill);
-        sum.set_replay(replay);
-    }
-    for chunk in data.chunks(64 << 10) {
-        let mut pos = 0;
-        while let (Scan::Event, nin) = sc.scan(&chunk[pos..]).unwrap() {
-            pos += nin;
-            sum.add(&sc.event());
+    peak_heap::peak_during(|| {
+        let mut sc = EventScanner::new(limits);
+        let mut sum = TraceSummary::new(limits);
+        if io {
+            sum.set_spill(spill);
+            sum.set_replay(replay);
         }
-    }
-    let end = sc.finish();
-    let w = *sc.warnings();
-    let r = sum.finish("t", &end, &w, 40);
-    (PEAK.load(Ordering::Relaxed) - base, r)
+        for chunk in data.chunks(64 << 10) {
+            let mut pos = 0;
+            while let (Scan::Event, nin) = sc.scan(&chunk[pos..]).unwrap() {
+                pos += nin;
+                sum.add(&sc.event());
+            }
+        }
+        let end = sc.finish();
+        let w = *sc.warnings();
+        sum.finish("t", &end, &w, 40)
+    })
 }
 
 #[test]

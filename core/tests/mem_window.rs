@@ -1,40 +1,12 @@
 //! Memory of the window analyzer stays within `Limits` however many marks a file has: the peak
 //! of live heap bytes, tallied by a global allocator, does not grow with the number of marks
 //! once `max_marks` and `max_spans` are reached (and does grow without them, so the check can fail).
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use flinch_core::Limits;
 use flinch_core::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(n: usize) {
-    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-// SAFETY: forwards to the system allocator unchanged; only tallies sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        grew(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+#[path = "common/peak_heap.rs"]
+mod peak_heap;
 
 /// Four GPUs, a mark every 10 ms (distinct labels, `s_start`/`s_end` pairs, `begin`/`end`).
 fn recording(marks: u64) -> String {
@@ -77,12 +49,11 @@ fn peak_while_streaming(data: &str, limits: Limits) -> (usize, u64) {
         ..AnalyzeOptions::default()
     };
     let mut an = WindowAnalyzer::new(opts);
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    for c in data.as_bytes().chunks(64 << 10) {
-        an.write(c);
-    }
-    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let (peak, ()) = peak_heap::peak_during(|| {
+        for c in data.as_bytes().chunks(64 << 10) {
+            an.write(c);
+        }
+    });
     let r = an.end();
     assert!(
         r.window.is_some(),
