@@ -47,20 +47,26 @@
 //! Without `alloc` this module is empty: the summary keeps growable tables.
 
 #[cfg(feature = "alloc")]
+mod accumulator;
+#[cfg(feature = "alloc")]
 pub mod batch;
 #[cfg(feature = "alloc")]
 mod busy;
 #[cfg(feature = "alloc")]
-mod imp;
-#[cfg(feature = "alloc")]
 mod interner;
+#[cfg(feature = "alloc")]
+mod op;
 #[cfg(feature = "alloc")]
 mod refine;
 #[cfg(feature = "alloc")]
+mod result;
+#[cfg(feature = "alloc")]
 mod spill;
 #[cfg(feature = "alloc")]
-pub use imp::*;
+pub use accumulator::*;
 #[cfg(feature = "alloc")]
 pub use refine::EventReplay;
+#[cfg(feature = "alloc")]
+pub use result::*;
 #[cfg(feature = "alloc")]
 pub use spill::{IntervalSpill, MemorySpill};

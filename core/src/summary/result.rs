@@ -1,0 +1,192 @@
+//! The result types of a trace summary and how they serialize.
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde::Serialize;
+use serde::ser::Serializer;
+
+use crate::json::ScanWarnings;
+use crate::stats::Stats;
+
+/// The `scope` line of every trace summary, as the reference writes it.
+pub const SCOPE: &str = "one process trace; event duration sums overlap and are not E2E time";
+
+/// Counted departures and oddities of the events (the scanner's own are in [`ScanWarnings`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SummaryWarnings {
+    /// `X` events whose `dur` was missing or not a number (`null`, `true`, `NaN`...): skipped.
+    pub x_without_duration: u64,
+    /// `X` events with a negative `dur`: skipped.
+    pub negative_durations: u64,
+    /// Duration events without a numeric `ts` (or whose end overflows): skipped.
+    pub without_timestamp: u64,
+    /// `E` events with no open `B` on their (pid, tid).
+    pub unmatched_ends: u64,
+    /// `E` events earlier than their `B`: skipped.
+    pub negative_slices: u64,
+    /// `B` events still open at the end.
+    pub unclosed_begins: u64,
+    /// `B` events dropped because `Limits::max_open_slices` were already open.
+    pub open_slices_dropped: u64,
+    /// `X` events counted whose `dur` was a numeric string (`"12.5"`): counted, as Perfetto
+    /// counts them; the reference skips them.
+    pub x_numeric_string_dur: u64,
+    /// `X` events counted whose `ts` was a numeric string: counted; the reference stops with an
+    /// error on them.
+    pub x_numeric_string_ts: u64,
+}
+
+/// One category of [`TraceSummaryResult::categories`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CategoryRow {
+    /// The category (`"uncategorized"` when the events had no `cat`).
+    pub name: String,
+    /// Duration events counted.
+    pub events: u64,
+    /// Sum of durations, µs (exact ns sum, converted once).
+    pub duration_sum_us: f64,
+    /// Union of `[ts, ts + dur)`, µs.
+    pub busy_union_us: f64,
+    /// Sum of durations, exact ns (not serialized inside the category, to keep its keys).
+    pub duration_sum_ns: i128,
+    /// Union, exact ns (not serialized inside the category).
+    pub busy_union_ns: u64,
+}
+
+/// Categories in first-seen order; serializes as the reference's object
+/// `{name: {events, duration_sum_us, busy_union_us}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Categories(pub Vec<CategoryRow>);
+
+impl Serialize for Categories {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Row {
+            events: u64,
+            duration_sum_us: f64,
+            busy_union_us: f64,
+        }
+        let rows = self.0.iter().map(|c| {
+            let row = Row {
+                events: c.events,
+                duration_sum_us: c.duration_sum_us,
+                busy_union_us: c.busy_union_us,
+            };
+            (&c.name, row)
+        });
+        crate::ordered::serialize_pairs(s, rows)
+    }
+}
+
+/// One row of `largest_ops_by_duration_sum`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpRow {
+    /// The op's category (`""` when the events had no `cat`, as the reference).
+    pub category: String,
+    /// The op's name (`""` when absent).
+    pub name: String,
+    /// Sum of the op's durations, µs.
+    pub duration_sum_us: f64,
+    /// The `stats` of the op's durations in µs.
+    pub duration_us: Stats,
+}
+
+/// Event counts by `ph`, serialized as an object in phase order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseCounts(pub Vec<(String, u64)>);
+
+impl Serialize for PhaseCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        crate::ordered::serialize_pairs(s, self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+/// Whole-trace totals.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Totals {
+    /// Events read.
+    pub events: u64,
+    /// Duration events counted (X events and matched B/E pairs).
+    pub duration_events: u64,
+    /// Sum of all durations, µs.
+    pub duration_sum_us: f64,
+    /// Union of all duration events across categories, µs.
+    pub busy_union_us: f64,
+    /// Sum of all durations, exact integer ns.
+    pub duration_sum_ns: i128,
+    /// Union of all duration events, exact integer ns.
+    pub busy_union_ns: u64,
+    /// Input bytes scanned (after decompression).
+    pub bytes: u64,
+}
+
+/// All warning counters, zero or not.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct WarningCounts {
+    /// The scanner's.
+    pub scanner: ScanWarnings,
+    /// The summary's.
+    pub summary: SummaryWarnings,
+}
+
+/// Present only when a limit forced an approximation.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Approximations {
+    /// Upper bound of the overcount in the busy unions (coalesced gaps): the true union lies
+    /// in `[busy_union_us - bound, busy_union_us]`.
+    pub busy_union_error_bound_us: f64,
+    /// Ops beyond `max_ops` were folded into an `"(other)"` row.
+    pub ops_folded_into_other: bool,
+    /// Categories beyond `max_categories` were folded into `"(other)"`.
+    pub categories_folded_into_other: bool,
+    /// Ops whose durations outgrew the shared `max_exact_values` budget: their `stats` come
+    /// from a quantile sketch (`n`, `mean`, `min`, `max` still exact).
+    pub ops_with_sketched_stats: u64,
+    /// Relative error bound of those ops' percentiles ([`RELATIVE_ERROR`](crate::sketch::RELATIVE_ERROR), 1/129), 0 when none.
+    /// It does not cover the ops counted in `listed_ops_with_collapsed_sketch`.
+    pub quantile_relative_error: f64,
+    /// Listed ops whose durations spanned more than the sketch's range, so its lowest buckets
+    /// were collapsed: a percentile whose rank falls among those values reads the range's floor
+    /// (an upper bound of the true value), outside `quantile_relative_error`. Use `--exact`.
+    pub listed_ops_with_collapsed_sketch: u64,
+    /// Listed ops whose durations outgrew the budget with no room left for a sketch and no
+    /// further pass over the input: their percentiles are `null`, their `n`, `min`, `max` exact
+    /// and their `mean` the exact integer-ns sum / n (rounded, where the exact mean is that of
+    /// the µs values).
+    pub listed_ops_without_percentiles: u64,
+}
+
+/// The summary of one trace: the reference `trace_summary` keys (`source`, `scope`,
+/// `categories`, `largest_ops_by_duration_sum`) followed by ours.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceSummaryResult {
+    /// The input's name as the caller gave it.
+    pub source: String,
+    /// [`SCOPE`].
+    pub scope: &'static str,
+    /// Per category, first-seen order.
+    pub categories: Categories,
+    /// Top ops by duration sum (ties in first-seen order).
+    pub largest_ops_by_duration_sum: Vec<OpRow>,
+    /// Event counts by phase.
+    pub phase_counts: PhaseCounts,
+    /// Totals.
+    pub totals: Totals,
+    /// The input ended early (what was read is summarized).
+    pub truncated: bool,
+    /// Human-readable warnings, one per non-zero counter.
+    pub warnings: Vec<String>,
+    /// Every counter.
+    pub warning_counts: WarningCounts,
+    /// Present only when an approximation happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approximations: Option<Approximations>,
+}
+
+impl TraceSummaryResult {
+    /// The JSON that native `--json` and the web page print (2-space indented).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
