@@ -1,0 +1,77 @@
+"""flinch-trace from Python: the command line's JSON results as dicts, and marks for its recorder.
+
+``trace_summary``, ``analyze`` and ``summarize`` call the same Rust code as ``flinch-trace trace
+--json``, ``analyze --json`` and ``summarize`` and return the same JSON, parsed. The work runs with
+the GIL released, so threads (and Dask's threaded workers) run several at once. Bad input raises
+``ValueError`` with the command line's message (it names the byte offset or line); a path that
+cannot be opened raises ``OSError`` (``FileNotFoundError``, ...). See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Optional, Union
+
+from . import _native
+from ._marks import mark, window
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "trace_summary",
+    "analyze",
+    "summarize",
+    "mark",
+    "window",
+    "__version__",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: How many ops ``trace_summary`` lists by default (``--top``).
+DEFAULT_TOP: int = _native.DEFAULT_TOP
+
+
+def trace_summary(
+    path: PathLike,
+    top: Optional[int] = None,
+    exactness: str = "native",
+) -> Dict[str, Any]:
+    """``flinch-trace trace PATH --json [--top N] [--bounded | --exact]`` as a dict.
+
+    ``top``: how many ops to list (default ``DEFAULT_TOP``, as the command line). ``exactness``: ``"native"`` (the default: exact in bounded memory, spilling to a temporary
+    file), ``"bounded"`` (``--bounded``) or ``"exact"`` (``--exact``).
+    """
+    text = _native.trace_summary_json(os.fspath(path), top, exactness)
+    return json.loads(text)
+
+
+def analyze(
+    csv: PathLike,
+    start: Optional[str] = None,
+    end: Optional[str] = None,
+    *,
+    occurrence: int = 1,
+    spans: bool = False,
+    gpu: Optional[int] = None,
+    max_gap_ms: int = 5000,
+    power_source: Optional[str] = None,
+) -> Dict[str, Any]:
+    """``flinch-trace analyze --csv CSV --start START --end END --json`` as a dict.
+
+    Without ``start`` and ``end``: the recording-level analysis (every span, mark and the plot
+    series). A missing or misplaced mark raises ``ValueError`` with the command line's message.
+    """
+    text = _native.analyze_json(
+        os.fspath(csv), start, end, occurrence, spans, gpu, max_gap_ms, power_source
+    )
+    return json.loads(text)
+
+
+def summarize(
+    runs: PathLike, *, skip_traces: bool = False, exact: bool = False
+) -> Dict[str, Any]:
+    """``flinch-trace summarize --runs RUNS --out FILE`` as a dict: what it writes to FILE."""
+    text = _native.summarize_json(os.fspath(runs), skip_traces, exact)
+    return json.loads(text)

@@ -1,0 +1,30 @@
+import os
+from contextlib import AbstractContextManager
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
+
+PathLike = Union[str, os.PathLike[str]]
+
+__version__: str
+DEFAULT_TOP: int
+
+def trace_summary(
+    path: PathLike,
+    top: Optional[int] = ...,
+    exactness: str = ...,
+) -> Dict[str, Any]: ...
+def analyze(
+    csv: PathLike,
+    start: Optional[str] = ...,
+    end: Optional[str] = ...,
+    *,
+    occurrence: int = ...,
+    spans: bool = ...,
+    gpu: Optional[int] = ...,
+    max_gap_ms: int = ...,
+    power_source: Optional[str] = ...,
+) -> Dict[str, Any]: ...
+def summarize(
+    runs: PathLike, *, skip_traces: bool = ..., exact: bool = ...
+) -> Dict[str, Any]: ...
+def mark(label: str) -> bool: ...
+def window(name: str) -> AbstractContextManager[None]: ...
