@@ -12,6 +12,8 @@ use super::result::*;
 use super::spill::IntervalSpill;
 use crate::Limits;
 use crate::json::{Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, ScanEnd, ScanWarnings};
+use crate::merge::OpSum;
+use crate::merge::histogram::{LogHistogram, SCALE};
 use crate::sketch::RELATIVE_ERROR;
 use crate::stats::{Moments, Num, Stats, stats_ns_in_place};
 
@@ -63,6 +65,8 @@ pub struct TraceSummary {
     replay: Option<alloc::boxed::Box<dyn EventReplay>>,
     /// While a further pass runs: the ranks it looks for. Events then only feed it.
     refiner: Option<Refiner>,
+    /// Whether `finish` adds the mergeable section (see [`TraceSummary::set_mergeable`]).
+    mergeable: bool,
     events: u64,
     duration_events: u64,
     dur_sum_ns: i128,
@@ -110,6 +114,7 @@ impl TraceSummary {
             spill: None,
             replay: None,
             refiner: None,
+            mergeable: false,
             events: 0,
             duration_events: 0,
             dur_sum_ns: 0,
@@ -410,6 +415,61 @@ impl TraceSummary {
         self.replay = Some(replay);
     }
 
+    /// Asks [`finish`](Self::finish) for the mergeable section (`"mergeable"` in the JSON,
+    /// docs/merge.md): every op's exact count, sum and range and the log-bucket histogram of its
+    /// durations, made at the end from the durations the summary holds (nothing more is kept
+    /// per event). The rest of the result is unchanged.
+    pub fn set_mergeable(&mut self, mergeable: bool) {
+        self.mergeable = mergeable;
+    }
+
+    /// Every op with a duration as the mergeable section lists it: exact count, sum and range,
+    /// and the histogram of its durations when the summary still holds them (sorting each op's
+    /// exact durations in place; the stats after do not depend on their order).
+    fn mergeable_ops(&mut self) -> Vec<OpSum> {
+        let mut ops = Vec::new();
+        for (i, acc) in self.op_accs.iter_mut().enumerate() {
+            if acc.values.is_empty() {
+                continue;
+            }
+            let (category, name) = if i as u32 == self.other_op {
+                (String::from(OTHER), String::from(OTHER))
+            } else {
+                let (cat, name) = self.ops.key2(i as u32);
+                (lossy(cat), lossy(name))
+            };
+            let (n, min_ns, max_ns, histogram) = match &mut acc.values {
+                OpValues::Exact32(v) => {
+                    v.sort_unstable();
+                    let h = LogHistogram::from_sorted(v.iter().map(|&x| u64::from(x)), SCALE);
+                    (
+                        v.len() as u64,
+                        u64::from(v[0]),
+                        u64::from(v[v.len() - 1]),
+                        Some(h),
+                    )
+                }
+                OpValues::Exact64(v) => {
+                    v.sort_unstable();
+                    let h = LogHistogram::from_sorted(v.iter().copied(), SCALE);
+                    (v.len() as u64, v[0], v[v.len() - 1], Some(h))
+                }
+                OpValues::Sketch(s) => (s.sketch.len(), s.min_ns, s.max_ns, None),
+                &mut OpValues::Dropped { n, min_ns, max_ns } => (n, min_ns, max_ns, None),
+            };
+            ops.push(OpSum {
+                category,
+                name,
+                n,
+                duration_sum_ns: acc.dur_sum_ns.max(0) as u128,
+                min_ns,
+                max_ns,
+                histogram,
+            });
+        }
+        ops
+    }
+
     /// Exact percentiles for the listed ops (`listed`, op indexes) held in sketches, from
     /// further passes through the replay, if there is one: the settled refiner, `Ok(None)` when
     /// no pass is needed or possible, or why a pass failed.
@@ -519,6 +579,8 @@ impl TraceSummary {
             });
         }
         categories.retain(|c| c.events > 0);
+        // Before the further passes, which free the durations of the ops not listed.
+        let mergeable_ops = self.mergeable.then(|| self.mergeable_ops());
         let mut order: Vec<usize> = (0..self.op_accs.len()).collect();
         order.sort_by(|&a, &b| {
             self.op_accs[b]
@@ -750,6 +812,12 @@ impl TraceSummary {
                 summary: self.warnings,
             },
             approximations,
+            mergeable: mergeable_ops.map(|ops| MergeableParts {
+                ops,
+                busy_union_error_bound_ns: union_error_ns,
+                ops_folded_into_other: self.other_op != NONE,
+                categories_folded_into_other: self.other_cat != NONE,
+            }),
         }
     }
 }
