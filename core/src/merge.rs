@@ -211,3 +211,6 @@ pub fn to_json(merged: &MergedSummary) -> String {
     serde_json::to_string_pretty(merged)
         .unwrap_or_else(|e| alloc::format!("{{\"error\": \"{e}\"}}"))
 }
+
+#[cfg(test)]
+mod tests;

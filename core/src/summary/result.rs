@@ -9,7 +9,6 @@ use serde::ser::Serializer;
 use alloc::collections::BTreeMap;
 
 use crate::json::ScanWarnings;
-use crate::merge::histogram::SCALE;
 use crate::merge::{CategorySum, MergeState, OpSum, Rank, VERSION};
 use crate::stats::Stats;
 
@@ -200,6 +199,9 @@ pub struct TraceSummaryResult {
 pub struct MergeableParts {
     /// Every op with a duration (first-seen order).
     pub ops: Vec<OpSum>,
+    /// The histograms' scale ([`SCALE`](crate::merge::histogram::SCALE), or lower when the counts of ops past the durations
+    /// budget needed it to fit).
+    pub scale: u8,
     /// The busy unions' overcount bound, ns.
     pub busy_union_error_bound_ns: u64,
     /// Ops past the op limit were folded into `"(other)"`.
@@ -254,7 +256,7 @@ impl TraceSummaryResult {
         };
         let state = MergeState {
             version: VERSION,
-            scale: SCALE,
+            scale: parts.scale,
             ranks: alloc::vec![rank],
             categories: self
                 .categories
