@@ -194,11 +194,17 @@ pub fn merge_values(summaries: &[serde_json::Value]) -> Result<serde_json::Value
         .map(|(i, v)| state_of_value(i, v))
         .collect::<Result<Vec<_>, _>>()?;
     let merged = render::render(merge_states(states)?, DEFAULT_TOP_OPS);
-    serde_json::to_value(&merged).map_err(|e| MergeError {
+    let fail = |e: serde_json::Error| MergeError {
         index: None,
         path: String::new(),
         message: e.to_string(),
-    })
+    };
+    let mut value = serde_json::to_value(&merged).map_err(fail)?;
+    let section = serde_json::to_value(&merged.mergeable).map_err(fail)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(String::from("mergeable"), section);
+    }
+    Ok(value)
 }
 
 /// The merged summary of a folded state, listing `top` ops.
@@ -206,10 +212,22 @@ pub fn render(state: MergeState, top: usize) -> MergedSummary {
     render::render(state, top)
 }
 
-/// The JSON of a merged summary (2-space indented).
+/// The JSON of a merged summary: 2-space indented, with the `mergeable` section last on one
+/// line (its histograms would take four lines a bucket).
 pub fn to_json(merged: &MergedSummary) -> String {
     serde_json::to_string_pretty(merged)
+        .and_then(|json| with_section(json, &merged.mergeable))
         .unwrap_or_else(|e| alloc::format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// `json` (a pretty-printed object) with `"mergeable": state` added as its last key, on one line.
+pub(crate) fn with_section(json: String, state: &MergeState) -> serde_json::Result<String> {
+    let section = serde_json::to_string(state)?;
+    let head = json.strip_suffix("\n}").unwrap_or(&json);
+    let sep = if head.ends_with('{') { "" } else { "," };
+    Ok(alloc::format!(
+        "{head}{sep}\n  \"mergeable\": {section}\n}}"
+    ))
 }
 
 #[cfg(test)]

@@ -117,7 +117,9 @@ pub struct MergedSummary {
     /// Present only when something is approximate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approximations: Option<MergedApproximations>,
-    /// The folded state: merge this output again with others.
+    /// The folded state: merge this output again with others (serialized last by
+    /// [`to_json`](super::to_json), on one line).
+    #[serde(skip)]
     pub mergeable: MergeState,
 }
 

@@ -214,18 +214,10 @@ impl TraceSummaryResult {
     /// The JSON that native `--json` and the web page print (2-space indented), with the
     /// `mergeable` section last when it was asked for.
     pub fn to_json(&self) -> String {
-        #[derive(Serialize)]
-        struct WithSection<'a> {
-            #[serde(flatten)]
-            result: &'a TraceSummaryResult,
-            mergeable: MergeState,
-        }
-        let json = match self.mergeable_state() {
-            None => serde_json::to_string_pretty(self),
-            Some(mergeable) => serde_json::to_string_pretty(&WithSection {
-                result: self,
-                mergeable,
-            }),
+        let json = serde_json::to_string_pretty(self);
+        let json = match (json, self.mergeable_state()) {
+            (Ok(json), Some(state)) => crate::merge::with_section(json, &state),
+            (json, _) => json,
         };
         json.unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }

@@ -62,3 +62,88 @@ pub fn summarize_mergeable(
         Analysis::Recording(_) => Err("not a trace".to_string()),
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use flinch_core::merge::histogram::SCALE;
+
+    /// A trace whose ops have more durations than a small budget holds.
+    fn doc() -> String {
+        let mut s = String::from("{\"traceEvents\":[");
+        let mut x = 12345u64;
+        for k in 0..40_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let dur_ns = (x >> 33) % 200_000;
+            if k > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!(
+                "{{\"ph\":\"X\",\"cat\":\"c{}\",\"name\":\"op{}\",\"ts\":{}.{:03},\"dur\":{}.{:03}}}",
+                k % 2,
+                (x >> 20) % 7,
+                k * 3,
+                k % 1000,
+                dur_ns / 1000,
+                dur_ns % 1000
+            ));
+        }
+        s.push_str("]}");
+        s
+    }
+
+    /// Past the durations budget the section's histograms come from a further read of the file
+    /// (plain and gzip): those of the exact in-memory summary at the scale that fit.
+    #[test]
+    fn tight_limits_read_the_file_again_for_histograms() {
+        let dir = std::env::temp_dir().join(format!("flinch-merge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plain = dir.join("rank.json");
+        let text = doc();
+        std::fs::write(&plain, &text).unwrap();
+        let gz = dir.join("rank.json.gz");
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz).unwrap(),
+            flate2::Compression::fast(),
+        );
+        enc.write_all(text.as_bytes()).unwrap();
+        enc.finish().unwrap();
+        let exact = summarize_mergeable(&plain, "r", Limits::EXACT, 40, false)
+            .unwrap()
+            .mergeable_state()
+            .unwrap();
+        let tight = Limits {
+            max_exact_values: 20_000,
+            ..Limits::NATIVE
+        };
+        for path in [&plain, &gz] {
+            let got = summarize_mergeable(path, "r", tight, 40, true)
+                .unwrap()
+                .mergeable_state()
+                .unwrap();
+            assert!(got.ops.iter().all(|o| o.histogram.is_some()));
+            let mut want = exact.clone();
+            want.scale = got.scale;
+            for o in &mut want.ops {
+                o.histogram = o
+                    .histogram
+                    .as_ref()
+                    .map(|h| h.downscaled(SCALE - got.scale));
+            }
+            // Same input bytes for the gzip file once inflated.
+            want.ranks[0].bytes = got.ranks[0].bytes;
+            assert_eq!(got, want, "{}", path.display());
+            // Without the further read those ops have no histogram.
+            let alone = summarize_mergeable(path, "r", tight, 40, false)
+                .unwrap()
+                .mergeable_state()
+                .unwrap();
+            assert!(alone.ops.iter().any(|o| o.histogram.is_none()));
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
