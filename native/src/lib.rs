@@ -8,6 +8,7 @@
 pub mod analyze;
 pub mod input;
 pub mod mark;
+pub mod merge;
 pub mod progress;
 pub mod record;
 pub mod summarize;
