@@ -108,6 +108,8 @@ pub struct SummaryOptions {
     pub top: usize,
     /// `--bounded` / `--exact`.
     pub exactness: Exactness,
+    /// `--mergeable`: add the section `flinch-trace merge` combines (docs/merge.md).
+    pub mergeable: bool,
 }
 
 impl Default for SummaryOptions {
@@ -115,17 +117,23 @@ impl Default for SummaryOptions {
         SummaryOptions {
             top: flinch_core::summary::DEFAULT_TOP_OPS,
             exactness: Exactness::Native,
+            mergeable: false,
         }
     }
 }
 
-/// The JSON object `trace FILE --json` prints for one file without the join (without the
-/// trailing newline), with no progress line; `Err` holds the message the CLI prints after
-/// `flinch-trace trace: FILE: `. The Python wheel's `trace_summary`.
+/// The JSON object `trace FILE --json [--mergeable]` prints for one file without the join
+/// (without the trailing newline), with no progress line; `Err` holds the message the CLI
+/// prints after `flinch-trace trace: FILE: `. The Python wheel's `trace_summary`.
 pub fn summary_json(path: &Path, opts: &SummaryOptions) -> Result<String, String> {
     let (limits, exact_io) = opts.exactness.limits();
     let source = path.display().to_string();
-    summarize_file(path, &source, limits, opts.top, exact_io, false).map(|r| result_json(&r))
+    let summary = if opts.mergeable {
+        crate::merge::per_rank::summarize_mergeable(path, &source, limits, opts.top, exact_io)
+    } else {
+        summarize_file(path, &source, limits, opts.top, exact_io, false)
+    };
+    summary.map(|r| result_json(&r))
 }
 
 /// One result's `--json` object.

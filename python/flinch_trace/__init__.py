@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from . import _native
 from ._marks import mark, window
@@ -22,6 +22,7 @@ __all__ = [
     "trace_summary",
     "analyze",
     "summarize",
+    "merge",
     "mark",
     "window",
     "__version__",
@@ -37,13 +38,15 @@ def trace_summary(
     path: PathLike,
     top: Optional[int] = None,
     exactness: str = "native",
+    mergeable: bool = False,
 ) -> Dict[str, Any]:
     """``flinch-trace trace PATH --json [--top N] [--bounded | --exact]`` as a dict.
 
     ``top``: how many ops to list (default ``DEFAULT_TOP``, as the command line). ``exactness``: ``"native"`` (the default: exact in bounded memory, spilling to a temporary
-    file), ``"bounded"`` (``--bounded``) or ``"exact"`` (``--exact``).
+    file), ``"bounded"`` (``--bounded``) or ``"exact"`` (``--exact``). ``mergeable``: add the
+    ``"mergeable"`` section (``--mergeable``) that ``merge`` combines across ranks.
     """
-    text = _native.trace_summary_json(os.fspath(path), top, exactness)
+    text = _native.trace_summary_json(os.fspath(path), top, exactness, mergeable)
     return json.loads(text)
 
 
@@ -75,3 +78,22 @@ def summarize(
     """``flinch-trace summarize --runs RUNS --out FILE`` as a dict: what it writes to FILE."""
     text = _native.summarize_json(os.fspath(runs), skip_traces, exact)
     return json.loads(text)
+
+
+def merge(
+    summaries: Iterable[Union[Mapping[str, Any], str, bytes]], top: Optional[int] = None
+) -> Dict[str, Any]:
+    """``flinch-trace merge S1 S2 ... --json`` as a dict (docs/merge.md).
+
+    ``summaries``: ``trace_summary(path, mergeable=True)`` results, earlier ``merge`` results
+    (a merge merges again), or their JSON texts, in any mix. Counts and duration sums are exact;
+    per-op percentiles come from mergeable log-bucket histograms, within the stated
+    ``quantile_relative_error``; busy unions stay per rank. A summary without the mergeable
+    section, or a malformed one, raises ``ValueError`` naming its index and the key at fault.
+    """
+    texts = []
+    for s in summaries:
+        if isinstance(s, bytes):
+            s = s.decode()
+        texts.append(s if isinstance(s, str) else json.dumps(s))
+    return json.loads(_native.merge_json(texts, top))

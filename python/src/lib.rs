@@ -1,11 +1,12 @@
 //! `flinch_trace._native`: the wheel's compiled module. Each function calls the library function
-//! the command line calls (`flinch_trace::{trace, analyze, summarize}`), so the JSON text is the
-//! same bytes; `flinch_trace/__init__.py` turns it into dicts. The work runs with the GIL released
+//! the command line calls (`flinch_trace::{trace, analyze, summarize}`, `flinch_core::merge`), so
+//! the JSON text is the same bytes; `flinch_trace/__init__.py` turns it into dicts. The work runs with the GIL released
 //! (`Python::detach`), and a panic inside it becomes a `RuntimeError` rather than unwinding into
 //! the interpreter.
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use flinch_core::merge::{MergeOptions, merge_json_with};
 use flinch_core::summary::DEFAULT_TOP_OPS;
 use flinch_core::window::PowerSource;
 use flinch_trace::analyze;
@@ -66,14 +67,15 @@ fn check_path(path: &Path, want_dir: bool) -> PyResult<()> {
     }
 }
 
-/// `trace PATH --json [--top N] [--bounded | --exact]` as text.
+/// `trace PATH --json [--top N] [--bounded | --exact] [--mergeable]` as text.
 #[pyfunction]
-#[pyo3(signature = (path, top = None, exactness = "native"))]
+#[pyo3(signature = (path, top = None, exactness = "native", mergeable = false))]
 fn trace_summary_json(
     py: Python<'_>,
     path: PathBuf,
     top: Option<usize>,
     exactness: &str,
+    mergeable: bool,
 ) -> PyResult<String> {
     let exactness = match exactness {
         "native" => Exactness::Native,
@@ -89,6 +91,7 @@ fn trace_summary_json(
     let opts = SummaryOptions {
         top: top.unwrap_or(DEFAULT_TOP_OPS),
         exactness,
+        mergeable,
     };
     detached(py, || {
         trace::summary_json(&path, &opts)
@@ -159,12 +162,27 @@ fn summarize_json(
     })
 }
 
+/// `merge --json` of summaries given as JSON texts (`trace --json --mergeable` outputs or merge
+/// outputs): the merged summary's text. A bad summary is a `ValueError` naming its index in the
+/// list and the key at fault.
+#[pyfunction]
+#[pyo3(signature = (summaries, top = None))]
+fn merge_json(py: Python<'_>, summaries: Vec<String>, top: Option<usize>) -> PyResult<String> {
+    let options = MergeOptions {
+        top: top.unwrap_or(DEFAULT_TOP_OPS),
+    };
+    detached(py, || {
+        merge_json_with(&summaries, &options).map_err(|e| format!("flinch-trace merge: {e}"))
+    })
+}
+
 /// The compiled half of `flinch_trace`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_summary_json, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_json, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_json, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_json, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_TOP", DEFAULT_TOP_OPS)?;
     Ok(())

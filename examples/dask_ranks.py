@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Summarize one trace per rank on a Dask cluster and merge the summaries (docs/python.md).
+
+    python examples/dask_ranks.py RANK_TRACES...                 # a LocalCluster of 2 workers
+    python examples/dask_ranks.py --scheduler tcp://host:8786 RANK_TRACES...   # any Dask cluster
+    python examples/dask_ranks.py --ray [ADDR] RANK_TRACES...    # Ray instead of Dask
+
+Each path is a trace file (`.json` or `.json.gz`) or a folder of them. Every trace is summarized
+where it is read, by `flinch_trace.trace_summary(path, mergeable=True)` (the GIL released, memory
+bounded per file), and only the summaries travel: they are merged with `flinch_trace.merge` in a
+tree (`split_every` at a time), so no process ever holds more than a few summaries. The merged
+summary is written as JSON to `--out` (default: stdout); a report line goes to stderr, with the
+wall time and the peak RSS of each worker process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import re
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional
+
+import flinch_trace
+
+
+def natural_key(path: Path) -> list:
+    """`rank-2` before `rank-10`."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
+
+
+def trace_paths(args: Iterable[str]) -> List[Path]:
+    """Files as given; folders expanded to their `*.json` and `*.json.gz` files, in natural order."""
+    paths: List[Path] = []
+    for a in args:
+        p = Path(a)
+        if p.is_dir():
+            found = [q for q in p.iterdir() if q.name.endswith((".json", ".json.gz")) and q.is_file()]
+            paths.extend(sorted(found, key=natural_key))
+        else:
+            paths.append(p)
+    return paths
+
+
+def merge_all(summaries: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
+    """One step of the tree: summaries (per rank or already merged) into one."""
+    return flinch_trace.merge(list(summaries))
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set size, MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def on_dask(paths: List[Path], client, summarize, split_every: int) -> Dict[str, Any]:
+    """`from_sequence(paths).map(summarize)` reduced by `merge` in a tree of `split_every`."""
+    import dask.bag as db
+
+    bag = db.from_sequence([str(p) for p in paths], npartitions=len(paths))
+    merged = bag.map(summarize).reduction(merge_all, merge_all, split_every=split_every)
+    return client.compute(merged).result()
+
+
+def on_ray(paths: List[Path], address: Optional[str], summarize, split_every: int) -> Dict[str, Any]:
+    """The same on Ray: a task per trace, then merge tasks in a tree of `split_every`."""
+    import ray
+
+    ray.init(address=address or None)
+    one = ray.remote(summarize)
+    step = ray.remote(lambda *parts: merge_all(parts))
+    refs = [one.remote(str(p)) for p in paths]
+    while len(refs) > 1:
+        refs = [step.remote(*refs[i : i + split_every]) for i in range(0, len(refs), split_every)]
+    return ray.get(refs[0])
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="+", help="rank traces, or folders of them")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDR", help="a running Dask scheduler's address")
+    where.add_argument("--ray", nargs="?", const="", metavar="ADDR",
+                       help="run on Ray (a local one, or the cluster at ADDR)")
+    ap.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
+    ap.add_argument("--threads-per-worker", type=int, default=1)
+    ap.add_argument("--split-every", type=int, default=8, help="summaries merged at a time (default 8)")
+    ap.add_argument("--top", type=int, default=None, help="ops to list (default as the CLI)")
+    ap.add_argument("--exactness", default="native", choices=["native", "bounded", "exact"])
+    ap.add_argument("--out", type=Path, help="write the merged summary here (default: stdout)")
+    args = ap.parse_args(argv)
+    if args.split_every < 2:
+        ap.error("--split-every must be at least 2")
+
+    paths = trace_paths(args.paths)
+    if not paths:
+        ap.error("no trace files found")
+    summarize = functools.partial(
+        flinch_trace.trace_summary, top=args.top, exactness=args.exactness, mergeable=True
+    )
+    t0 = time.perf_counter()
+    rss: Dict[str, float] = {}
+    if args.ray is not None:
+        merged = on_ray(paths, args.ray, summarize, args.split_every)
+        where_text = f"Ray{' at ' + args.ray if args.ray else ' (local)'}"
+    else:
+        from distributed import Client, LocalCluster
+
+        if args.scheduler:
+            client = Client(args.scheduler)
+            cluster = None
+            where_text = f"Dask at {args.scheduler}"
+        else:
+            cluster = LocalCluster(
+                n_workers=args.workers,
+                threads_per_worker=args.threads_per_worker,
+                processes=True,
+                dashboard_address=None,
+            )
+            client = Client(cluster)
+            where_text = f"LocalCluster of {args.workers} workers x {args.threads_per_worker} threads"
+        try:
+            t0 = time.perf_counter()
+            merged = on_dask(paths, client, summarize, args.split_every)
+            rss = client.run(peak_rss_mib)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    seconds = time.perf_counter() - t0
+    text = json.dumps(merged, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n")
+    else:
+        print(text)
+    per_worker = ", ".join(f"{v:.0f}" for v in rss.values()) or "n/a"
+    print(
+        f"dask_ranks: {len(paths)} traces on {where_text}: {seconds:.2f} s; "
+        f"peak RSS per worker (MiB): {per_worker}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
