@@ -11,6 +11,10 @@ bounded per file), and only the summaries travel: they are merged with `flinch_t
 tree (`split_every` at a time), so no process ever holds more than a few summaries. The merged
 summary is written as JSON to `--out` (default: stdout); a report line goes to stderr, with the
 wall time and the peak RSS of each worker process.
+
+`--carry text` sends the summaries between processes as their JSON text
+(`trace_summary_json`, `merge_json`) instead of dicts: the same result, without a `json.loads` and a
+`json.dumps` of every summary (thousands of ops each in a large trace).
 """
 
 from __future__ import annotations
@@ -51,27 +55,32 @@ def merge_all(summaries: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
     return flinch_trace.merge(list(summaries))
 
 
+def merge_all_text(summaries: Iterable[str]) -> str:
+    """`merge_all` on JSON texts."""
+    return flinch_trace.merge_json(list(summaries))
+
+
 def peak_rss_mib() -> float:
     """This process's peak resident set size, MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def on_dask(paths: List[Path], client, summarize, split_every: int) -> Dict[str, Any]:
+def on_dask(paths: List[Path], client, summarize, merge, split_every: int):
     """`from_sequence(paths).map(summarize)` reduced by `merge` in a tree of `split_every`."""
     import dask.bag as db
 
     bag = db.from_sequence([str(p) for p in paths], npartitions=len(paths))
-    merged = bag.map(summarize).reduction(merge_all, merge_all, split_every=split_every)
+    merged = bag.map(summarize).reduction(merge, merge, split_every=split_every)
     return client.compute(merged).result()
 
 
-def on_ray(paths: List[Path], address: Optional[str], summarize, split_every: int) -> Dict[str, Any]:
+def on_ray(paths: List[Path], address: Optional[str], summarize, merge, split_every: int):
     """The same on Ray: a task per trace, then merge tasks in a tree of `split_every`."""
     import ray
 
     ray.init(address=address or None)
     one = ray.remote(summarize)
-    step = ray.remote(lambda *parts: merge_all(parts))
+    step = ray.remote(lambda *parts: merge(parts))
     refs = [one.remote(str(p)) for p in paths]
     while len(refs) > 1:
         refs = [step.remote(*refs[i : i + split_every]) for i in range(0, len(refs), split_every)]
@@ -90,6 +99,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--split-every", type=int, default=8, help="summaries merged at a time (default 8)")
     ap.add_argument("--top", type=int, default=None, help="ops to list (default as the CLI)")
     ap.add_argument("--exactness", default="native", choices=["native", "bounded", "exact"])
+    ap.add_argument("--carry", default="dict", choices=["dict", "text"],
+                    help="what travels between processes: dicts (default) or JSON text")
     ap.add_argument("--out", type=Path, help="write the merged summary here (default: stdout)")
     args = ap.parse_args(argv)
     if args.split_every < 2:
@@ -98,13 +109,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     paths = trace_paths(args.paths)
     if not paths:
         ap.error("no trace files found")
+    text = args.carry == "text"
     summarize = functools.partial(
-        flinch_trace.trace_summary, top=args.top, exactness=args.exactness, mergeable=True
+        flinch_trace.trace_summary_json if text else flinch_trace.trace_summary,
+        top=args.top,
+        exactness=args.exactness,
+        mergeable=True,
     )
+    merge = merge_all_text if text else merge_all
     t0 = time.perf_counter()
     rss: Dict[str, float] = {}
     if args.ray is not None:
-        merged = on_ray(paths, args.ray, summarize, args.split_every)
+        merged = on_ray(paths, args.ray, summarize, merge, args.split_every)
         where_text = f"Ray{' at ' + args.ray if args.ray else ' (local)'}"
     else:
         from distributed import Client, LocalCluster
@@ -124,21 +140,21 @@ def main(argv: Optional[List[str]] = None) -> int:
             where_text = f"LocalCluster of {args.workers} workers x {args.threads_per_worker} threads"
         try:
             t0 = time.perf_counter()
-            merged = on_dask(paths, client, summarize, args.split_every)
+            merged = on_dask(paths, client, summarize, merge, args.split_every)
             rss = client.run(peak_rss_mib)
         finally:
             client.close()
             if cluster is not None:
                 cluster.close()
     seconds = time.perf_counter() - t0
-    text = json.dumps(merged, indent=2)
+    out = merged if text else json.dumps(merged, indent=2)
     if args.out:
-        args.out.write_text(text + "\n")
+        args.out.write_text(out + "\n")
     else:
-        print(text)
+        print(out)
     per_worker = ", ".join(f"{v:.0f}" for v in rss.values()) or "n/a"
     print(
-        f"dask_ranks: {len(paths)} traces on {where_text}: {seconds:.2f} s; "
+        f"dask_ranks: {len(paths)} traces on {where_text}, carrying {args.carry}: {seconds:.2f} s; "
         f"peak RSS per worker (MiB): {per_worker}",
         file=sys.stderr,
     )

@@ -20,9 +20,11 @@ __version__: str = _native.__version__
 
 __all__ = [
     "trace_summary",
+    "trace_summary_json",
     "analyze",
     "summarize",
     "merge",
+    "merge_json",
     "mark",
     "window",
     "__version__",
@@ -40,14 +42,25 @@ def trace_summary(
     exactness: str = "native",
     mergeable: bool = False,
 ) -> Dict[str, Any]:
-    """``flinch-trace trace PATH --json [--top N] [--bounded | --exact]`` as a dict.
+    """``flinch-trace trace PATH --json [--top N] [--bounded | --exact] [--mergeable]`` as a dict.
 
-    ``top``: how many ops to list (default ``DEFAULT_TOP``, as the command line). ``exactness``: ``"native"`` (the default: exact in bounded memory, spilling to a temporary
-    file), ``"bounded"`` (``--bounded``) or ``"exact"`` (``--exact``). ``mergeable``: add the
+    ``top``: how many ops to list (default ``DEFAULT_TOP``, as the command line). ``exactness``:
+    ``"native"`` (the default: exact in bounded memory, spilling to a temporary file),
+    ``"bounded"`` (``--bounded``) or ``"exact"`` (``--exact``). ``mergeable``: add the
     ``"mergeable"`` section (``--mergeable``) that ``merge`` combines across ranks.
     """
-    text = _native.trace_summary_json(os.fspath(path), top, exactness, mergeable)
-    return json.loads(text)
+    return json.loads(trace_summary_json(path, top, exactness, mergeable))
+
+
+def trace_summary_json(
+    path: PathLike,
+    top: Optional[int] = None,
+    exactness: str = "native",
+    mergeable: bool = False,
+) -> str:
+    """``trace_summary`` as the command line's JSON text: cheaper to send between processes and to
+    ``merge_json`` than a dict (no ``json.loads`` / ``json.dumps`` of the thousands of ops)."""
+    return _native.trace_summary_json(os.fspath(path), top, exactness, mergeable)
 
 
 def analyze(
@@ -86,14 +99,22 @@ def merge(
     """``flinch-trace merge S1 S2 ... --json`` as a dict (docs/merge.md).
 
     ``summaries``: ``trace_summary(path, mergeable=True)`` results, earlier ``merge`` results
-    (a merge merges again), or their JSON texts, in any mix. Counts and duration sums are exact;
-    per-op percentiles come from mergeable log-bucket histograms, within the stated
-    ``quantile_relative_error``; busy unions stay per rank. A summary without the mergeable
-    section, or a malformed one, raises ``ValueError`` naming its index and the key at fault.
+    (a merge merges again), or their JSON texts (``trace_summary_json``, ``merge_json``), in any
+    mix. Counts and duration sums are exact; per-op percentiles come from mergeable log-bucket
+    histograms, within the stated ``quantile_relative_error``; busy unions stay per rank. A
+    summary without the mergeable section, or a malformed one, raises ``ValueError`` naming its
+    index and the key at fault.
     """
+    return json.loads(merge_json(summaries, top))
+
+
+def merge_json(
+    summaries: Iterable[Union[Mapping[str, Any], str, bytes]], top: Optional[int] = None
+) -> str:
+    """``merge`` as the command line's JSON text (``merge --json``)."""
     texts = []
     for s in summaries:
         if isinstance(s, bytes):
             s = s.decode()
         texts.append(s if isinstance(s, str) else json.dumps(s))
-    return json.loads(_native.merge_json(texts, top))
+    return _native.merge_json(texts, top)

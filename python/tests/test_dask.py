@@ -42,17 +42,20 @@ def test_local_cluster_equals_the_cli_merged_serially(cli, ranks, tmp_path):
     want = cli_json(cli, "merge", *map(str, files), "--json")
     assert flinch_trace.merge([json.loads(f.read_text()) for f in files]) == want
 
-    # On Dask: two worker processes, the tree 16 -> 6 -> 2 -> 1 (split_every 3).
-    out = tmp_path / "merged.json"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "examples/dask_ranks.py"), "--workers", "2",
-         "--split-every", "3", "--out", str(out), *map(str, paths)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "16 traces on LocalCluster of 2 workers" in done.stderr, done.stderr
-    got = json.loads(out.read_text())
-    assert got == want
+    # On Dask: two worker processes, the tree 16 -> 6 -> 2 -> 1 (split_every 3), carrying dicts
+    # and carrying JSON text.
+    got = None
+    for carry in ["dict", "text"]:
+        out = tmp_path / f"merged-{carry}.json"
+        done = subprocess.run(
+            [sys.executable, str(REPO / "examples/dask_ranks.py"), "--workers", "2",
+             "--split-every", "3", "--carry", carry, "--out", str(out), *map(str, paths)],
+            capture_output=True, text=True, timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "16 traces on LocalCluster of 2 workers" in done.stderr, done.stderr
+        got = json.loads(out.read_text())
+        assert got == want, carry
 
     # And what the generator put in.
     exp = gen.expected(RANKS)

@@ -56,3 +56,13 @@ def test_merge_of_a_plain_summary_names_it():
     broken["mergeable"]["ops"] = "x"
     with pytest.raises(ValueError, match=r"summary 0: mergeable"):
         flinch_trace.merge([broken])
+
+
+def test_merge_json_is_the_cli_text_byte_for_byte(cli, tmp_path):
+    files = []
+    for k, p in enumerate(TRACES):
+        f = tmp_path / f"s{k}.json"
+        f.write_text(flinch_trace.trace_summary_json(p, mergeable=True))
+        files.append(f)
+    want = run_cli(cli, "merge", *map(str, files), "--json").stdout
+    assert flinch_trace.merge_json([f.read_text() for f in files]) + "\n" == want

@@ -104,3 +104,10 @@ def test_summarize_is_summarize_out(cli, tmp_path, case):
 def test_version_is_the_crate_version():
     cargo = (REPO / "Cargo.toml").read_text()
     assert f'version = "{flinch_trace.__version__}"' in cargo
+
+
+@pytest.mark.parametrize("path", TRACES[:8], ids=lambda p: p.name)
+def test_trace_summary_json_is_the_cli_text_byte_for_byte(cli, path):
+    for flags, kwargs in [([], {}), (["--mergeable"], {"mergeable": True})]:
+        want = run_cli(cli, "trace", str(path), "--json", *flags).stdout
+        assert flinch_trace.trace_summary_json(path, **kwargs) + "\n" == want
