@@ -60,6 +60,18 @@ def merge_all_text(summaries: Iterable[str]) -> str:
     return flinch_trace.merge_json(list(summaries))
 
 
+def pass_one(merge):
+    """`merge` for the partitions: a partition of one summary (one trace per partition) passes
+    through unmerged, as `merge` takes per-rank summaries and merged ones alike; the tree above
+    merges it."""
+
+    def partition(summaries: Iterable[Any]) -> Any:
+        parts = list(summaries)
+        return parts[0] if len(parts) == 1 else merge(parts)
+
+    return partition
+
+
 def peak_rss_mib() -> float:
     """This process's peak resident set size, MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -70,7 +82,7 @@ def on_dask(paths: List[Path], client, summarize, merge, split_every: int):
     import dask.bag as db
 
     bag = db.from_sequence([str(p) for p in paths], npartitions=len(paths))
-    merged = bag.map(summarize).reduction(merge, merge, split_every=split_every)
+    merged = bag.map(summarize).reduction(pass_one(merge), merge, split_every=split_every)
     return client.compute(merged).result()
 
 
@@ -119,6 +131,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     merge = merge_all_text if text else merge_all
     t0 = time.perf_counter()
     rss: Dict[str, float] = {}
+    idle: Dict[str, float] = {}
     if args.ray is not None:
         merged = on_ray(paths, args.ray, summarize, merge, args.split_every)
         where_text = f"Ray{' at ' + args.ray if args.ray else ' (local)'}"
@@ -139,6 +152,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             client = Client(cluster)
             where_text = f"LocalCluster of {args.workers} workers x {args.threads_per_worker} threads"
         try:
+            idle = client.run(peak_rss_mib)
             t0 = time.perf_counter()
             merged = on_dask(paths, client, summarize, merge, args.split_every)
             rss = client.run(peak_rss_mib)
@@ -153,9 +167,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         print(out)
     per_worker = ", ".join(f"{v:.0f}" for v in rss.values()) or "n/a"
+    before = ", ".join(f"{v:.0f}" for v in idle.values()) or "n/a"
     print(
         f"dask_ranks: {len(paths)} traces on {where_text}, carrying {args.carry}: {seconds:.2f} s; "
-        f"peak RSS per worker (MiB): {per_worker}",
+        f"peak RSS per worker (MiB): {per_worker} (before the work: {before})",
         file=sys.stderr,
     )
     return 0
