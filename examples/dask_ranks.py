@@ -86,13 +86,19 @@ def on_dask(paths: List[Path], client, summarize, merge, split_every: int):
     return client.compute(merged).result()
 
 
-def on_ray(paths: List[Path], address: Optional[str], summarize, merge, split_every: int):
-    """The same on Ray: a task per trace, then merge tasks in a tree of `split_every`."""
+def on_ray(paths: List[Path], summarize, merge, split_every: int):
+    """The same on Ray (started): a task per trace, then merge tasks in a tree of `split_every`."""
     import ray
 
-    ray.init(address=address or None)
-    one = ray.remote(summarize)
-    step = ray.remote(lambda *parts: merge(parts))
+    # ray.remote takes functions, not functools.partial objects.
+    def summarize_one(path: str):
+        return summarize(path)
+
+    def merge_some(*parts):
+        return merge(parts)
+
+    one = ray.remote(summarize_one)
+    step = ray.remote(merge_some)
     refs = [one.remote(str(p)) for p in paths]
     while len(refs) > 1:
         refs = [step.remote(*refs[i : i + split_every]) for i in range(0, len(refs), split_every)]
@@ -133,7 +139,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     rss: Dict[str, float] = {}
     idle: Dict[str, float] = {}
     if args.ray is not None:
-        merged = on_ray(paths, args.ray, summarize, merge, args.split_every)
+        import ray
+
+        if args.ray:
+            ray.init(address=args.ray)
+        else:
+            ray.init(include_dashboard=False)
+        try:
+            t0 = time.perf_counter()
+            merged = on_ray(paths, summarize, merge, args.split_every)
+        finally:
+            ray.shutdown()
         where_text = f"Ray{' at ' + args.ray if args.ray else ' (local)'}"
     else:
         from distributed import Client, LocalCluster

@@ -1,6 +1,6 @@
-"""examples/dask_ranks.py on a two-worker LocalCluster: the same merged summary as the CLI's
-per-file `trace --json --mergeable` outputs merged serially, and the known content of the ranks
-(tests/ranks/gen_ranks.py)."""
+"""examples/dask_ranks.py on a two-worker LocalCluster (and on a local Ray): the same merged
+summary as the CLI's per-file `trace --json --mergeable` outputs merged serially, and the known
+content of the ranks (tests/ranks/gen_ranks.py)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,17 @@ def test_local_cluster_equals_the_cli_merged_serially(cli, ranks, tmp_path):
         assert "16 traces on LocalCluster of 2 workers" in done.stderr, done.stderr
         got = json.loads(out.read_text())
         assert got == want, carry
+
+    # On a local Ray: the same tree of tasks.
+    out = tmp_path / "merged-ray.json"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples/dask_ranks.py"), "--ray", "--split-every", "3",
+         "--carry", "text", "--out", str(out), *map(str, paths)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "16 traces on Ray (local)" in done.stderr, done.stderr
+    assert json.loads(out.read_text()) == want
 
     # And what the generator put in.
     exp = gen.expected(RANKS)
