@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def cli_path() -> Path:
     given = os.environ.get("FLINCH_TRACE_BIN")
-    path = Path(given) if given else REPO / "target" / "debug" / "flinch-trace"
+    path = Path(given).resolve() if given else REPO / "target" / "debug" / "flinch-trace"
     if not path.is_file():
         pytest.fail(
             f"the flinch-trace binary is missing at {path}: run `cargo build -p flinch-trace` "
