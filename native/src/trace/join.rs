@@ -23,6 +23,8 @@ use flinch_core::window::PowerSource;
 use super::perfetto::Merger;
 use crate::input::open_input;
 
+mod rescan;
+
 /// The join's options of `flinch-trace trace`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct JoinArgs {
@@ -151,7 +153,9 @@ fn scan_file(
 /// The first pass for `opts`, to be fed every event of the trace in order (and its base time);
 /// `recording`: a recording will be joined, so the annotation spans are copied.
 pub fn first_pass(opts: &JoinOptions, recording: bool) -> FirstPass {
-    FirstPass::new(opts.gaps, recording)
+    let mut first = FirstPass::new(opts.gaps, recording);
+    first.track_ranges();
+    first
 }
 
 /// Both passes over one trace file, each reading it: what [`first_pass`] fed by the summary's
@@ -163,7 +167,8 @@ pub fn run(
     rec: Option<&Recording>,
     perfetto: Option<(&Path, &Path)>,
 ) -> Result<(JoinReport, Option<u64>), String> {
-    let mut first = first_pass(opts, false);
+    // Without byte ranges: the second pass reads the whole file.
+    let mut first = FirstPass::new(opts.gaps, false);
     let base = scan_file(path, |e| first.add(e), None)?;
     first.set_base_time_ns(base);
     finish(path, first.finish(), opts, rec, perfetto)
@@ -179,10 +184,20 @@ pub fn finish(
     rec: Option<&Recording>,
     perfetto: Option<(&Path, &Path)>,
 ) -> Result<(JoinReport, Option<u64>), String> {
+    // Host events matter only to listed pauses; without one, a recording needs only the
+    // annotation spans, which the first pass copied when they fit. With one, only the byte
+    // ranges whose host events meet a listed pause are read again (when the first pass kept
+    // them), with the copied spans of the others replayed.
+    let listed = opts.pauses.max_pauses_per_device > 0
+        && first.found.devices.iter().any(|d| !d.gaps.is_empty());
+    let steps = (listed && perfetto.is_none())
+        .then(|| first.plan_second_pass(opts.pauses.max_pauses_per_device, rec.is_some()))
+        .flatten();
     let FirstPassResult {
         found,
         base_time_ns: base,
         annotations,
+        ranges: _,
     } = first;
     let mut merger = match perfetto {
         Some((out, csv)) => {
@@ -193,10 +208,18 @@ pub fn finish(
         }
         None => None,
     };
-    // Host events matter only to listed pauses; without one, a recording needs only the
-    // annotation spans, which the first pass copied when they fit.
-    let listed =
-        opts.pauses.max_pauses_per_device > 0 && found.devices.iter().any(|d| !d.gaps.is_empty());
+    if let Some(steps) = steps {
+        let mut pass = JoinPass::new(found.clone(), base, opts.clone(), rec)?;
+        match rescan::run(path, &steps, annotations.as_ref(), |e| pass.add(e))? {
+            Ok(()) => return Ok((pass.finish(), None)),
+            // A range could not be resumed: read it all, with a fresh pass.
+            Err(_) => {
+                let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
+                scan_file(path, |e| pass.add(e), None)?;
+                return Ok((pass.finish(), None));
+            }
+        }
+    }
     let replay = match (rec, annotations) {
         (Some(_), Some(a)) if !listed && merger.is_none() => Some(a),
         _ => None,

@@ -23,9 +23,9 @@ use std::thread;
 
 use flinch_core::Limits;
 use flinch_core::analyzer::{Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind};
-use flinch_core::join::FirstPass;
-use flinch_core::join::first_pass;
+use flinch_core::join::first_pass::{self, host_span_ns};
 use flinch_core::join::gaps::time_span_ns;
+use flinch_core::join::{FirstPass, Resume};
 use flinch_core::json::{
     Event, EventScanner, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
     ScanWarnings,
@@ -160,15 +160,25 @@ pub(super) struct Batch {
     /// Per pair: its op in the summary, once looked up (`Batch::add_to`).
     memos: Vec<Option<OpMemo>>,
     /// With the join: what its first pass reads of these events (`Batch::join_to`).
-    join: Option<JoinSide>,
+    join: Option<Box<JoinSide>>,
 }
 
 /// What the join's first pass (`flinch_core::join::FirstPass`) reads of a batch's events: their
 /// time spans merged, and the record index and `pid` of each event that it reads more of (a
-/// complete busy or annotation event, whose `ts`, `dur`, `cat` and `name` the record keeps).
+/// complete busy or annotation event, whose `ts`, `dur`, `cat` and `name` the record keeps);
+/// and, for a second pass that reads only some of the trace again, the batch's byte range
+/// (where a scanner can start again before its first event, and the end of its last) and the
+/// time hull of its host events.
 struct JoinSide {
     span: Option<(i64, i64)>,
     events: Vec<(u32, IdField)>,
+    host_hull: Option<(i64, i64)>,
+    resume: Resume,
+    end: u64,
+}
+
+fn widen(h: &mut Option<(i64, i64)>, (a, b): (i64, i64)) {
+    *h = Some(h.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
 }
 
 impl Batch {
@@ -176,9 +186,14 @@ impl Batch {
     /// strings (each at most `max_string_bytes`; `ph` at most 8 bytes), so pushes never grow it.
     pub(super) fn new(max_string_bytes: usize, join: bool) -> Batch {
         Batch {
-            join: join.then(|| JoinSide {
-                span: None,
-                events: Vec::with_capacity(BATCH_EVENTS),
+            join: join.then(|| {
+                Box::new(JoinSide {
+                    span: None,
+                    events: Vec::with_capacity(BATCH_EVENTS),
+                    host_hull: None,
+                    resume: Resume::Start,
+                    end: 0,
+                })
             }),
             recs: Vec::with_capacity(BATCH_EVENTS),
             text: Vec::with_capacity(BATCH_TEXT_BYTES + 2 * max_string_bytes + 64),
@@ -228,8 +243,11 @@ impl Batch {
 
     pub(super) fn push(&mut self, e: &Event<'_>) {
         if let Some(j) = &mut self.join {
-            if let Some((a, b)) = time_span_ns(e) {
-                j.span = Some(j.span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            if let Some(span) = time_span_ns(e) {
+                widen(&mut j.span, span);
+            }
+            if let Some(span) = host_span_ns(e) {
+                widen(&mut j.host_hull, span);
             }
             if first_pass::is_relevant(e) {
                 j.events.push((self.recs.len() as u32, e.pid));
@@ -269,6 +287,19 @@ impl Batch {
             kinds: ts_kind | dur_kind << 2 | quoted << 4,
             ph_byte,
         });
+    }
+
+    /// With the join: the event just pushed ends at byte `end` of the document, and, when it is
+    /// the batch's first, a scanner can start again at `resume` to read it.
+    #[inline]
+    pub(super) fn mark(&mut self, resume: Resume, end: u64) {
+        let first = self.recs.len() == 1;
+        if let Some(j) = &mut self.join {
+            if first {
+                j.resume = resume;
+            }
+            j.end = end;
+        }
     }
 
     /// Adds every event of the batch to `summary`, in order, looking each pair's op up once.
@@ -317,6 +348,9 @@ impl Batch {
         let Some(j) = &self.join else {
             return;
         };
+        first.begin_range(j.resume);
+        first.add_host_hull(j.host_hull);
+        first.set_range_end(j.end);
         first.add_time_span(j.span);
         for &(i, pid) in &j.events {
             let r = &self.recs[i as usize];
@@ -352,6 +386,7 @@ impl Batch {
         if let Some(j) = &mut self.join {
             j.span = None;
             j.events.clear();
+            j.host_hull = None;
         }
     }
 }
@@ -525,6 +560,8 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
     let Ok(mut batch) = free.recv() else {
         return;
     };
+    // The end of the event before, where a scanner can start again (`Batch::mark`).
+    let mut after = Resume::Start;
     let cut = loop {
         let chunk = match input.next_chunk() {
             Ok(Some(chunk)) => chunk,
@@ -541,6 +578,9 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
                 Ok((Scan::Event, nin)) => {
                     pos += nin;
                     batch.push(&scanner.event());
+                    let end = scanner.bytes_consumed();
+                    batch.mark(after, end);
+                    after = Resume::AfterEvent(end);
                     if batch.full() {
                         if tx.send(Msg::Events(batch)).is_err() {
                             return;
