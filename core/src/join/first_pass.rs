@@ -123,7 +123,7 @@ pub fn host_span_ns(e: &Event<'_>) -> Option<(i64, i64)> {
 /// made twice as long (so the list stays under 1.8 MiB, and a range only gets coarser).
 pub const MAX_RANGES: usize = 1 << 15;
 /// Events per range of [`FirstPass::add_at`] (before any coarsening).
-pub const RANGE_EVENTS: u32 = 2048;
+pub const RANGE_EVENTS: u32 = 512;
 
 /// Where a second scan of a byte range starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -166,15 +166,32 @@ pub(super) struct Batch {
 /// What the join's first pass (`flinch_core::join::FirstPass`) reads of a batch's events: their
 /// time spans merged, and the record index and `pid` of each event that it reads more of (a
 /// complete busy or annotation event, whose `ts`, `dur`, `cat` and `name` the record keeps);
-/// and, for a second pass that reads only some of the trace again, the batch's byte range
-/// (where a scanner can start again before its first event, and the end of its last) and the
-/// time hull of its host events.
+/// and, for a second pass that reads only some of the trace again, the byte ranges of every
+/// [`JOIN_RANGE_EVENTS`] events (where a scanner can start again before the first, the end of
+/// the last) with the time hull of their host events.
 struct JoinSide {
     span: Option<(i64, i64)>,
     events: Vec<(u32, IdField)>,
-    host_hull: Option<(i64, i64)>,
+    ranges: Vec<JoinRange>,
+}
+
+/// Events per byte range of the join (a quarter of a full batch): the second pass scans again
+/// whole ranges, so smaller ones read less around each pause; 1 GB of trace makes ~13,000.
+const JOIN_RANGE_EVENTS: usize = 512;
+
+struct JoinRange {
+    /// The record index of its first event.
+    first: u32,
     resume: Resume,
     end: u64,
+    host_hull: Option<(i64, i64)>,
+}
+
+/// Gives the first pass one byte range of a batch.
+fn begin(first: &mut FirstPass, r: &JoinRange) {
+    first.begin_range(r.resume);
+    first.add_host_hull(r.host_hull);
+    first.set_range_end(r.end);
 }
 
 fn widen(h: &mut Option<(i64, i64)>, (a, b): (i64, i64)) {
@@ -190,9 +207,7 @@ impl Batch {
                 Box::new(JoinSide {
                     span: None,
                     events: Vec::with_capacity(BATCH_EVENTS),
-                    host_hull: None,
-                    resume: Resume::Start,
-                    end: 0,
+                    ranges: Vec::with_capacity(BATCH_EVENTS.div_ceil(JOIN_RANGE_EVENTS)),
                 })
             }),
             recs: Vec::with_capacity(BATCH_EVENTS),
@@ -246,8 +261,19 @@ impl Batch {
             if let Some(span) = time_span_ns(e) {
                 widen(&mut j.span, span);
             }
-            if let Some(span) = host_span_ns(e) {
-                widen(&mut j.host_hull, span);
+            let index = self.recs.len();
+            if index.is_multiple_of(JOIN_RANGE_EVENTS) {
+                j.ranges.push(JoinRange {
+                    first: index as u32,
+                    resume: Resume::Start,
+                    end: 0,
+                    host_hull: None,
+                });
+            }
+            if let Some(span) = host_span_ns(e)
+                && let Some(r) = j.ranges.last_mut()
+            {
+                widen(&mut r.host_hull, span);
             }
             if first_pass::is_relevant(e) {
                 j.events.push((self.recs.len() as u32, e.pid));
@@ -290,15 +316,15 @@ impl Batch {
     }
 
     /// With the join: the event just pushed ends at byte `end` of the document, and, when it is
-    /// the batch's first, a scanner can start again at `resume` to read it.
+    /// the first of its byte range, a scanner can start again at `resume` to read it.
     #[inline]
     pub(super) fn mark(&mut self, resume: Resume, end: u64) {
-        let first = self.recs.len() == 1;
-        if let Some(j) = &mut self.join {
-            if first {
-                j.resume = resume;
+        let index = self.recs.len().wrapping_sub(1) as u32;
+        if let Some(r) = self.join.as_mut().and_then(|j| j.ranges.last_mut()) {
+            if r.first == index {
+                r.resume = resume;
             }
-            j.end = end;
+            r.end = end;
         }
     }
 
@@ -348,11 +374,13 @@ impl Batch {
         let Some(j) = &self.join else {
             return;
         };
-        first.begin_range(j.resume);
-        first.add_host_hull(j.host_hull);
-        first.set_range_end(j.end);
         first.add_time_span(j.span);
+        let mut next = 0;
         for &(i, pid) in &j.events {
+            while let Some(r) = j.ranges.get(next).filter(|r| r.first <= i) {
+                begin(first, r);
+                next += 1;
+            }
             let r = &self.recs[i as usize];
             let (cat, name) = match self.pairs.get(r.pair as usize) {
                 Some(&(c, n)) => (str_in(&self.text, c), str_in(&self.text, n)),
@@ -371,6 +399,9 @@ impl Batch {
                 quoted_times: r.kinds >> 4,
             });
         }
+        for r in &j.ranges[next.min(j.ranges.len())..] {
+            begin(first, r);
+        }
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -386,7 +417,7 @@ impl Batch {
         if let Some(j) = &mut self.join {
             j.span = None;
             j.events.clear();
-            j.host_hull = None;
+            j.ranges.clear();
         }
     }
 }
