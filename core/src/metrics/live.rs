@@ -426,7 +426,11 @@ impl LiveMetrics {
                 n.name.push_str(stem);
                 i as u16
             }
-            None => cap as u16,
+            None => {
+                // The other bucket's series start at 0 with the first name past the cap.
+                self.names[cap].used = true;
+                cap as u16
+            }
         }
     }
 

@@ -397,3 +397,18 @@ fn open_windows_past_the_cap_evict_the_oldest() {
     m.mark(0, "ok_end", None);
     assert_eq!(m.late_rows, 1);
 }
+
+#[test]
+fn the_other_bucket_has_series_from_the_first_name_past_the_cap() {
+    let opts = LiveOptions {
+        max_window_names: 1,
+        ..LiveOptions::default()
+    };
+    let mut m = LiveMetrics::new(opts, &gpus(), &zones());
+    m.mark(10, "a_start", None);
+    assert_eq!(m.totals(OTHER_WINDOW), None);
+    m.mark(20, "b_start", None);
+    m.flush();
+    assert_eq!(m.totals(OTHER_WINDOW).map(|t| (t.0, t.1)), Some((0, 0)));
+    assert_eq!(m.used_names(), 2);
+}
