@@ -5,7 +5,8 @@
 #      trapezoid energy; parity of `analyze` with the reference analyze_trace.py when REF is given);
 #   2. the reference sampler nvml_trace.py side by side with the same recording (when $FLINCH_REFERENCE holds it),
 #      compared by scripts/compare_samplers.py: samples, interval jitter, and energy over the same windows;
-#   3. a 1 ms recording of the idle GPU (NVML latency and missed ticks at a high rate, from the sidecar).
+#   3. a 1 ms recording of the idle GPU (NVML latency and missed ticks at a high rate, from the sidecar);
+#   4. scripts/gpu-join-check.sh (a profiled PyTorch loop with a host pause, joined with its recording).
 # Usage: FLINCH_REFERENCE=dir/with/reference/tools scripts/gpu-device-run.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,11 @@ if [ -n "$REFPID" ]; then
   echo "reference sampler exit: $?"
   python3 scripts/compare_samplers.py "$OUT/check/trace.csv" "$OUT/reference-sampler.csv" || true
 fi
+echo "== gpu-join-check (a profiled PyTorch loop joined with its recording)"
+FLINCH_BIN="$BIN" scripts/gpu-join-check.sh "$OUT/join"
+JOIN_RC=$?
+echo "gpu-join-check exit: $JOIN_RC"
+[ "$CHECK_RC" = 0 ] && CHECK_RC=$JOIN_RC
 "$BIN" analyze --csv "$OUT/check/trace.csv" --json >"$OUT/check/recording.json"
 echo "== analyze --spans of the check recording"
 "$BIN" analyze --csv "$OUT/check/trace.csv" --spans || true
