@@ -221,6 +221,16 @@ for m, s in series.items():
         r = api("query", query=f"increase({m}{sel}[{t1 - t0}ms])", time=f"{t1 / 1000:.3f}")
         check(f"increase({m}{sel}[{t1 - t0}ms]) over {len(samples)} scrapes", float(r[0]["value"][1]), v1, 1e-12)
 
+# Control: the same increase() evaluated 500 ms after the last scrape is extrapolated to its end, so it
+# must differ from the final value; otherwise the exact checks above could not have failed.
+k, samples = next((k, v) for k, v in series["flinch_window_seconds_total"].items() if v[-1][1] > 0)
+(t0, _), (t1, v1) = samples[0], samples[-1]
+sel = "{" + ",".join(f'{a}="{b}"' for a, b in k) + "}"
+r = float(api("query", query=f"increase(flinch_window_seconds_total{sel}[{t1 - t0 + 500}ms])",
+              time=f"{(t1 + 500) / 1000:.3f}")[0]["value"][1])
+if close(r, v1, 1e-6):
+    fail(f"control: increase() over a range past the last scrape gave {r}, the final value {v1}")
+print(f"  ok  control: a range ending 500 ms past the last scrape extrapolates: {r!r} vs {v1!r}")
 print(f"prometheus.sh: {checked} checks passed")
 PY
 rec_pid=""
