@@ -46,5 +46,9 @@ step "browser tests: the page in Chromium through playwright-core (tests/browser
 cargo build -p flinch-trace
 (cd tests/browser && npm test)
 
+step "Prometheus scrapes record --metrics (tests/record/prometheus.sh; skipped loudly without prometheus unless CI=true)"
+cargo build -p flinch-trace
+tests/record/prometheus.sh
+
 echo
 echo "test-all: every check passed"
