@@ -82,6 +82,7 @@ pub mod intervals;
 pub mod join;
 pub mod json;
 pub mod limits;
+pub mod metrics;
 pub mod ordered;
 pub mod pynum;
 #[cfg(feature = "alloc")]
