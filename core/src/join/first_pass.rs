@@ -179,7 +179,7 @@ impl ByteRanges {
         if !always && !self.ranges.is_empty() && !self.calls.is_multiple_of(self.stride) {
             return;
         }
-        if self.ranges.len() >= self.max.max(2) {
+        if self.ranges.len() >= self.max {
             // Merge neighbours: scanning on from the first's start reads through the second.
             let n = self.ranges.len();
             for i in 0..n / 2 {
@@ -357,9 +357,12 @@ impl FirstPass {
     /// [`track_ranges`](Self::track_ranges) with at most `max_ranges` ranges (at least 2)
     /// before they are coarsened: for tests of the coarsening.
     pub fn track_ranges_capped(&mut self, max_ranges: usize) {
+        let max = max_ranges.clamp(2, MAX_RANGES);
+        // Reserved once (pages are touched only as ranges are added): no allocation per event.
         self.ranges = Some(ByteRanges {
+            ranges: Vec::with_capacity(max),
             stride: 1,
-            max: max_ranges.min(MAX_RANGES),
+            max,
             ..ByteRanges::default()
         });
     }
