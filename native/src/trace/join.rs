@@ -1,12 +1,15 @@
 //! `trace --pauses / --min-gap-ms / --telemetry CSV`: the trace joined with a recording
 //! (`flinch_core::join`; docs/join.md).
 //!
-//! The join's first pass ([`FirstPass`]: each device's GPU idle gaps, `baseTimeNanoseconds`
-//! and a bounded copy of the annotation spans) rides on the summary's own scan
-//! (`super::summarize_file_joined`). The second pass attributes host events to the longest
-//! gaps and, with a recording, judges each gap and sums energy per annotation ([`finish`]): it
-//! reads the trace again only when there is a pause to list, a merged file to write, or more
-//! annotation spans than the copy holds; otherwise it replays the copied spans. The recording
+//! The join's first pass ([`FirstPass`]: each device's GPU idle gaps, `baseTimeNanoseconds`,
+//! a bounded copy of the annotation spans, and the trace's byte ranges with the time hulls of
+//! their host events) rides on the summary's own scan (`super::summarize_file_joined`). The
+//! second pass attributes host events to the longest gaps and, with a recording, judges each
+//! gap and sums energy per annotation ([`finish`]). With a pause to list it scans again only
+//! the byte ranges whose hull meets one (`rescan`), replaying the copied spans of the others;
+//! it reads the whole trace again only for a merged file, for more annotation spans than the
+//! copy holds, or where a range cannot be resumed; without a pause to list it replays the
+//! copied spans. The recording
 //! is read once into memory per GPU (bounded; see `flinch_core::join::recording`). The result's
 //! keys are appended to the summary's JSON object.
 use std::path::{Path, PathBuf};
