@@ -446,3 +446,24 @@ fn second_pass_falls_back_to_a_full_read_where_a_range_cannot_resume() {
     let v: serde_json::Value = serde_json::from_str(&got).unwrap();
     assert_eq!(v["pauses"].as_array().unwrap().len(), 2, "{got}");
 }
+
+/// A cut `.gz`: the first pass summarizes what was decoded before the cut, and the second pass
+/// over the meeting ranges reads up to it, as the full second read does.
+#[test]
+fn second_pass_over_a_cut_gzip_matches_a_full_read() {
+    let doc = paused(7, 6000);
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&doc).unwrap();
+    let gz = e.finish().unwrap();
+    for cut in [gz.len() / 3, gz.len() * 2 / 3, gz.len() - 9] {
+        let path = temp("jointest", &format!("cut{cut}.json.gz"), &gz[..cut]);
+        for top in [1, 50] {
+            let mut opts = JoinOptions::default();
+            opts.gaps.min_gap_ns = 2_000_000;
+            opts.pauses.max_pauses_per_device = top;
+            let (want, got, steps) = both(&path, &opts, None, None, 1 << 15);
+            assert_eq!(got, want, "cut {cut} top {top}");
+            assert!(steps.is_some_and(|s| !s.is_empty()), "cut {cut} top {top}");
+        }
+    }
+}
