@@ -107,6 +107,8 @@ pub struct AnalyzerOptions {
     pub max_gap_ms: Option<u64>,
     /// trace.csv only: which NVML reading `gpu_power_W` holds (`instant`, `average`, `unknown`).
     pub power_source: PowerSource,
+    /// Traces only: add the mergeable section (`"mergeable"`, docs/merge.md).
+    pub mergeable: bool,
 }
 
 impl AnalyzerOptions {
@@ -687,9 +689,11 @@ impl Content {
             )))),
             Kind::Trace | Kind::Auto => {
                 let limits = options.limits();
+                let mut summary = TraceSummary::new(limits);
+                summary.set_mergeable(options.mergeable);
                 Ok(Content::Trace(Box::new(TraceEngine {
                     scanner: EventScanner::new(limits),
-                    summary: TraceSummary::new(limits),
+                    summary,
                 })))
             }
         }
