@@ -500,3 +500,6 @@ impl FirstPass {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
