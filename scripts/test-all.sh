@@ -34,6 +34,11 @@ cargo build -p flinch-core --target wasm32-unknown-unknown
 step "fuzz targets: build, then run each for a few seconds (scripts/fuzz.sh)"
 scripts/fuzz.sh "${FLINCH_FUZZ_SECONDS:-5}"
 
+step "real-hardware scripts, dry runs (no GPU: scripted source; the plumbing, not the physics)"
+cargo build -p flinch-trace
+FLINCH_BIN=target/debug/flinch-trace scripts/gpu-check.sh --dry-run target/dry-gpu-check
+FLINCH_BIN=target/debug/flinch-trace scripts/gpu-join-check.sh --dry-run target/dry-gpu-join
+
 step "web: the page's wasm (scripts/build-web.sh)"
 scripts/build-web.sh
 
@@ -46,6 +51,10 @@ step "Python wheel: pip install ./python into target/py-env (maturin from the re
 cargo build -p flinch-trace
 target/py-env/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./python
 FLINCH_TRACE_BIN=target/debug/flinch-trace target/py-env/bin/python -m pytest -q -p no:cacheprovider python/tests
+
+step "Prometheus scrapes record --metrics (tests/record/prometheus.sh; skipped loudly without prometheus unless CI=true)"
+cargo build -p flinch-trace
+tests/record/prometheus.sh
 
 echo
 echo "test-all: every check passed"

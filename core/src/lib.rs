@@ -84,6 +84,7 @@ pub mod json;
 pub mod limits;
 #[cfg(feature = "alloc")]
 pub mod merge;
+pub mod metrics;
 pub mod ordered;
 pub mod pynum;
 #[cfg(feature = "alloc")]

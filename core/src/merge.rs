@@ -79,11 +79,18 @@ fn at(index: usize, p: Problem) -> MergeError {
     }
 }
 
-/// What the merge reads of a summary: its `mergeable` section (other keys are views of it).
+/// What the merge reads of a summary: its `mergeable` section (other keys are views of it), or
+/// the `error` of a file that failed in `trace --json`'s array.
 #[derive(Deserialize)]
 struct Input {
     mergeable: Option<MergeState>,
+    error: Option<String>,
 }
+
+/// One summary, or an array of them (`trace --json --mergeable` of several files).
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Inputs(Vec<Input>);
 
 const NO_SECTION: &str = "no `mergeable` section: make the summary with `flinch-trace trace --json --mergeable` (Python: `trace_summary(path, mergeable=True)`)";
 
@@ -100,26 +107,66 @@ fn section(index: usize, input: Input) -> Result<MergeState, MergeError> {
     let state = input.mergeable.ok_or_else(|| MergeError {
         index: Some(index),
         path: String::from("mergeable"),
-        message: String::from(NO_SECTION),
+        message: match input.error {
+            Some(e) => alloc::format!("no `mergeable` section: its trace failed: {e}"),
+            None => String::from(NO_SECTION),
+        },
     })?;
     state.check().map_err(|p| at(index, p))?;
     Ok(state)
 }
 
-/// Parses one summary's JSON (a per-rank summary or a merge's output) to its checked state.
+/// The sections of an array's elements folded into one (the merge is associative and
+/// commutative, so folding them first changes nothing); errors name the element (`[k].key`).
+fn sections(index: usize, inputs: Vec<Input>) -> Result<MergeState, MergeError> {
+    let element = |k: usize, mut e: MergeError| {
+        e.path = if e.path.is_empty() {
+            alloc::format!("[{k}]")
+        } else {
+            alloc::format!("[{k}].{}", e.path)
+        };
+        e
+    };
+    let mut states = Vec::with_capacity(inputs.len());
+    for (k, input) in inputs.into_iter().enumerate() {
+        states.push(section(index, input).map_err(|e| element(k, e))?);
+    }
+    let Some(scale) = states.iter().map(|s| s.scale).min() else {
+        return Err(MergeError {
+            index: Some(index),
+            path: String::new(),
+            message: String::from("an empty array of summaries"),
+        });
+    };
+    state::fold(scale, states).map_err(|p| at(index, p))
+}
+
+fn is_array(json: &[u8]) -> bool {
+    json.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+}
+
+/// Parses one summary's JSON (a per-rank summary, a merge's output, or an array of them as
+/// `trace --json --mergeable` prints for several files, folded into one) to its checked state.
 ///
 /// # Errors
 /// Bad JSON, a missing or malformed `mergeable` section, naming `index` and the key.
 pub fn parse_state(index: usize, json: &[u8]) -> Result<MergeState, MergeError> {
     let mut de = serde_json::Deserializer::from_slice(json);
-    let input: Input =
-        serde_path_to_error::deserialize(&mut de).map_err(|e| parse_error(index, e))?;
+    let parsed = if is_array(json) {
+        serde_path_to_error::deserialize(&mut de).map(|Inputs(v)| Err(v))
+    } else {
+        serde_path_to_error::deserialize(&mut de).map(Ok)
+    };
+    let parsed = parsed.map_err(|e| parse_error(index, e))?;
     de.end().map_err(|e| MergeError {
         index: Some(index),
         path: String::new(),
         message: e.to_string(),
     })?;
-    section(index, input)
+    match parsed {
+        Ok(one) => section(index, one),
+        Err(many) => sections(index, many),
+    }
 }
 
 /// [`parse_state`] for a summary already parsed as a `serde_json::Value` (integers above
@@ -128,6 +175,11 @@ pub fn parse_state(index: usize, json: &[u8]) -> Result<MergeState, MergeError> 
 /// # Errors
 /// As [`parse_state`].
 pub fn state_of_value(index: usize, value: &serde_json::Value) -> Result<MergeState, MergeError> {
+    if value.is_array() {
+        let Inputs(many) =
+            serde_path_to_error::deserialize(value).map_err(|e| parse_error(index, e))?;
+        return sections(index, many);
+    }
     let input: Input =
         serde_path_to_error::deserialize(value).map_err(|e| parse_error(index, e))?;
     section(index, input)

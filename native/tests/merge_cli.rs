@@ -88,6 +88,15 @@ fn section_adds_one_key_and_merges_in_any_grouping() {
     let a = tmp("a.json", &merge(&all[..2]));
     let b = tmp("b.json", &merge(&all[2..]));
     assert_eq!(merge(&[&b, &a]), flat);
+    // `trace --json --mergeable` of every file at once prints an array: merged the same.
+    let files = hta();
+    let many = ok(bin()
+        .args(["trace", "--json", "--mergeable"])
+        .args(&files)
+        .output()
+        .unwrap());
+    let array = tmp("all.json", &many);
+    assert_eq!(merge(&[&array]), flat);
     // One from stdin.
     let mut child = bin()
         .arg("merge")

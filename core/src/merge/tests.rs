@@ -188,6 +188,9 @@ fn merges_equal_the_pooled_oracle_in_any_grouping() {
         }
         // A merge's output merges to itself.
         assert_eq!(merge_json(&[&flat]).unwrap(), flat);
+        // An array of summaries (as `trace --json` prints several files) is folded first.
+        let array = format!("[{}]", texts.join(","));
+        assert_eq!(merge_json(&[&array]).unwrap(), flat);
         // The Value API gives the same.
         let values: Vec<serde_json::Value> = texts
             .iter()
@@ -271,6 +274,16 @@ fn bad_summaries_are_named_errors() {
         merge_json::<&str>(&[]).unwrap_err().to_string(),
         "no summaries to merge"
     );
+    let failed = format!("[{good}, {{\"source\": \"b.json\", \"error\": \"cannot open\"}}]");
+    let e = merge_json(&[good.as_str(), failed.as_str()]).unwrap_err();
+    assert_eq!(
+        (e.index, e.path.as_str()),
+        (Some(1), "[1].mergeable"),
+        "{e}"
+    );
+    assert!(e.message.contains("its trace failed: cannot open"), "{e}");
+    let e = merge_json(&[" []"]).unwrap_err();
+    assert_eq!(e.to_string(), "summary 0: an empty array of summaries");
     let e = merge_json(&[good.as_str(), "{\"mergeable\": 3"]).unwrap_err();
     assert_eq!((e.index, e.path.as_str()), (Some(1), "mergeable"), "{e}");
     let e = merge_json(&[good.as_str(), "{\"mergeable\": {"]).unwrap_err();
