@@ -27,6 +27,7 @@ __all__ = [
     "merge_json",
     "mark",
     "window",
+    "DEFAULT_TOP",
     "__version__",
 ]
 
