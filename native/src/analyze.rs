@@ -19,7 +19,7 @@ use flinch_core::window::{
 use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
-use crate::record::sidecar::Sidecar;
+use crate::record::sidecar;
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
@@ -447,7 +447,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     let power_source = args
         .power_source
-        .or_else(|| Sidecar::read(&args.csv).and_then(|s| s.power_source()))
+        .or_else(|| sidecar::power_source(&args.csv))
         .unwrap_or_default();
     let opts = analyze_options(&args, power_source)?;
     if args.json {

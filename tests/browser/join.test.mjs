@@ -6,7 +6,7 @@
 // them and 300 W elsewhere, sampled every 10 ms.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, mkdirSync, readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -88,9 +88,24 @@ async function dropFiles(paths) {
   }, items);
 }
 
+// A folder where the recording has its sidecar (instantaneous power), as `record` writes it.
+const sideDir = path.join(dir, 'with-sidecar');
+mkdirSync(sideDir);
+const sideFile = (name, data) => {
+  writeFileSync(path.join(sideDir, name), data);
+  return path.join(sideDir, name);
+};
+const withSidecar = {
+  json: sideFile('step.pt.trace.json', trace(BASE)),
+  csv: sideFile('trace.csv', recording()),
+  sidecar: sideFile('trace.csv.meta.json', `${JSON.stringify({
+    tool: 'flinch-trace', csv: 'trace.csv', gpus: [{ index: 0, name: 'NVIDIA H200', gpu_power_w_source: 'instant' }],
+  }, null, 2)}\n`),
+};
+
 /// Native stdout for the join, run in the files' folder with bare names (as the page's `source`).
-function nativeJoin(trace, extra = []) {
-  const nat = native(['trace', path.basename(trace), '--telemetry', 'trace.csv', ...extra, '--json'], dir);
+function nativeJoin(trace, extra = [], cwd = dir) {
+  const nat = native(['trace', path.basename(trace), '--telemetry', 'trace.csv', ...extra, '--json'], cwd);
   assert.equal(nat.status, 0, nat.stderr);
   return nat.stdout;
 }
@@ -129,6 +144,25 @@ test('a plain trace and its recording, chosen together: #result-json is native -
   assert.ok(px.pauseLane[0] > 200 && px.pauseLane[2] < 200, `pause shading ${px.pauseLane}`);
   assert.ok(px.pausePlot[0] > 200 && px.pausePlot[2] < 200, `pause shading over the plot ${px.pausePlot}`);
   await page.screenshot({ path: artifactPath('page-join.png'), fullPage: true });
+});
+
+test('a trace, its recording and the recording\'s sidecar: native --json (which reads the sidecar) byte for byte', async () => {
+  await dropFiles([withSidecar.sidecar, withSidecar.json, withSidecar.csv]);
+  assert.equal(await page.textContent('#job-name'), 'step.pt.trace.json + trace.csv + trace.csv.meta.json');
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  const nat = nativeJoin(withSidecar.json, [], sideDir);
+  assert.equal(`${text}\n`, nat);
+  // The sidecar matters: its instantaneous power is the verdict's evidence, not the default.
+  assert.notEqual(nat, nativeJoin(files.json));
+  assert.match(JSON.stringify(JSON.parse(text).pauses[0].telemetry.verdict), /instantaneous power \(NVML field 186\)/);
+  assert.match(await page.textContent('#run-stats'), /power source from the sidecar: instant/);
+  // "Join again" keeps the sidecar.
+  await page.fill('#min-gap-ms', '300.001');
+  await page.click('#join-again');
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  assert.equal(`${await page.textContent('#result-json')}\n`, nativeJoin(withSidecar.json, ['--min-gap-ms', '300.001'], sideDir));
+  await page.fill('#min-gap-ms', '100');
 });
 
 test('a .json.gz trace dropped with its recording: native --json byte for byte', async () => {
@@ -192,4 +226,10 @@ test('a trace without baseTimeNanoseconds and no offset: the native error; three
   await dropFiles([files.json, files.gz, files.csv]);
   assert.equal(await waitFinished(page), 'error');
   assert.match(await page.textContent('#error'), /one trace with one trace\.csv/);
+
+  // A sidecar must be the recording's: `<csv name>.meta.json`.
+  const other = file('other.csv.meta.json', readFileSync(withSidecar.sidecar));
+  await dropFiles([files.json, files.csv, other]);
+  assert.equal(await waitFinished(page), 'error');
+  assert.match(await page.textContent('#error'), /other\.csv\.meta\.json is not the sidecar of trace\.csv/);
 });

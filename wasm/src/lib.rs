@@ -9,6 +9,7 @@ use flinch_core::analyzer::{
 use flinch_core::gzip::GzError;
 use flinch_core::join::{NextFile, TraceJoin as CoreTraceJoin};
 use flinch_core::runs::RunsFolder as CoreRunsFolder;
+use flinch_core::window::PowerSource;
 use wasm_bindgen::prelude::*;
 
 /// The streaming analyzer, as seen from JavaScript:
@@ -200,8 +201,8 @@ impl RunsFolder {
 
 /// A trace joined with a recording (`flinch-trace trace FILE --telemetry CSV --json`):
 /// `new TraceJoin(optionsJson)`, then while `nextFile()` names a file (`"recording"` or
-/// `"trace"`, the trace twice): `write(chunk)`... `endFile()`; then `resultJson()` and
-/// `timelineJson(buckets)`.
+/// `"trace"`, the trace once, or twice when the join needs it): `write(chunk)`... `endFile()`;
+/// then `resultJson()` and `timelineJson(buckets)`.
 #[wasm_bindgen]
 pub struct TraceJoin {
     inner: CoreTraceJoin,
@@ -248,6 +249,19 @@ impl TraceJoin {
     pub fn timeline_json(&self, buckets: usize) -> Option<String> {
         self.inner.timeline_json(buckets)
     }
+}
+
+/// The power source a recording's `.meta.json` sidecar names: `"instant"`, `"average"`, or
+/// `"unknown"` (no GPU names one, or the text is not a sidecar). The CLI's rule
+/// (`flinch_core::sidecar::power_source`); the page passes it as the `power_source` option.
+#[wasm_bindgen(js_name = sidecarPowerSource)]
+pub fn sidecar_power_source(text: &[u8]) -> String {
+    match flinch_core::sidecar::power_source(text).unwrap_or_default() {
+        PowerSource::Instant => "instant",
+        PowerSource::Average => "average",
+        PowerSource::Unknown => "unknown",
+    }
+    .into()
 }
 
 fn ended() -> JsError {

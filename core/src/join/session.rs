@@ -4,9 +4,16 @@
 //!
 //! The caller asks [`TraceJoin::next_file`] which file to read next and feeds it with
 //! [`write`](TraceJoin::write) and [`end_file`](TraceJoin::end_file): the recording, then the
-//! trace (pass 1: the summary and the gaps), then the trace again (pass 2: host events and
-//! energy), each plain or gzip (detected by its magic bytes). [`TraceJoin::result_json`] and
-//! [`TraceJoin::timeline_json`] give the results.
+//! trace, then, only when the join needs it, the trace again. Each is plain or gzip (detected
+//! by its magic bytes). [`TraceJoin::result_json`] and [`TraceJoin::timeline_json`] give the
+//! results.
+//!
+//! As native `trace` does, the join's first pass ([`FirstPass`]) rides on the summary's own
+//! scan: each event the scanner gives goes to the summary, then to the first pass. The second
+//! pass ([`JoinPass`]: host events and energy) reads the trace again only when there is a pause
+//! to list (host events matter only to those) or when the first pass's copy of the annotation
+//! spans overflowed its caps; otherwise it replays that copy, which gives it the same events in
+//! the same order, so the result is the same byte for byte.
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -16,10 +23,10 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    GapFinder, GpuMap, JoinOptions, JoinPass, JoinReport, Recording, RecordingBuilder,
-    RecordingOptions, parse_offset_ms,
+    FirstPass, FirstPassResult, GpuMap, JoinOptions, JoinPass, JoinReport, Recording,
+    RecordingBuilder, RecordingOptions, parse_offset_ms,
 };
-use crate::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset, trailing_garbage_warning};
+use crate::analyzer::{AnalyzerOptions, Kind, LimitsPreset, TraceEngine, trailing_garbage_warning};
 use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
 use crate::json::{EventScanner, Scan};
 use crate::window::PowerSource;
@@ -106,7 +113,8 @@ pub struct TraceJoinOptions {
     /// `--gpu-map`.
     pub gpu_map: Option<String>,
     /// Which NVML reading the recording's `gpu_power_W` holds (`instant`, `average`; absent:
-    /// unknown), as the recording's `.meta.json` sidecar says natively.
+    /// unknown): what the recording's `.meta.json` sidecar names
+    /// ([`crate::sidecar::power_source`]), as native reads it.
     pub power_source: Option<String>,
 }
 
@@ -115,7 +123,7 @@ pub struct TraceJoinOptions {
 pub enum NextFile {
     /// The recording (trace.csv).
     Recording,
-    /// The trace (read twice).
+    /// The trace (read once, or twice when the join needs it).
     Trace,
 }
 
@@ -212,10 +220,10 @@ fn scan_all(
 
 enum Phase {
     Recording(Box<RecordingBuilder>),
+    /// The summary's scan, and the join's first pass on its events.
     First {
-        analyzer: Option<Box<Analyzer>>,
-        scanner: Box<EventScanner>,
-        finder: Box<GapFinder>,
+        engine: Box<TraceEngine>,
+        first: Box<FirstPass>,
     },
     Second {
         scanner: Box<EventScanner>,
@@ -235,6 +243,7 @@ pub struct TraceJoin {
     report: Option<JoinReport>,
     json: Option<String>,
     failed: Option<String>,
+    trace_reads: u32,
 }
 
 impl TraceJoin {
@@ -282,6 +291,7 @@ impl TraceJoin {
             report: None,
             json: None,
             failed: None,
+            trace_reads: 0,
         })
     }
 
@@ -315,15 +325,8 @@ impl TraceJoin {
     }
 
     fn write_inner(&mut self, chunk: &[u8]) -> Result<(), String> {
-        let TraceJoin {
-            decode,
-            phase,
-            analyzer_opts,
-            ..
-        } = self;
-        decode.write(chunk, &mut |bytes, gzip| {
-            feed(phase, analyzer_opts, bytes, gzip)
-        })
+        let TraceJoin { decode, phase, .. } = self;
+        decode.write(chunk, &mut |bytes, gzip| feed(phase, bytes, gzip))
     }
 
     /// The end of the current file.
@@ -341,13 +344,8 @@ impl TraceJoin {
 
     fn end_inner(&mut self) -> Result<(), String> {
         let (cut, warning) = {
-            let TraceJoin {
-                decode,
-                phase,
-                analyzer_opts,
-                ..
-            } = self;
-            decode.end(&mut |bytes, gzip| feed(phase, analyzer_opts, bytes, gzip))?
+            let TraceJoin { decode, phase, .. } = self;
+            decode.end(&mut |bytes, gzip| feed(phase, bytes, gzip))?
         };
         self.decode = Decode::new();
         match core::mem::replace(&mut self.phase, Phase::Done) {
@@ -356,57 +354,85 @@ impl TraceJoin {
                     return Err(format!("recording: {cut}"));
                 }
                 self.rec = Some(Arc::new(b.end()?));
-                self.phase = Phase::First {
-                    analyzer: None,
-                    scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
-                    finder: Box::new(GapFinder::new(self.opts.gaps)),
-                };
+                self.start_first();
             }
-            Phase::First {
-                analyzer,
-                mut scanner,
-                finder,
-            } => {
-                let mut analyzer = analyzer.unwrap_or_else(|| {
-                    Box::new(Analyzer::with_decoded_input(
-                        self.analyzer_opts.clone(),
-                        false,
-                    ))
-                });
-                if let Some(c) = cut {
-                    analyzer.note_cut_gzip(c);
-                }
-                if let Some(w) = &warning {
-                    analyzer.note_gzip_warning(w);
-                }
-                let summary_json = (*analyzer).end().map_err(|e| e.to_string())?;
-                scanner.finish();
-                let base = scanner.base_time_ns();
-                let pass = JoinPass::with_recording(
-                    finder.finish(),
-                    base,
-                    self.opts.clone(),
-                    self.rec.clone().map(Into::into),
-                )?;
-                self.phase = Phase::Second {
-                    scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
-                    pass: Box::new(pass),
-                    summary_json,
-                };
+            Phase::First { engine, first } => {
+                self.trace_reads += 1;
+                let (summary, base) = engine.finish(&self.analyzer_opts, cut, warning);
+                let mut first = *first;
+                first.set_base_time_ns(base);
+                self.after_first(summary.to_json(), first.finish())?;
             }
             Phase::Second {
                 mut scanner,
                 pass,
                 summary_json,
             } => {
+                self.trace_reads += 1;
                 scanner.finish();
-                let report = pass.finish();
-                self.json = Some(merge_json(&summary_json, &report));
-                self.report = Some(report);
+                self.done(&summary_json, *pass);
             }
             Phase::Done => return Err("the join has ended".into()),
         }
         Ok(())
+    }
+
+    fn start_first(&mut self) {
+        self.phase = Phase::First {
+            engine: Box::new(TraceEngine::new(self.analyzer_opts.limits())),
+            first: Box::new(FirstPass::new(self.opts.gaps, self.rec.is_some())),
+        };
+    }
+
+    /// After the first read of the trace: the second pass, fed by a second read when the join
+    /// needs one (see the module docs), else by the copied annotation spans.
+    fn after_first(&mut self, summary_json: String, first: FirstPassResult) -> Result<(), String> {
+        let FirstPassResult {
+            found,
+            base_time_ns,
+            annotations,
+        } = first;
+        let listed = self.opts.pauses.max_pauses_per_device > 0
+            && found.devices.iter().any(|d| !d.gaps.is_empty());
+        let mut pass = JoinPass::with_recording(
+            found,
+            base_time_ns,
+            self.opts.clone(),
+            self.rec.clone().map(Into::into),
+        )?;
+        match annotations {
+            _ if listed => {}
+            Some(a) if self.rec.is_some() => {
+                a.replay(|e| pass.add(e));
+                self.done(&summary_json, pass);
+                return Ok(());
+            }
+            // Without a recording, the second pass has nothing to read but host events.
+            _ if self.rec.is_none() => {
+                self.done(&summary_json, pass);
+                return Ok(());
+            }
+            _ => {}
+        }
+        self.phase = Phase::Second {
+            scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
+            pass: Box::new(pass),
+            summary_json,
+        };
+        Ok(())
+    }
+
+    fn done(&mut self, summary_json: &str, pass: JoinPass<'static>) {
+        let report = pass.finish();
+        self.json = Some(merge_json(summary_json, &report));
+        self.report = Some(report);
+        self.phase = Phase::Done;
+    }
+
+    /// How many times the trace has been read to its end so far (1, or 2 when the join needed a
+    /// second read).
+    pub fn trace_reads(&self) -> u32 {
+        self.trace_reads
     }
 
     /// The result JSON, once [`next_file`](Self::next_file) is `None`: the bytes
@@ -428,25 +454,12 @@ impl TraceJoin {
 }
 
 /// Feeds decoded bytes of the current file to its phase.
-fn feed(
-    phase: &mut Phase,
-    analyzer_opts: &AnalyzerOptions,
-    bytes: &[u8],
-    gzip: bool,
-) -> Result<(), String> {
+fn feed(phase: &mut Phase, bytes: &[u8], gzip: bool) -> Result<(), String> {
     match phase {
         Phase::Recording(b) => b.write(bytes),
-        Phase::First {
-            analyzer,
-            scanner,
-            finder,
-        } => {
-            let a = analyzer.get_or_insert_with(|| {
-                Box::new(Analyzer::with_decoded_input(analyzer_opts.clone(), gzip))
-            });
-            a.write(bytes).map_err(|e| e.to_string())?;
-            scan_all(scanner, bytes, |e| finder.add(e))
-        }
+        Phase::First { engine, first } => engine
+            .write(bytes, gzip, |e| first.add(e))
+            .map_err(|e| e.to_string()),
         Phase::Second { scanner, pass, .. } => scan_all(scanner, bytes, |e| pass.add(e)),
         Phase::Done => Err("the join has ended".into()),
     }

@@ -9,7 +9,7 @@ use super::*;
 use crate::Limits;
 use crate::json::{EventScanner, Scan};
 use crate::testutil::for_each_split;
-use crate::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
+use crate::window::{AnalyzeOptions, PowerSource, WindowAnalyzer, WindowSelect};
 
 const BASE: i64 = 1_764_000_000_000_000_000;
 /// The recording's CLOCK_MONOTONIC is CLOCK_REALTIME minus this.
@@ -675,16 +675,11 @@ fn extreme_times_saturate_instead_of_overflowing() {
     assert_eq!(ae[0].name, "u");
 }
 
-/// `TraceJoin` (the page's driver) against the parts run by hand: the analyzer's summary with
-/// the two passes' report appended; whole, byte by byte and in random splits, plain and gzip.
-#[test]
-fn trace_join_session_equals_the_passes_in_any_split() {
+/// The summary (`trace --json`, page limits) of `doc` with the report of two full passes of
+/// their own over it appended: what the session must give.
+fn summary_and_passes(doc: &str, opts: &JoinOptions, rec: &Recording) -> String {
     use crate::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset};
-    use std::io::Write;
-    let csv = recording_csv(0..151, &[]);
-    let doc = trace_doc(Some(BASE), false, false);
-    let rec = recording(&csv);
-    let report = join(&doc, &opts(), Some(&rec)).unwrap();
+    let report = join(doc, opts, Some(rec)).unwrap();
     let mut a = Analyzer::new(AnalyzerOptions {
         kind: Kind::Trace,
         limits: LimitsPreset::Page,
@@ -692,38 +687,148 @@ fn trace_join_session_equals_the_passes_in_any_split() {
         ..AnalyzerOptions::default()
     });
     a.write(doc.as_bytes()).unwrap();
-    let want = merge_json(&a.end().unwrap(), &report);
-    assert!(want.contains("\"pauses\"") && want.contains("\"annotation_energy\""));
-    let gz = |text: &str| {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(text.as_bytes()).unwrap();
-        e.finish().unwrap()
-    };
-    let options = r#"{"source":"t.json","limits":"page","min_gap_ms":100}"#;
-    let run = |csv: &[u8], chunks: &[&[u8]]| -> String {
-        let mut j = TraceJoin::from_json(options).unwrap();
-        assert_eq!(j.next_file(), Some(NextFile::Recording));
-        for c in csv.chunks(1000) {
+    merge_json(&a.end().unwrap(), &report)
+}
+
+/// Runs a `TraceJoin` with `options`: the recording `csv`, then the trace in `chunks` as often
+/// as the session asks. The result and how many times it read the trace.
+fn run_session(options: &str, csv: &[u8], chunks: &[&[u8]]) -> (String, u32) {
+    let mut j = TraceJoin::from_json(options).unwrap();
+    assert_eq!(j.next_file(), Some(NextFile::Recording));
+    for c in csv.chunks(1000) {
+        j.write(c).unwrap();
+    }
+    j.end_file().unwrap();
+    let mut reads = 0;
+    while let Some(next) = j.next_file() {
+        assert_eq!(next, NextFile::Trace);
+        reads += 1;
+        assert!(reads <= 2, "the trace is read at most twice");
+        for c in chunks {
             j.write(c).unwrap();
         }
         j.end_file().unwrap();
-        for _ in 0..2 {
-            assert_eq!(j.next_file(), Some(NextFile::Trace));
-            for c in chunks {
-                j.write(c).unwrap();
-            }
-            j.end_file().unwrap();
-        }
-        assert_eq!(j.next_file(), None);
-        j.result_json().unwrap().into()
-    };
-    for_each_split(doc.as_bytes(), 8, 41, |chunks| {
-        assert_eq!(run(csv.as_bytes(), chunks), want);
+    }
+    assert_eq!(j.trace_reads(), reads);
+    (j.result_json().unwrap().into(), reads)
+}
+
+fn gz(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).unwrap();
+    e.finish().unwrap()
+}
+
+/// `TraceJoin` (the page's driver) against the parts run by hand: the analyzer's summary with
+/// the two passes' report appended; whole, byte by byte and in random splits, plain and gzip.
+/// With pauses to list, the session reads the trace twice (the summary and the first pass on
+/// one scan, then the second pass); without, once (the annotation spans replayed).
+#[test]
+fn trace_join_session_equals_the_passes_in_any_split() {
+    let csv = recording_csv(0..151, &[]);
+    let doc = trace_doc(Some(BASE), false, false);
+    let rec = recording(&csv);
+    let mut no_pause = opts();
+    no_pause.gaps.min_gap_ns = 800_000_000;
+    for (options, o, reads) in [
+        (
+            r#"{"source":"t.json","limits":"page","min_gap_ms":100}"#,
+            opts(),
+            2,
+        ),
+        (
+            r#"{"source":"t.json","limits":"page","min_gap_ms":800}"#,
+            no_pause,
+            1,
+        ),
+    ] {
+        let want = summary_and_passes(&doc, &o, &rec);
+        assert!(want.contains("\"annotation_energy\": [\n    {"), "{want}");
+        assert_eq!(want.contains("\"pauses\": []"), reads == 1, "{want}");
+        for_each_split(doc.as_bytes(), 8, 41, |chunks| {
+            assert_eq!(
+                run_session(options, csv.as_bytes(), chunks),
+                (want.clone(), reads)
+            );
+        });
+        let (doc_gz, csv_gz) = (gz(&doc), gz(&csv));
+        for_each_split(&doc_gz, 4, 42, |chunks| {
+            assert_eq!(run_session(options, &csv_gz, chunks), (want.clone(), reads));
+        });
+    }
+}
+
+/// Past the caps of the first pass's copy of the annotation spans (here its 4 MiB of names),
+/// the session reads the trace a second time even without a pause to list, with the same result.
+#[test]
+fn trace_join_session_reads_again_past_the_annotation_copy() {
+    use super::first_pass::MAX_KEPT_NAME_BYTES;
+    let csv = recording_csv(0..151, &[]);
+    let rec = recording(&csv);
+    let name = "n".repeat(1000);
+    let spans = MAX_KEPT_NAME_BYTES / name.len() + 1;
+    let mut evs: Vec<String> = (0..spans)
+        .map(|k| {
+            format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"{name}","pid":9,"tid":9,"ts":{},"dur":100}}"#,
+                1_000_000 + k * 300
+            )
+        })
+        .collect();
+    evs.push(
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1000000,"dur":1500000}"#.into(),
+    );
+    let doc = format!(
+        r#"{{"traceEvents":[{}],"baseTimeNanoseconds":{BASE}}}"#,
+        evs.join(",\n")
+    );
+    let want = summary_and_passes(&doc, &opts(), &rec);
+    assert!(want.contains("\"pauses\": []"));
+    assert!(
+        want.contains(&format!("\"n\": {spans},")),
+        "every span is charged"
+    );
+    let options = r#"{"source":"t.json","limits":"page"}"#;
+    assert_eq!(
+        run_session(options, csv.as_bytes(), &[doc.as_bytes()]),
+        (want.clone(), 2)
+    );
+    // One span fewer fits the copy: one read.
+    let fewer = doc.replacen(&format!("{name}\""), "m\"", 1);
+    let want = summary_and_passes(&fewer, &opts(), &rec);
+    assert_eq!(
+        run_session(options, csv.as_bytes(), &[fewer.as_bytes()]),
+        (want, 1)
+    );
+}
+
+/// The sidecar's power source (the CLI's rule, [`crate::sidecar::power_source`]) reaches the
+/// verdicts' evidence through `power_source`, as native's `--telemetry` gives it.
+#[test]
+fn trace_join_session_takes_the_sidecars_power_source() {
+    let csv = recording_csv(0..151, &[]);
+    let doc = trace_doc(Some(BASE), false, false);
+    let run = |options: &str| run_session(options, csv.as_bytes(), &[doc.as_bytes()]).0;
+    let sidecar = br#"{"gpus":[{"index":0,"gpu_power_w_source":"instant"}]}"#;
+    let source = crate::sidecar::power_source(sidecar).unwrap();
+    let options = format!(
+        r#"{{"source":"t.json","limits":"page","power_source":{}}}"#,
+        serde_json::to_string(&source).unwrap()
+    );
+    let with_sidecar = run(&options);
+    let mut b = RecordingBuilder::new(RecordingOptions {
+        power_source: PowerSource::Instant,
+        ..RecordingOptions::default()
     });
-    let (doc_gz, csv_gz) = (gz(&doc), gz(&csv));
-    for_each_split(&doc_gz, 4, 42, |chunks| {
-        assert_eq!(run(&csv_gz, chunks), want);
-    });
+    b.write(csv.as_bytes()).unwrap();
+    assert_eq!(
+        with_sidecar,
+        summary_and_passes(&doc, &opts(), &b.end().unwrap())
+    );
+    assert!(with_sidecar.contains("instantaneous power (NVML field 186)"));
+    assert_ne!(with_sidecar, run(r#"{"source":"t.json","limits":"page"}"#));
+    assert!(TraceJoin::from_json(r#"{"power_source":"fast"}"#).is_err());
 }
 
 #[test]
@@ -747,7 +852,7 @@ fn trace_join_session_errors_and_timeline() {
     j.write(csv.as_bytes()).unwrap();
     j.end_file().unwrap();
     let doc = trace_doc(None, false, false);
-    for _ in 0..2 {
+    while j.next_file().is_some() {
         j.write(doc.as_bytes()).unwrap();
         j.end_file().unwrap();
     }
