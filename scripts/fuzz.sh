@@ -67,6 +67,16 @@ if [[ ! -e fuzz/corpus/summarize_rows/seed2-alpha ]]; then
     { printf '\x01\x02'; printf '{"unix": 1e400, "host_memory": {"available": NaN, "used": 1}}\r\n{"unix": 2}\r'; } >fuzz/corpus/summarize_rows/seed2-odd
 fi
 
+# merge seeds: two mergeable summaries separated by a NUL (see fuzz_targets/merge.rs).
+mkdir -p fuzz/corpus/merge
+if [[ ! -e fuzz/corpus/merge/seed-two ]]; then
+    {
+        printf '%s' '{"mergeable":{"version":1,"scale":8,"ranks":[{"source":"a","events":3,"duration_events":2,"duration_sum_ns":30,"bytes":99,"truncated":false,"busy_union_ns":20,"busy_union_error_bound_ns":0,"busy_union_ns_by_category":{"k":20},"warnings":["w"]}],"categories":[{"name":"k","events":2,"duration_sum_ns":30}],"phase_counts":{"X":2,"i":1},"warning_counts":{"scanner":{"bad_numbers":0}},"ops_folded_into_other":false,"categories_folded_into_other":false,"ops":[{"category":"k","name":"op","n":2,"duration_sum_ns":30,"min_ns":0,"max_ns":30,"histogram":{"zero_count":1,"buckets":[[1256,1]]}}]}}'
+        printf '\0'
+        printf '%s' '{"mergeable":{"version":1,"scale":3,"ranks":[{"source":"b","events":1,"duration_events":1,"duration_sum_ns":7,"bytes":9,"truncated":true,"busy_union_ns":7,"busy_union_error_bound_ns":2,"busy_union_ns_by_category":{"k":7},"warnings":[]}],"categories":[{"name":"k","events":1,"duration_sum_ns":7}],"phase_counts":{"X":1},"warning_counts":{},"ops_folded_into_other":true,"categories_folded_into_other":false,"ops":[{"category":"k","name":"op","n":1,"duration_sum_ns":7,"min_ns":7,"max_ns":7,"histogram":null}]}}'
+    } >fuzz/corpus/merge/seed-two
+fi
+
 # No sanitizer: flinch-core forbids unsafe code, so AddressSanitizer adds build time and halves the
 # execution rate without finding anything a panic would not; libFuzzer still catches panics,
 # hangs (-timeout) and memory blow-ups (-rss_limit_mb).

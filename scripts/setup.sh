@@ -108,3 +108,13 @@ else
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends qemu-system-arm
 fi
+
+step "prometheus and promtool (Debian's prometheus package: tests/record/prometheus.sh scrapes record --metrics)"
+if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
+  echo "present: $(prometheus --version 2>&1 | head -n1)"
+else
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus
+fi

@@ -34,12 +34,21 @@ cargo build -p flinch-core --target wasm32-unknown-unknown
 step "fuzz targets: build, then run each for a few seconds (scripts/fuzz.sh)"
 scripts/fuzz.sh "${FLINCH_FUZZ_SECONDS:-5}"
 
+step "real-hardware scripts, dry runs (no GPU: scripted source; the plumbing, not the physics)"
+cargo build -p flinch-trace
+FLINCH_BIN=target/debug/flinch-trace scripts/gpu-check.sh --dry-run target/dry-gpu-check
+FLINCH_BIN=target/debug/flinch-trace scripts/gpu-join-check.sh --dry-run target/dry-gpu-join
+
 step "web: the page's wasm (scripts/build-web.sh)"
 scripts/build-web.sh
 
 step "browser tests: the page in Chromium through playwright-core (tests/browser)"
 cargo build -p flinch-trace
 (cd tests/browser && npm test)
+
+step "Prometheus scrapes record --metrics (tests/record/prometheus.sh; skipped loudly without prometheus unless CI=true)"
+cargo build -p flinch-trace
+tests/record/prometheus.sh
 
 echo
 echo "test-all: every check passed"

@@ -107,6 +107,8 @@ pub struct AnalyzerOptions {
     pub max_gap_ms: Option<u64>,
     /// trace.csv only: which NVML reading `gpu_power_W` holds (`instant`, `average`, `unknown`).
     pub power_source: PowerSource,
+    /// Traces only: add the mergeable section (`"mergeable"`, docs/merge.md).
+    pub mergeable: bool,
 }
 
 impl AnalyzerOptions {
@@ -341,10 +343,13 @@ pub(crate) struct TraceEngine {
 }
 
 impl TraceEngine {
-    pub(crate) fn new(limits: Limits) -> TraceEngine {
+    pub(crate) fn new(options: &AnalyzerOptions) -> TraceEngine {
+        let limits = options.limits();
+        let mut summary = TraceSummary::new(limits);
+        summary.set_mergeable(options.mergeable);
         TraceEngine {
             scanner: EventScanner::new(limits),
-            summary: TraceSummary::new(limits),
+            summary,
         }
     }
 
@@ -731,9 +736,7 @@ impl Content {
             Kind::Csv => Ok(Content::Csv(Box::new(WindowAnalyzer::new(
                 options.window_options()?,
             )))),
-            Kind::Trace | Kind::Auto => {
-                Ok(Content::Trace(Box::new(TraceEngine::new(options.limits()))))
-            }
+            Kind::Trace | Kind::Auto => Ok(Content::Trace(Box::new(TraceEngine::new(options)))),
         }
     }
 

@@ -82,6 +82,9 @@ pub mod intervals;
 pub mod join;
 pub mod json;
 pub mod limits;
+#[cfg(feature = "alloc")]
+pub mod merge;
+pub mod metrics;
 pub mod ordered;
 pub mod pynum;
 #[cfg(feature = "alloc")]

@@ -53,6 +53,8 @@ pub mod batch;
 #[cfg(feature = "alloc")]
 mod busy;
 #[cfg(feature = "alloc")]
+mod histpass;
+#[cfg(feature = "alloc")]
 mod interner;
 #[cfg(feature = "alloc")]
 mod op;

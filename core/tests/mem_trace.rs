@@ -111,6 +111,16 @@ impl EventReplay for Replay {
 /// Peak live heap bytes over a whole summary of `data` (scanner, summary, `finish`), and the
 /// result; `io`: with a spill and a replay.
 fn peak(data: &Arc<Vec<u8>>, limits: Limits, io: bool) -> (usize, TraceSummaryResult) {
+    peak_with(data, limits, io, false)
+}
+
+/// [`peak`], with the mergeable section when `mergeable`.
+fn peak_with(
+    data: &Arc<Vec<u8>>,
+    limits: Limits,
+    io: bool,
+    mergeable: bool,
+) -> (usize, TraceSummaryResult) {
     let path = std::env::temp_dir().join(format!("flinch-mem-trace-{}", std::process::id()));
     let file = File::options()
         .read(true)
@@ -129,6 +139,7 @@ fn peak(data: &Arc<Vec<u8>>, limits: Limits, io: bool) -> (usize, TraceSummaryRe
     peak_heap::peak_during(|| {
         let mut sc = EventScanner::new(limits);
         let mut sum = TraceSummary::new(limits);
+        sum.set_mergeable(mergeable);
         if io {
             sum.set_spill(spill);
             sum.set_replay(replay);
@@ -146,8 +157,12 @@ fn peak(data: &Arc<Vec<u8>>, limits: Limits, io: bool) -> (usize, TraceSummaryRe
     })
 }
 
+/// The peak is of the whole process: the tests here run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn exact_within_the_memory_the_limits_allow() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let limits = Limits {
         max_ops: 1024,
         max_categories: 16,
@@ -182,4 +197,48 @@ fn exact_within_the_memory_the_limits_allow() {
     let (bounded, alone) = (peaks[1].1 - peaks[0].1, peaks[1].2 - peaks[0].2);
     assert!(bounded < alone / 10, "{peaks:?}");
     assert!(peaks[1].2 > bound, "{peaks:?} vs {bound}");
+}
+
+/// With the mergeable section, ops past the durations budget are counted in a further pass
+/// within the same budget: the peak stays under the bound above plus that budget again and the
+/// section itself, and the section equals the exact one at the scale that fit.
+#[test]
+fn mergeable_section_within_the_memory_the_limits_allow() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    use flinch_core::merge::histogram::SCALE;
+    let limits = Limits {
+        max_ops: 1024,
+        max_categories: 16,
+        max_open_slices: 64,
+        max_intervals: 2048,
+        max_exact_values: 1 << 16,
+        ..Limits::NATIVE
+    };
+    let data = Arc::new(doc(300_000));
+    let (_, exact) = peak_with(&data, Limits::EXACT, false, true);
+    let (p, r) = peak_with(&data, limits, true, true);
+    let got = r.mergeable_state().unwrap();
+    let mut want = exact.mergeable_state().unwrap();
+    want.scale = got.scale;
+    for o in &mut want.ops {
+        o.histogram = o
+            .histogram
+            .as_ref()
+            .map(|h| h.downscaled(SCALE - got.scale));
+    }
+    assert_eq!(got, want);
+    // The section's own size: 16 bytes a bucket, 256 bytes an op.
+    let section: usize = got
+        .ops
+        .iter()
+        .map(|o| 256 + 16 * o.histogram.as_ref().map_or(0, |h| h.buckets.len()))
+        .sum();
+    let bound = 16 * 4 * limits.max_intervals
+        + 2 * 4 * limits.max_exact_values
+        + (4 << 20)
+        + 40 * 8 * (32 << 10)
+        + (1 << 20)
+        + section;
+    eprintln!("scale {}, peak {p}, bound {bound}", got.scale);
+    assert!(p <= bound, "peak {p} > bound {bound}");
 }

@@ -395,6 +395,7 @@ fn analyze_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOpti
         max_gap_ms: Some(args.max_gap_ms),
         power_source,
         top: None,
+        mergeable: false,
     };
     options
         .window_options()
@@ -604,6 +605,7 @@ mod tests {
                             max_gap_ms: Some(5000),
                             power_source: PowerSource::Unknown,
                             top: None,
+                            mergeable: false,
                         };
                         let mut page = flinch_core::analyzer::Analyzer::new(options.clone());
                         page.write(&std::fs::read(path).unwrap()).unwrap();

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod analyze;
 mod input;
 mod mark;
+mod merge;
 mod progress;
 mod record;
 mod summarize;
@@ -27,6 +28,8 @@ struct Cli {
 enum Cmd {
     /// Summarize Chrome / PyTorch (Kineto) trace files: per-category busy time and top ops.
     Trace(trace::Args),
+    /// Merge per-rank trace summaries (`trace --json --mergeable` outputs) into one.
+    Merge(merge::Args),
     /// Duration, GPU energy, utilization and a compute-or-waiting verdict between marks of a trace.csv.
     Analyze(analyze::Args),
     /// Summarize a benchmark runs folder (host telemetry, requests, traces).
@@ -58,11 +61,15 @@ fn default_sigpipe() {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if matches!(cli.cmd, Cmd::Trace(_) | Cmd::Analyze(_) | Cmd::Summarize(_)) {
+    if matches!(
+        cli.cmd,
+        Cmd::Trace(_) | Cmd::Merge(_) | Cmd::Analyze(_) | Cmd::Summarize(_)
+    ) {
         default_sigpipe();
     }
     let result = match cli.cmd {
         Cmd::Trace(a) => trace::run(a),
+        Cmd::Merge(a) => merge::run(a),
         Cmd::Analyze(a) => analyze::run(a),
         Cmd::Summarize(a) => summarize::run(a),
         Cmd::Record(a) => record::run(*a),

@@ -23,7 +23,7 @@ use crate::input::open_input;
 use crate::progress::ProgressLine;
 
 #[cfg(unix)]
-mod exact_io;
+pub(crate) mod exact_io;
 #[cfg(all(test, unix))]
 mod exact_tests;
 mod join;
@@ -60,6 +60,10 @@ pub struct Args {
     /// distinct ops, durations and disjoint busy intervals.
     #[arg(long)]
     exact: bool,
+    /// With --json: add the mergeable section (`"mergeable"`, docs/merge.md) that
+    /// `flinch-trace merge` combines across ranks.
+    #[arg(long, requires = "json")]
+    mergeable: bool,
     /// GPU pauses and the join with a recording (docs/join.md).
     #[command(flatten)]
     join: join::JoinArgs,
@@ -86,6 +90,9 @@ pub fn run(args: Args) -> CmdResult {
     // Checked whether or not the join runs, so that a bad option is never silently ignored.
     let join_opts = args.join.options()?;
     let join_opts = args.join.enabled().then_some(join_opts);
+    if args.mergeable && join_opts.is_some() {
+        return Err("--mergeable summarizes traces alone: drop the join's options".into());
+    }
     if args.join.perfetto().is_some() && args.files.len() > 1 {
         return Err("--perfetto writes one merged file: give one trace".into());
     }
@@ -101,15 +108,21 @@ pub fn run(args: Args) -> CmdResult {
             let mut first = join_opts
                 .as_ref()
                 .map(|o| join::first_pass(o, args.join.has_telemetry()));
-            let summary = summarize_file_joined(
-                path,
-                &source,
-                limits,
-                args.top,
-                exact_io,
-                true,
-                first.as_mut(),
-            );
+            let summary = if args.mergeable {
+                crate::merge::per_rank::summarize_mergeable(
+                    path, &source, limits, args.top, exact_io,
+                )
+            } else {
+                summarize_file_joined(
+                    path,
+                    &source,
+                    limits,
+                    args.top,
+                    exact_io,
+                    true,
+                    first.as_mut(),
+                )
+            };
             if let Some(h) = reading.take() {
                 recording = h
                     .join()

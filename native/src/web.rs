@@ -10,6 +10,9 @@
 //! request head larger than `max_head_bytes` gets `431`, an idle keep-alive connection is closed
 //! after `idle`, a head that takes longer than `head` to arrive is dropped, and an HTTP/1.0
 //! request is answered and closed. Files are streamed, never read whole.
+//!
+//! The connection handling is shared: what a `GET` answers comes from a [`Handler`] (the page's
+//! folder here; `record --metrics` serves its metrics through the same code).
 use std::fs::File;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -21,12 +24,20 @@ use std::time::{Duration, Instant};
 
 use crate::CmdResult;
 
+/// The policy's text, for [`PAGE_HEADERS`] (and the test that holds the page's meta tag to it).
+macro_rules! csp {
+    () => {
+        "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; \
+         connect-src 'self'; style-src 'self'; img-src 'self' data: blob:; base-uri 'none'; \
+         form-action 'none'"
+    };
+}
+
 /// The same policy as the page's meta tag, also sent as a header so that it covers the worker
 /// script too (a worker does not inherit its page's meta CSP). `connect-src 'self'` is needed for
 /// the wasm fetch; nothing can connect elsewhere.
-const CSP: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; \
-                   connect-src 'self'; style-src 'self'; img-src 'self' data: blob:; base-uri 'none'; \
-                   form-action 'none'";
+#[cfg(test)]
+const CSP: &str = csp!();
 
 /// Stack of a connection thread: it holds a few small buffers and no recursion.
 const CONNECTION_STACK_BYTES: usize = 128 * 1024;
@@ -90,12 +101,72 @@ pub fn run(args: Args) -> CmdResult {
     io::stdout().flush().ok();
     serve(
         &listener,
-        &root,
+        Arc::<Path>::from(root.as_path()),
         ServerLimits::DEFAULT,
         &AtomicUsize::new(0),
     );
     Ok(ExitCode::SUCCESS)
 }
+
+/// An answer to a `GET` or `HEAD`.
+pub struct Response {
+    /// HTTP status.
+    pub status: u16,
+    /// `Content-Type`.
+    pub mime: &'static str,
+    /// A file to stream (its length taken when opened); else `body`.
+    pub file: Option<File>,
+    /// The body when there is no file.
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// A `text/plain` answer.
+    pub fn text(status: u16, body: &str) -> Response {
+        Response {
+            status,
+            mime: "text/plain",
+            file: None,
+            body: body.as_bytes().to_vec(),
+        }
+    }
+}
+
+/// What a server answers: one call per `GET`/`HEAD` request.
+pub trait Handler: Send + Sync + 'static {
+    /// The answer to a request for `target` (the path and query as sent) with this `Accept`.
+    fn get(&self, target: &str, accept: Option<&str>) -> Response;
+    /// Headers sent with every response (each line ending in CRLF).
+    fn headers(&self) -> &'static str {
+        ""
+    }
+}
+
+/// The page's folder: files under it, `/` and folders as their `index.html`.
+impl Handler for Path {
+    fn get(&self, target: &str, _accept: Option<&str>) -> Response {
+        match resolve(self, target).and_then(|p| File::open(&p).ok().map(|f| (p, f))) {
+            Some((path, file)) => Response {
+                status: 200,
+                mime: mime_type(&path),
+                file: Some(file),
+                body: Vec::new(),
+            },
+            None => Response::text(404, "not found\n"),
+        }
+    }
+
+    fn headers(&self) -> &'static str {
+        PAGE_HEADERS
+    }
+}
+
+/// The page's security headers.
+const PAGE_HEADERS: &str = concat!(
+    "Content-Security-Policy: ",
+    csp!(),
+    "\r\nReferrer-Policy: no-referrer\r\n"
+);
 
 /// Releases a connection slot when its thread ends, however it ends.
 struct Slot(Arc<AtomicUsize>);
@@ -108,9 +179,13 @@ impl Drop for Slot {
 
 /// Accepts connections forever: each one within the cap gets its own thread, any beyond it a
 /// `503`. `served` counts the connections ever handed to a thread (for tests).
-fn serve(listener: &TcpListener, root: &Path, limits: ServerLimits, served: &AtomicUsize) {
+pub fn serve<H: Handler + ?Sized>(
+    listener: &TcpListener,
+    handler: Arc<H>,
+    limits: ServerLimits,
+    served: &AtomicUsize,
+) {
     let active = Arc::new(AtomicUsize::new(0));
-    let root: Arc<Path> = Arc::from(root);
     for stream in listener.incoming() {
         let Ok(stream) = stream else {
             // EMFILE and the like: give the process a moment rather than spin.
@@ -123,14 +198,14 @@ fn serve(listener: &TcpListener, root: &Path, limits: ServerLimits, served: &Ato
             continue;
         }
         let slot = Slot(active.clone());
-        let root = root.clone();
+        let handler = handler.clone();
         let spawned = std::thread::Builder::new()
             .name("flinch-web".into())
             .stack_size(CONNECTION_STACK_BYTES)
             .spawn(move || {
                 let _slot = slot;
                 // A client that disconnects or stalls is its own business.
-                let _ = serve_connection(stream, &root, &limits);
+                let _ = serve_connection(stream, &*handler, &limits);
             });
         if spawned.is_ok() {
             served.fetch_add(1, Ordering::SeqCst);
@@ -161,6 +236,7 @@ struct Request<'a> {
     target: &'a str,
     keep_alive: bool,
     has_body: bool,
+    accept: Option<&'a str>,
 }
 
 /// Parses a request head (without its final blank line); `None` when it is not HTTP/1.x.
@@ -179,10 +255,13 @@ fn parse_head(head: &[u8]) -> Option<Request<'_>> {
         _ => return None,
     };
     let mut has_body = false;
+    let mut accept = None;
     for line in lines {
         let (name, value) = line.split_once(':')?;
         let value = value.trim();
-        if name.eq_ignore_ascii_case("connection") {
+        if name.eq_ignore_ascii_case("accept") {
+            accept = Some(value);
+        } else if name.eq_ignore_ascii_case("connection") {
             if value
                 .split(',')
                 .any(|t| t.trim().eq_ignore_ascii_case("close"))
@@ -200,6 +279,7 @@ fn parse_head(head: &[u8]) -> Option<Request<'_>> {
         target,
         keep_alive,
         has_body,
+        accept,
     })
 }
 
@@ -218,7 +298,12 @@ fn head_end(buf: &[u8]) -> Option<(usize, usize)> {
 
 /// Serves requests on one connection (keep-alive) until the client closes it, stalls, or sends
 /// something outside the limits.
-fn serve_connection(stream: TcpStream, root: &Path, limits: &ServerLimits) -> io::Result<()> {
+fn serve_connection<H: Handler + ?Sized>(
+    stream: TcpStream,
+    handler: &H,
+    limits: &ServerLimits,
+) -> io::Result<()> {
+    let extra = handler.headers();
     stream.set_write_timeout(Some(limits.write))?;
     let mut input = stream.try_clone()?;
     let mut out = stream;
@@ -233,14 +318,14 @@ fn serve_connection(stream: TcpStream, root: &Path, limits: &ServerLimits) -> io
             }
             if filled == buf.len() {
                 let body = format!("request head over {} bytes\n", limits.max_head_bytes);
-                return respond_close(&mut out, 431, body.as_bytes());
+                return respond_close(&mut out, 431, body.as_bytes(), extra);
             }
             let wait = match head_deadline {
                 None => limits.idle,
                 Some(d) => d.saturating_duration_since(Instant::now()),
             };
             if wait.is_zero() {
-                return respond_close(&mut out, 408, b"request head too slow\n");
+                return respond_close(&mut out, 408, b"request head too slow\n", extra);
             }
             input.set_read_timeout(Some(wait))?;
             match input.read(&mut buf[filled..]) {
@@ -255,52 +340,25 @@ fn serve_connection(stream: TcpStream, root: &Path, limits: &ServerLimits) -> io
                     if filled == 0 {
                         return Ok(());
                     }
-                    return respond_close(&mut out, 408, b"request head too slow\n");
+                    return respond_close(&mut out, 408, b"request head too slow\n", extra);
                 }
                 Err(e) => return Err(e),
             }
         };
         let keep_alive = match parse_head(&buf[..head_len]) {
-            None => return respond_close(&mut out, 400, b"bad request\n"),
+            None => return respond_close(&mut out, 400, b"bad request\n", extra),
             // A GET or HEAD has no body; one that announces a body is not skipped but refused.
             Some(r) if r.has_body => {
-                return respond_close(&mut out, 400, b"request body not accepted\n");
+                return respond_close(&mut out, 400, b"request body not accepted\n", extra);
             }
             Some(r) => {
                 let head_only = r.method == "HEAD";
-                if r.method != "GET" && !head_only {
-                    respond(
-                        &mut out,
-                        405,
-                        "text/plain",
-                        None,
-                        b"method not allowed\n",
-                        head_only,
-                        r.keep_alive,
-                    )?;
+                let answer = if r.method != "GET" && !head_only {
+                    Response::text(405, "method not allowed\n")
                 } else {
-                    match resolve(root, r.target).and_then(|p| File::open(&p).ok().map(|f| (p, f)))
-                    {
-                        Some((path, file)) => respond(
-                            &mut out,
-                            200,
-                            mime_type(&path),
-                            Some(file),
-                            b"",
-                            head_only,
-                            r.keep_alive,
-                        )?,
-                        None => respond(
-                            &mut out,
-                            404,
-                            "text/plain",
-                            None,
-                            b"not found\n",
-                            head_only,
-                            r.keep_alive,
-                        )?,
-                    }
-                }
+                    handler.get(r.target, r.accept)
+                };
+                respond(&mut out, answer, head_only, r.keep_alive, extra)?;
                 r.keep_alive
             }
         };
@@ -316,8 +374,14 @@ fn serve_connection(stream: TcpStream, root: &Path, limits: &ServerLimits) -> io
 /// Sends an error and closes the connection. What the client is still sending is read and
 /// dropped for a moment first (at most [`LINGER_BYTES`] bytes, [`LINGER`] long), so that closing
 /// with unread data does not reset the connection before the client has read the answer.
-fn respond_close(out: &mut TcpStream, status: u16, body: &[u8]) -> io::Result<()> {
-    respond(out, status, "text/plain", None, body, false, false)?;
+fn respond_close(out: &mut TcpStream, status: u16, body: &[u8], extra: &str) -> io::Result<()> {
+    let answer = Response {
+        status,
+        mime: "text/plain",
+        file: None,
+        body: body.to_vec(),
+    };
+    respond(out, answer, false, false, extra)?;
     out.shutdown(Shutdown::Write)?;
     let until = Instant::now() + LINGER;
     let mut left = LINGER_BYTES;
@@ -340,18 +404,24 @@ fn respond_close(out: &mut TcpStream, status: u16, body: &[u8]) -> io::Result<()
 const LINGER: Duration = Duration::from_millis(500);
 const LINGER_BYTES: usize = 256 * 1024;
 
-/// Sends one response: the file when given (streamed, its length taken when opened), else `body`.
+/// Sends one response: the file when given (streamed, its length taken when opened), else `body`;
+/// `extra` headers after the common ones.
 fn respond(
     out: &mut TcpStream,
-    status: u16,
-    mime: &str,
-    file: Option<File>,
-    body: &[u8],
+    answer: Response,
     head_only: bool,
     keep_alive: bool,
+    extra: &str,
 ) -> io::Result<()> {
+    let Response {
+        status,
+        mime,
+        file,
+        body,
+    } = answer;
     let reason = match status {
         200 => "OK",
+        406 => "Not Acceptable",
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",
@@ -366,8 +436,7 @@ fn respond(
     let connection = if keep_alive { "keep-alive" } else { "close" };
     let header = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: {mime}\r\nContent-Length: {len}\r\n\
-         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\
-         Content-Security-Policy: {CSP}\r\nReferrer-Policy: no-referrer\r\n\
+         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n{extra}\
          Connection: {connection}\r\n\r\n"
     );
     out.write_all(header.as_bytes())?;
@@ -380,7 +449,7 @@ fn respond(
                     return Err(io::Error::new(ErrorKind::UnexpectedEof, "file shrank"));
                 }
             }
-            None => out.write_all(body)?,
+            None => out.write_all(&body)?,
         }
     }
     out.flush()
@@ -513,7 +582,7 @@ mod tests {
         let server_root = root.clone();
         std::thread::spawn(move || {
             let (s, _) = listener.accept().unwrap();
-            serve_connection(s, &server_root, &ServerLimits::DEFAULT).unwrap();
+            serve_connection(s, server_root.as_path(), &ServerLimits::DEFAULT).unwrap();
         });
         let mut c = TcpStream::connect(addr).unwrap();
         c.write_all(b"GET /pkg/a%20b.wasm HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nConnection: close\r\n\r\n")
@@ -597,7 +666,7 @@ mod tests {
         std::thread::spawn(move || {
             for s in listener.incoming().take(3) {
                 let root = root.clone();
-                std::thread::spawn(move || serve_connection(s.unwrap(), &root, &QUICK));
+                std::thread::spawn(move || serve_connection(s.unwrap(), root.as_path(), &QUICK));
             }
         });
         // Silent: closed after the idle time, without an answer.
@@ -657,7 +726,9 @@ mod tests {
             idle: Duration::from_secs(20),
             ..QUICK
         };
-        std::thread::spawn(move || serve(&listener, &root, limits, &s2));
+        std::thread::spawn(move || {
+            serve(&listener, Arc::<Path>::from(root.as_path()), limits, &s2)
+        });
         let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(addr).unwrap()).collect();
         let t = Instant::now();
         while served.load(Ordering::SeqCst) < 2 {
@@ -694,7 +765,7 @@ mod tests {
         std::thread::spawn(move || {
             for s in listener.incoming().take(2) {
                 let root = root.clone();
-                std::thread::spawn(move || serve_connection(s.unwrap(), &root, &QUICK));
+                std::thread::spawn(move || serve_connection(s.unwrap(), root.as_path(), &QUICK));
             }
         });
         let mut c = TcpStream::connect(addr).unwrap();

@@ -379,7 +379,7 @@ impl TraceJoin {
 
     fn start_first(&mut self) {
         self.phase = Phase::First {
-            engine: Box::new(TraceEngine::new(self.analyzer_opts.limits())),
+            engine: Box::new(TraceEngine::new(&self.analyzer_opts)),
             first: Box::new(FirstPass::new(self.opts.gaps, self.rec.is_some())),
         };
     }

@@ -5,6 +5,7 @@ use alloc::vec::Vec;
 
 use super::batch::OpMemo;
 use super::busy::BusyUnion;
+use super::histpass::HistPass;
 use super::interner::Interner;
 use super::op::{OpAcc, OpValues, Pushed, push_value};
 use super::refine::{EventReplay, Refiner};
@@ -12,6 +13,8 @@ use super::result::*;
 use super::spill::IntervalSpill;
 use crate::Limits;
 use crate::json::{Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, ScanEnd, ScanWarnings};
+use crate::merge::OpSum;
+use crate::merge::histogram::{LogHistogram, SCALE};
 use crate::sketch::RELATIVE_ERROR;
 use crate::stats::{Moments, Num, Stats, stats_ns_in_place};
 
@@ -63,6 +66,8 @@ pub struct TraceSummary {
     replay: Option<alloc::boxed::Box<dyn EventReplay>>,
     /// While a further pass runs: the ranks it looks for. Events then only feed it.
     refiner: Option<Refiner>,
+    /// Whether `finish` adds the mergeable section (see [`TraceSummary::set_mergeable`]).
+    mergeable: bool,
     events: u64,
     duration_events: u64,
     dur_sum_ns: i128,
@@ -110,6 +115,7 @@ impl TraceSummary {
             spill: None,
             replay: None,
             refiner: None,
+            mergeable: false,
             events: 0,
             duration_events: 0,
             dur_sum_ns: 0,
@@ -410,6 +416,130 @@ impl TraceSummary {
         self.replay = Some(replay);
     }
 
+    /// Asks [`finish`](Self::finish) for the mergeable section (`"mergeable"` in the JSON,
+    /// docs/merge.md): every op's exact count, sum and range and the log-bucket histogram of its
+    /// durations, made at the end from the durations the summary holds (nothing more is kept
+    /// per event). The rest of the result is unchanged.
+    pub fn set_mergeable(&mut self, mergeable: bool) {
+        self.mergeable = mergeable;
+    }
+
+    /// Every op with a duration as the mergeable section lists it: exact count, sum and range,
+    /// and the histogram of its durations when the summary still holds them (sorting each op's
+    /// exact durations in place; the stats after do not depend on their order).
+    fn mergeable_ops(&mut self) -> (Vec<OpSum>, u8, Option<String>) {
+        let mut ops = Vec::new();
+        let mut order = Vec::new();
+        for (i, acc) in self.op_accs.iter_mut().enumerate() {
+            if acc.values.is_empty() {
+                continue;
+            }
+            let (category, name) = if i as u32 == self.other_op {
+                (String::from(OTHER), String::from(OTHER))
+            } else {
+                let (cat, name) = self.ops.key2(i as u32);
+                (lossy(cat), lossy(name))
+            };
+            let (n, min_ns, max_ns, histogram) = match &mut acc.values {
+                OpValues::Exact32(v) => {
+                    v.sort_unstable();
+                    let h = LogHistogram::from_sorted(v.iter().map(|&x| u64::from(x)), SCALE);
+                    (
+                        v.len() as u64,
+                        u64::from(v[0]),
+                        u64::from(v[v.len() - 1]),
+                        Some(h),
+                    )
+                }
+                OpValues::Exact64(v) => {
+                    v.sort_unstable();
+                    let h = LogHistogram::from_sorted(v.iter().copied(), SCALE);
+                    (v.len() as u64, v[0], v[v.len() - 1], Some(h))
+                }
+                OpValues::Sketch(s) => (s.sketch.len(), s.min_ns, s.max_ns, None),
+                &mut OpValues::Dropped { n, min_ns, max_ns } => (n, min_ns, max_ns, None),
+            };
+            order.push(i);
+            ops.push(OpSum {
+                category,
+                name,
+                n,
+                duration_sum_ns: acc.dur_sum_ns.max(0) as u128,
+                min_ns,
+                max_ns,
+                histogram,
+            });
+        }
+        let missing: Vec<(usize, u64, u64, u64)> = ops
+            .iter()
+            .zip(&order)
+            .filter(|(o, _)| o.histogram.is_none())
+            .map(|(o, &i)| (i, o.n, o.min_ns, o.max_ns))
+            .collect();
+        if missing.is_empty() || self.replay.is_none() {
+            return (ops, SCALE, None);
+        }
+        // The durations budget again (bytes), for counts of the ops that outgrew it.
+        let budget = (self.limits.max_exact_values as u64).saturating_mul(4);
+        let Some(pass) = HistPass::new(self.op_accs.len(), &missing, budget) else {
+            let why = format!(
+                "the histograms of {} ops do not fit the memory budget: their merged percentiles are null",
+                missing.len()
+            );
+            return (ops, SCALE, Some(why));
+        };
+        let scale = pass.scale();
+        let mut refiner = Refiner::new(self.op_accs.len(), 0);
+        refiner.hist = Some(pass);
+        let counted = self.replay_pass(refiner).and_then(|r| {
+            r.hist
+                .and_then(super::histpass::HistPass::finish)
+                .ok_or_else(|| String::from("the input changed between passes"))
+        });
+        match counted {
+            Ok(hists) => {
+                let mut hists = hists.into_iter();
+                for o in &mut ops {
+                    o.histogram = match o.histogram.take() {
+                        Some(h) => Some(h.downscaled(SCALE - scale)),
+                        None => hists.next(),
+                    };
+                }
+                (ops, scale, None)
+            }
+            Err(e) => {
+                let why = format!(
+                    "the histograms of {} ops need another pass over the input, which failed: {e}; their merged percentiles are null",
+                    missing.len()
+                );
+                (ops, SCALE, Some(why))
+            }
+        }
+    }
+
+    /// One further pass over the input feeding `refiner` only (the summary's counts and
+    /// warnings stay those of the first pass).
+    fn replay_pass(&mut self, refiner: Refiner) -> Result<Refiner, String> {
+        let Some(mut replay) = self.replay.take() else {
+            return Err(String::from("the input cannot be read again"));
+        };
+        let saved = self.warnings;
+        let events = self.events;
+        self.refiner = Some(refiner);
+        self.stacks.iter_mut().for_each(Vec::clear);
+        self.open_total = 0;
+        let outcome = replay.replay(&mut |e| self.add(e));
+        self.warnings = saved;
+        self.replay = Some(replay);
+        let refiner = self.refiner.take();
+        match (outcome, refiner) {
+            (Err(e), _) => Err(e),
+            (Ok(n), _) if n != events => Err(String::from("the input changed between passes")),
+            (Ok(_), Some(r)) => Ok(r),
+            (Ok(_), None) => Err(String::from("the pass ended early")),
+        }
+    }
+
     /// Exact percentiles for the listed ops (`listed`, op indexes) held in sketches, from
     /// further passes through the replay, if there is one: the settled refiner, `Ok(None)` when
     /// no pass is needed or possible, or why a pass failed.
@@ -519,6 +649,9 @@ impl TraceSummary {
             });
         }
         categories.retain(|c| c.events > 0);
+        // Before the further passes, which free the durations of the ops not listed.
+        let mergeable_ops = self.mergeable.then(|| self.mergeable_ops());
+        let histogram_warning = mergeable_ops.as_ref().and_then(|(_, _, w)| w.clone());
         let mut order: Vec<usize> = (0..self.op_accs.len()).collect();
         order.sort_by(|&a, &b| {
             self.op_accs[b]
@@ -622,6 +755,7 @@ impl TraceSummary {
         let (total_union_ns, bound_ns) = self.total_union.finish(spill_mut(&mut self.spill));
         union_error_ns = union_error_ns.saturating_add(bound_ns);
         let mut warnings = Vec::new();
+        warnings.extend(histogram_warning);
         if let Some(e) = refine_failed {
             warnings.push(format!(
                 "exact percentiles of the listed ops need another pass over the input, which failed: {e}; they come from sketches (see approximations)"
@@ -750,6 +884,13 @@ impl TraceSummary {
                 summary: self.warnings,
             },
             approximations,
+            mergeable: mergeable_ops.map(|(ops, scale, _)| MergeableParts {
+                ops,
+                scale,
+                busy_union_error_bound_ns: union_error_ns,
+                ops_folded_into_other: self.other_op != NONE,
+                categories_folded_into_other: self.other_cat != NONE,
+            }),
         }
     }
 }
@@ -1512,5 +1653,83 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn mergeable_of(doc: &[u8], limits: Limits, replay: bool) -> crate::merge::MergeState {
+        let mut sc = EventScanner::new(limits);
+        let mut sum = TraceSummary::new(limits);
+        sum.set_mergeable(true);
+        if replay {
+            sum.set_replay(alloc::boxed::Box::new(DocReplay(doc.to_vec(), limits)));
+        }
+        let mut pos = 0;
+        loop {
+            let (s, nin) = sc.scan(&doc[pos..]).unwrap();
+            pos += nin;
+            match s {
+                Scan::Event => sum.add(&sc.event()),
+                Scan::NeedsInput => break,
+            }
+        }
+        let end = sc.finish();
+        let w = *sc.warnings();
+        let r = sum.finish("t.json", &end, &w, DEFAULT_TOP_OPS);
+        r.mergeable_state().unwrap()
+    }
+
+    /// Past the durations budget, the mergeable section's histograms come from a further pass,
+    /// at the largest scale whose counts fit the budget, and equal the exact summary's
+    /// histograms brought to that scale; where not even scale 0 fits, or without a further
+    /// pass, those ops have none, and the warning says so.
+    #[test]
+    fn mergeable_histograms_past_the_budget_come_from_a_further_pass() {
+        let mut rng = Rng::from_env(1717);
+        let wide = ordered_doc(30_000, 40, true, &mut rng);
+        let narrow = ordered_doc(60_000, 4, false, &mut rng);
+        let mut scales = Vec::new();
+        for (doc, units) in [
+            (&wide, 4_000),
+            (&wide, 9_000),
+            (&wide, 20_000),
+            (&narrow, 40_000),
+        ] {
+            let exact = mergeable_of(doc.as_bytes(), Limits::EXACT, false);
+            assert_eq!(exact.scale, SCALE);
+            assert!(exact.ops.iter().all(|o| o.histogram.is_some()));
+            let tight = Limits {
+                max_exact_values: units,
+                ..Limits::NATIVE
+            };
+            let got = mergeable_of(doc.as_bytes(), tight, true);
+            let without = mergeable_of(doc.as_bytes(), tight, false);
+            assert!(without.ops.iter().any(|o| o.histogram.is_none()));
+            let mut want = exact.clone();
+            if let Some(w) = got.ranks[0].warnings.first() {
+                assert!(w.contains("do not fit the memory budget"), "{w}");
+                assert_eq!(got.scale, SCALE);
+                want.ranks[0].warnings = got.ranks[0].warnings.clone();
+                for (w, g) in want.ops.iter_mut().zip(&got.ops) {
+                    if g.histogram.is_none() {
+                        w.histogram = None;
+                    }
+                }
+                assert!(got.ops.iter().any(|o| o.histogram.is_none()));
+            } else {
+                want.scale = got.scale;
+                for o in &mut want.ops {
+                    o.histogram = o
+                        .histogram
+                        .as_ref()
+                        .map(|h| h.downscaled(SCALE - got.scale));
+                }
+                scales.push(got.scale);
+            }
+            assert_eq!(got, want, "{units} units");
+        }
+        // A lower scale where the wide ranges need it, the full one where they fit.
+        assert!(
+            scales.len() == 3 && scales[0] < SCALE && scales[2] == SCALE,
+            "{scales:?}"
+        );
     }
 }

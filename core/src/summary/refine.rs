@@ -83,6 +83,8 @@ pub(crate) struct Refiner {
     budget_values: u64,
     /// No pass has ended yet.
     first_pass: bool,
+    /// The mergeable section's histograms counted in the same pass, when asked for.
+    pub(crate) hist: Option<super::histpass::HistPass>,
 }
 
 impl Refiner {
@@ -94,6 +96,7 @@ impl Refiner {
             slot: alloc::vec![NONE; ops_in_summary],
             budget_values,
             first_pass: true,
+            hist: None,
         }
     }
 
@@ -154,6 +157,9 @@ impl Refiner {
     /// One duration of op `op` in this pass.
     #[inline]
     pub(crate) fn push(&mut self, op: u32, dur_ns: u64) {
+        if let Some(h) = &mut self.hist {
+            h.push(op, dur_ns);
+        }
         let Some(&k) = self.slot.get(op as usize) else {
             return;
         };

@@ -6,7 +6,10 @@ use alloc::vec::Vec;
 use serde::Serialize;
 use serde::ser::Serializer;
 
+use alloc::collections::BTreeMap;
+
 use crate::json::ScanWarnings;
+use crate::merge::{CategorySum, MergeState, OpSum, Rank, VERSION};
 use crate::stats::Stats;
 
 /// The `scope` line of every trace summary, as the reference writes it.
@@ -182,11 +185,89 @@ pub struct TraceSummaryResult {
     /// Present only when an approximation happened.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approximations: Option<Approximations>,
+    /// What the mergeable section is made of, when asked for
+    /// ([`TraceSummary::set_mergeable`](super::TraceSummary::set_mergeable)); the section
+    /// itself ([`TraceSummaryResult::mergeable_state`]) is made from the fields above when
+    /// serialized, so that warnings added after `finish` are in it.
+    #[serde(skip)]
+    pub mergeable: Option<MergeableParts>,
+}
+
+/// The per-op part of the mergeable section and what of the summary's state it needs beside
+/// the result's fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergeableParts {
+    /// Every op with a duration (first-seen order).
+    pub ops: Vec<OpSum>,
+    /// The histograms' scale ([`SCALE`](crate::merge::histogram::SCALE), or lower when the counts of ops past the durations
+    /// budget needed it to fit).
+    pub scale: u8,
+    /// The busy unions' overcount bound, ns.
+    pub busy_union_error_bound_ns: u64,
+    /// Ops past the op limit were folded into `"(other)"`.
+    pub ops_folded_into_other: bool,
+    /// Categories past the limit were folded into `"(other)"`.
+    pub categories_folded_into_other: bool,
 }
 
 impl TraceSummaryResult {
-    /// The JSON that native `--json` and the web page print (2-space indented).
+    /// The JSON that native `--json` and the web page print (2-space indented), with the
+    /// `mergeable` section last when it was asked for.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        let json = serde_json::to_string_pretty(self);
+        let json = match (json, self.mergeable_state()) {
+            (Ok(json), Some(state)) => crate::merge::with_section(json, &state),
+            (json, _) => json,
+        };
+        json.unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The mergeable section (docs/merge.md), when asked for: this summary as one rank, in the
+    /// canonical order a merge gives.
+    pub fn mergeable_state(&self) -> Option<MergeState> {
+        let parts = self.mergeable.as_ref()?;
+        let mut busy_by_category = BTreeMap::new();
+        for c in &self.categories.0 {
+            let e = busy_by_category.entry(c.name.clone()).or_insert(0u64);
+            *e = e.saturating_add(c.busy_union_ns);
+        }
+        let counters = serde_json::to_value(self.warning_counts)
+            .and_then(serde_json::from_value)
+            .unwrap_or_default();
+        let rank = Rank {
+            source: self.source.clone(),
+            events: self.totals.events,
+            duration_events: self.totals.duration_events,
+            duration_sum_ns: self.totals.duration_sum_ns.max(0) as u128,
+            bytes: self.totals.bytes,
+            truncated: self.truncated,
+            busy_union_ns: self.totals.busy_union_ns,
+            busy_union_error_bound_ns: parts.busy_union_error_bound_ns,
+            busy_union_ns_by_category: busy_by_category,
+            warnings: self.warnings.clone(),
+        };
+        let state = MergeState {
+            version: VERSION,
+            scale: parts.scale,
+            ranks: alloc::vec![rank],
+            categories: self
+                .categories
+                .0
+                .iter()
+                .map(|c| CategorySum {
+                    name: c.name.clone(),
+                    events: c.events,
+                    duration_sum_ns: c.duration_sum_ns.max(0) as u128,
+                })
+                .collect(),
+            phase_counts: self.phase_counts.0.iter().cloned().collect(),
+            warning_counts: counters,
+            ops_folded_into_other: parts.ops_folded_into_other,
+            categories_folded_into_other: parts.categories_folded_into_other,
+            ops: parts.ops.clone(),
+        };
+        // Canonical order (and keys that UTF-8 repair made equal, folded); a sum of one
+        // summary's values cannot overflow the wider integers of the section.
+        state.canonical().ok()
     }
 }

@@ -76,9 +76,11 @@ use crate::energy::{CounterStep, WindowCounter};
 #[cfg(feature = "alloc")]
 use engine::*;
 #[cfg(feature = "alloc")]
-use pairing::{pair_end_stem, pair_start_stem};
+pub(crate) use pairing::{pair_end_stem, pair_start_stem};
 #[cfg(feature = "alloc")]
-use reorder::{GrowReorder, Reorder};
+// `GrowReorder` also serves the live metrics (`crate::metrics::live`), which reorder rows as
+// the analysis does.
+pub(crate) use reorder::{GrowReorder, Reorder};
 #[cfg(feature = "alloc")]
 use stream::{Mode, Planning, SpanStream};
 

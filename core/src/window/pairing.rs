@@ -1,7 +1,7 @@
 //! Which marks pair up: `X_start`/`X_begin` with `X_end`, `begin`/`start` with `end`.
 
 /// `X` for `X_start`, `X_begin` and `begin`.
-pub(super) fn pair_start_stem(label: &str) -> Option<&str> {
+pub(crate) fn pair_start_stem(label: &str) -> Option<&str> {
     if label == "begin" || label == "start" {
         return Some("");
     }
@@ -11,7 +11,7 @@ pub(super) fn pair_start_stem(label: &str) -> Option<&str> {
 }
 
 /// `X` for `X_end` and `end`.
-pub(super) fn pair_end_stem(label: &str) -> Option<&str> {
+pub(crate) fn pair_end_stem(label: &str) -> Option<&str> {
     if label == "end" {
         return Some("");
     }

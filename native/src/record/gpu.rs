@@ -59,6 +59,11 @@ pub trait GpuSource: Send {
     /// Reads GPU `slot` (an index into [`Self::info`]). `full` also reads the fields only the
     /// host-telemetry rows need (memory clock).
     fn read(&mut self, slot: usize, full: bool) -> GpuReading;
+    /// Whether GPU `slot` has the total-energy counter (`gpu_energy_mJ`), checked once at start:
+    /// `record --metrics` then takes its energy from the counter rather than from power.
+    fn has_energy_counter(&self, _slot: usize) -> bool {
+        false
+    }
     /// A mark the script wants stamped before this tick's readings (scripted sources only).
     fn take_scripted_mark(&mut self) -> Option<String> {
         None
@@ -255,6 +260,13 @@ impl ScriptedGpu {
 impl GpuSource for ScriptedGpu {
     fn info(&self) -> &[GpuInfo] {
         &self.info
+    }
+
+    fn has_energy_counter(&self, slot: usize) -> bool {
+        self.ticks.iter().any(|t| match t {
+            Tick::Readings(r) => r.get(slot).is_some_and(|r| r.energy_mj.is_some()),
+            Tick::Mark(_) => false,
+        })
     }
 
     fn power_kind(&self, _slot: usize) -> PowerSource {

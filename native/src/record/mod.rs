@@ -17,6 +17,7 @@ pub mod health;
 pub mod host;
 pub mod jsonl;
 pub mod marks;
+pub mod metrics;
 pub mod nvml;
 pub mod nvtx;
 pub mod rapl;
@@ -35,8 +36,17 @@ use writer::{Msg, Writer, column_count, header, push_mark_row};
 #[derive(clap::Args)]
 pub struct Args {
     /// Output CSV; appended to when it exists with the same columns (the header is not repeated).
-    #[arg(long, default_value = "trace.csv")]
-    out: PathBuf,
+    /// Default `trace.csv`; with `--metrics` and no `--out`, nothing is written (a daemon).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Serve live metrics for Prometheus at `http://ADDR/metrics` (e.g. `127.0.0.1:9464`;
+    /// docs/metrics.md). Without `--out`, records until stopped and keeps no rows.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// Distinct window names with series of their own in `--metrics`; later names are counted
+    /// under `window="(other)"`.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    metrics_windows: usize,
     /// GPU indices to sample, e.g. `0,2` (default: every GPU).
     #[arg(long, value_delimiter = ',')]
     gpu: Option<Vec<u32>>,
@@ -167,7 +177,15 @@ fn validate(a: &Args) -> Result<(), String> {
     if a.host_interval_ms == 0 || a.host_jsonl_interval_ms == 0 {
         return Err("error: host intervals must be at least 1 ms".into());
     }
-    writer::check_output_path(&a.out)?;
+    if !(1..=4096).contains(&a.metrics_windows) {
+        return Err(format!(
+            "error: --metrics-windows {}: must be 1 to 4096",
+            a.metrics_windows
+        ));
+    }
+    if let Some(out) = &a.out {
+        writer::check_output_path(out)?;
+    }
     if let Some(j) = &a.host_jsonl {
         writer::check_output_path(j)?;
     }
@@ -175,8 +193,19 @@ fn validate(a: &Args) -> Result<(), String> {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(mut args: Args) -> CmdResult {
     validate(&args)?;
+    // The metrics port is taken before anything else starts: a bad address or a port in use
+    // fails here, with nothing recorded.
+    let listener = args.metrics.as_deref().map(metrics::bind).transpose()?;
+    if let Some(a) = listener.as_ref().and_then(|l| l.local_addr().ok()) {
+        eprintln!("flinch-trace record: metrics at http://{a}/metrics");
+    }
+    let daemon = args.out.is_none() && listener.is_some();
+    let out = args
+        .out
+        .take()
+        .or_else(|| (!daemon).then(|| PathBuf::from("trace.csv")));
     if let Some(prog) = args.command.first()
         && let Err(u) = command::resolve(prog, std::env::var_os("PATH").as_deref())
     {
@@ -273,15 +302,45 @@ pub fn run(args: Args) -> CmdResult {
     // Layout and output.
     let header_line = header(rapl.extra_columns());
     let n_cols = column_count(&header_line);
-    let appended = std::fs::metadata(&args.out)
-        .map(|m| m.len() > 0)
-        .unwrap_or(false);
+    let appended = out
+        .as_ref()
+        .and_then(|o| std::fs::metadata(o).ok())
+        .is_some_and(|m| m.len() > 0);
 
     // Signals before any other thread, so every thread inherits the blocked mask.
     let stop_state = Arc::new(signals::StopState::default());
     let sig_thread = signals::start(stop_state.clone());
 
-    let writer = match Writer::start(&args.out, &header_line, args.host_jsonl.as_deref()) {
+    let missed_ticks = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let tap = match listener {
+        Some(l) => {
+            let tap = metrics::start(
+                l,
+                &header_line,
+                flinch_core::metrics::LiveOptions {
+                    max_window_names: args.metrics_windows,
+                    ..Default::default()
+                },
+                &metric_gpus(gpu.as_deref()),
+                &metric_zones(&rapl),
+                missed_ticks.clone(),
+            );
+            match tap {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    signals::finish(&stop_state, sig_thread);
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
+    let writer = match Writer::start_with(
+        out.as_deref(),
+        &header_line,
+        args.host_jsonl.as_deref(),
+        tap,
+    ) {
         Ok(w) => w,
         Err(e) => {
             signals::finish(&stop_state, sig_thread);
@@ -329,7 +388,8 @@ pub fn run(args: Args) -> CmdResult {
     let interval_ns = (args.interval_ms * 1e6).round() as u64;
     let start_mono = clock.mono_ns();
     let start_wall = clock.wall_ns();
-    let end_mono = match (args.command.is_empty(), args.seconds.unwrap_or(30.0)) {
+    let default_s = if daemon { f64::INFINITY } else { 30.0 };
+    let end_mono = match (args.command.is_empty(), args.seconds.unwrap_or(default_s)) {
         (true, s) if s.is_finite() => Some(start_mono + (s * 1e9).round() as u64),
         _ => None,
     };
@@ -349,7 +409,10 @@ pub fn run(args: Args) -> CmdResult {
     let mut side = Sidecar {
         tool: "flinch-trace".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        csv: args.out.display().to_string(),
+        csv: out
+            .as_ref()
+            .map(|o| o.display().to_string())
+            .unwrap_or_default(),
         appended,
         columns: header_line.split(',').map(str::to_string).collect(),
         interval_ms: args.interval_ms,
@@ -379,7 +442,9 @@ pub fn run(args: Args) -> CmdResult {
         health: None,
         ended_by: None,
     };
-    if let Err(w) = side.write(&args.out) {
+    if let Some(o) = &out
+        && let Err(w) = side.write(o)
+    {
         eprintln!("{w}");
     }
 
@@ -401,6 +466,7 @@ pub fn run(args: Args) -> CmdResult {
             .map(|_| args.host_jsonl_interval_ms * 1_000_000),
         n_cols,
         start_mono_ns: start_mono,
+        missed_ticks,
     };
     let sources = sampler::Sources { gpu, rapl, host };
     let sampler_sender = writer.sender();
@@ -496,12 +562,18 @@ pub fn run(args: Args) -> CmdResult {
     }
     let mut summary = health.summary();
     summary.marks += marks_from_fifo + 2 + if args.command.is_empty() { 0 } else { 2 };
-    eprintln!(
-        "flinch-trace record: {} rows ({} marks) written to {}; {ended_by}",
-        report.rows,
-        summary.marks,
-        args.out.display()
-    );
+    match &out {
+        Some(o) => eprintln!(
+            "flinch-trace record: {} rows ({} marks) written to {}; {ended_by}",
+            report.rows,
+            summary.marks,
+            o.display()
+        ),
+        None => eprintln!(
+            "flinch-trace record: {} rows ({} marks) served as metrics, none kept; {ended_by}",
+            report.rows, summary.marks
+        ),
+    }
     eprintln!("{}", summary.render());
     side.health = Some(summary);
     if let (Some(info), Some(t)) = (side.nvtx.as_mut(), nvtx_totals) {
@@ -518,7 +590,8 @@ pub fn run(args: Args) -> CmdResult {
     }
     side.ended_by = Some(ended_by);
     if report.error.is_none()
-        && let Err(w) = side.write(&args.out)
+        && let Some(o) = &out
+        && let Err(w) = side.write(o)
     {
         eprintln!("{w}");
     }
@@ -532,4 +605,36 @@ pub fn run(args: Args) -> CmdResult {
         return Ok(ExitCode::from(1));
     }
     Ok(exit)
+}
+
+/// The GPUs as the metrics label them: index, UUID, and whether the energy counter is there.
+fn metric_gpus(gpu: Option<&dyn GpuSource>) -> Vec<flinch_core::metrics::GpuLabel> {
+    let Some(g) = gpu else { return Vec::new() };
+    g.info()
+        .iter()
+        .enumerate()
+        .map(|(slot, info)| flinch_core::metrics::GpuLabel {
+            index: info.index,
+            uuid: info.uuid.clone().unwrap_or_default(),
+            energy_counter: g.has_energy_counter(slot),
+        })
+        .collect()
+}
+
+/// The readable RAPL zones as the metrics label them, with the CSV column each is in.
+fn metric_zones(rapl: &rapl::Rapl) -> Vec<flinch_core::metrics::ZoneLabel> {
+    rapl.zones()
+        .iter()
+        .enumerate()
+        .filter(|(_, z)| z.readable)
+        .map(|(i, z)| flinch_core::metrics::ZoneLabel {
+            name: z.name.clone(),
+            column: if Some(i) == rapl.primary() {
+                flinch_core::csv::Col::RaplEnergyUj.name().to_string()
+            } else {
+                z.column.clone()
+            },
+            max_uj: z.max_energy_range_uj,
+        })
+        .collect()
 }

@@ -24,6 +24,8 @@ pub struct DriverInfo {
 struct Gpu {
     device: Device<'static>,
     instant_power: bool,
+    /// `nvmlDeviceGetTotalEnergyConsumption` answered at start (Volta and newer).
+    energy_counter: bool,
 }
 
 /// The selected NVIDIA GPUs.
@@ -87,6 +89,7 @@ impl NvmlSource {
                 .device_by_index(index)
                 .map_err(|e| format!("NVML GPU {index}: {e}"))?;
             let instant_power = instant_power_mw(&device).is_some();
+            let energy_counter = device.total_energy_consumption().is_ok();
             // Slow queries, once, before the sampling loop starts.
             info.push(GpuInfo {
                 index,
@@ -106,6 +109,7 @@ impl NvmlSource {
             gpus.push(Gpu {
                 device,
                 instant_power,
+                energy_counter,
             });
         }
         let driver = DriverInfo {
@@ -125,6 +129,10 @@ impl NvmlSource {
 impl GpuSource for NvmlSource {
     fn info(&self) -> &[GpuInfo] {
         &self.info
+    }
+
+    fn has_energy_counter(&self, slot: usize) -> bool {
+        self.gpus.get(slot).is_some_and(|g| g.energy_counter)
     }
 
     fn power_kind(&self, slot: usize) -> PowerSource {

@@ -1,7 +1,7 @@
 //! The sampling loop: absolute CLOCK_MONOTONIC deadlines `start + k * interval`, late deadlines
 //! skipped and counted (never bunched), one SAMPLE row per selected GPU per tick.
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::clock::{Clock, thread_cpu_ns};
 use super::gpu::{GpuReading, GpuSource};
@@ -29,6 +29,8 @@ pub struct SamplerConfig {
     pub n_cols: usize,
     /// When the recording starts (first deadline), CLOCK_MONOTONIC ns.
     pub start_mono_ns: u64,
+    /// Kept equal to the missed-tick count while recording (`record --metrics` reads it).
+    pub missed_ticks: Arc<AtomicU64>,
 }
 
 /// Everything the loop reads from.
@@ -225,6 +227,8 @@ pub fn run(
         if now > next {
             let behind = (now - start) / interval + 1;
             health.missed_ticks += behind - k;
+            cfg.missed_ticks
+                .store(health.missed_ticks, Ordering::Relaxed);
             k = behind;
         }
     }
@@ -270,6 +274,7 @@ mod tests {
             jsonl_every_ns: Some(1_000_000_000),
             n_cols: column_count(&h),
             start_mono_ns: start,
+            missed_ticks: Arc::default(),
         };
         let src = Sources {
             gpu: Some(Box::new(ScriptedGpu::parse(script).unwrap())),

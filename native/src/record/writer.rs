@@ -196,6 +196,9 @@ pub struct WriterReport {
     pub error: Option<String>,
 }
 
+/// Sees every batch of CSV rows the writer is sent (`record --metrics`), on the writer thread.
+pub type Tap = Box<dyn FnMut(&[u8]) + Send>;
+
 /// The writer thread's handle.
 pub struct Writer {
     sender: RowSender,
@@ -405,13 +408,31 @@ fn check_existing(opened: &File, path: &Path, header: &str, len: u64) -> Result<
 }
 
 impl Writer {
+    #[cfg(test)]
     /// Opens the CSV (writing the header unless appending to a file that has it) and the
     /// optional JSONL file, and starts the writer thread.
     ///
     /// # Errors
     /// The file cannot be opened, or an existing file has another header or a cut last row.
     pub fn start(csv: &Path, header: &str, jsonl: Option<&Path>) -> Result<Self, String> {
-        let mut csv_out = open_out(csv, Some(header))?;
+        Writer::start_with(Some(csv), header, jsonl, None)
+    }
+
+    /// [`Writer::start`] with the CSV optional (`None`: rows go to the tap only, nothing is
+    /// kept) and a tap that sees every batch of rows before the file does.
+    ///
+    /// # Errors
+    /// As [`Writer::start`].
+    pub fn start_with(
+        csv: Option<&Path>,
+        header: &str,
+        jsonl: Option<&Path>,
+        mut tap: Option<Tap>,
+    ) -> Result<Self, String> {
+        let mut csv_out = match csv {
+            Some(p) => Some(open_out(p, Some(header))?),
+            None => None,
+        };
         let mut jsonl_out = match jsonl {
             Some(p) => Some(open_out(p, None)?),
             None => None,
@@ -426,6 +447,7 @@ impl Writer {
                 let mut report = WriterReport::default();
                 let mut last_flush = Instant::now();
                 let mut dead = false;
+                let mut tapped_rows = 0u64;
                 let fail = |msg: String, report: &mut WriterReport, dead: &mut bool| {
                     eprintln!("{msg}");
                     report.error.get_or_insert(msg);
@@ -437,9 +459,13 @@ impl Writer {
                     let end = matches!(msg, Err(RecvTimeoutError::Disconnected));
                     match msg {
                         Ok(Msg::Csv(mut buf, rows)) => {
-                            if !dead {
-                                csv_out.pending.extend_from_slice(&buf);
-                                csv_out.pending_rows += rows;
+                            if let Some(t) = tap.as_mut() {
+                                t(&buf);
+                            }
+                            tapped_rows += rows;
+                            if let (Some(c), false) = (csv_out.as_mut(), dead) {
+                                c.pending.extend_from_slice(&buf);
+                                c.pending_rows += rows;
                             }
                             buf.clear();
                             let _ = pool_tx.send(buf);
@@ -456,9 +482,13 @@ impl Writer {
                     }
                     let due = end
                         || last_flush.elapsed() >= FLUSH_EVERY
-                        || csv_out.pending.len() >= FLUSH_BYTES;
+                        || csv_out
+                            .as_ref()
+                            .is_some_and(|c| c.pending.len() >= FLUSH_BYTES);
                     if due && !dead {
-                        if let Err(e) = csv_out.flush() {
+                        if let Some(c) = csv_out.as_mut()
+                            && let Err(e) = c.flush()
+                        {
                             fail(e, &mut report, &mut dead);
                         }
                         if let Some(j) = jsonl_out.as_mut()
@@ -472,7 +502,7 @@ impl Writer {
                         break;
                     }
                 }
-                report.rows = csv_out.rows;
+                report.rows = csv_out.as_ref().map_or(tapped_rows, |c| c.rows);
                 report
             })
             .map_err(|e| format!("error: cannot start the writer thread: {e}"))?;

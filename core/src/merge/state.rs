@@ -1,0 +1,276 @@
+//! The mergeable section (`"mergeable"`), its checks, and the fold of several into one.
+//!
+//! The section is the whole state a merge needs; a merge's output carries the folded state in
+//! the same shape, so merged outputs merge again. Every list is in a canonical order (ranks
+//! sorted, categories and ops by name), so the fold is associative and commutative byte for
+//! byte.
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde::{Deserialize, Serialize};
+
+use super::histogram::{LogHistogram, MAX_SCALE, index_range};
+
+/// Version of the mergeable section's format.
+pub const VERSION: u32 = 1;
+
+/// The mergeable section of a trace summary (one rank) or of a merge (several).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MergeState {
+    /// [`VERSION`].
+    pub version: u32,
+    /// The histograms' scale (base `2^(2^-scale)`).
+    pub scale: u8,
+    /// What stays per rank, sorted.
+    pub ranks: Vec<Rank>,
+    /// Per category, summed over ranks; sorted by name.
+    pub categories: Vec<CategorySum>,
+    /// Events by phase, summed.
+    pub phase_counts: BTreeMap<String, u64>,
+    /// Every warning counter, summed (`{"scanner": {...}, "summary": {...}}`).
+    pub warning_counts: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Some rank folded ops past its op limit into an `"(other)"` op.
+    pub ops_folded_into_other: bool,
+    /// Some rank folded categories past its limit into `"(other)"`.
+    pub categories_folded_into_other: bool,
+    /// Every op with at least one duration, summed; sorted by (category, name).
+    pub ops: Vec<OpSum>,
+}
+
+/// What stays per rank: its busy unions (a union of several ranks' intervals is not the sum of
+/// their unions, and their clocks are not one clock), its counts and its warnings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Rank {
+    /// The summary's `source`.
+    pub source: String,
+    /// Events read.
+    pub events: u64,
+    /// Duration events counted.
+    pub duration_events: u64,
+    /// Sum of all durations, ns.
+    pub duration_sum_ns: u128,
+    /// Input bytes scanned.
+    pub bytes: u64,
+    /// The input ended early.
+    pub truncated: bool,
+    /// Union of all duration events, ns.
+    pub busy_union_ns: u64,
+    /// The summary's stated bound on its busy unions' overcount, ns (0: exact).
+    pub busy_union_error_bound_ns: u64,
+    /// Union per category, ns.
+    pub busy_union_ns_by_category: BTreeMap<String, u64>,
+    /// The summary's warnings.
+    pub warnings: Vec<String>,
+}
+
+/// One category's events and duration sum.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CategorySum {
+    /// The category.
+    pub name: String,
+    /// Duration events.
+    pub events: u64,
+    /// Sum of durations, ns.
+    pub duration_sum_ns: u128,
+}
+
+/// One (category, name) op: exact count, sum and range, and its durations' histogram.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpSum {
+    /// The op's category (`""` when its events had none).
+    pub category: String,
+    /// The op's name.
+    pub name: String,
+    /// Durations.
+    pub n: u64,
+    /// Sum of durations, ns.
+    pub duration_sum_ns: u128,
+    /// Shortest duration, ns.
+    pub min_ns: u64,
+    /// Longest duration, ns.
+    pub max_ns: u64,
+    /// The durations' histogram at the section's scale; `null` when a rank no longer held the
+    /// op's durations (`--bounded` sketches, or no further pass over its input).
+    pub histogram: Option<LogHistogram>,
+}
+
+/// A problem in one input: where (a path of keys) and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The key path, e.g. `mergeable.ops[3].histogram`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn problem(path: String, message: impl Into<String>) -> Problem {
+    Problem {
+        path,
+        message: message.into(),
+    }
+}
+
+impl MergeState {
+    /// Checks what the types cannot: the version, the scale, each op's histogram against its
+    /// count and range.
+    pub fn check(&self) -> Result<(), Problem> {
+        if self.version != VERSION {
+            return Err(problem(
+                String::from("mergeable.version"),
+                format!("version {} is not the supported {VERSION}", self.version),
+            ));
+        }
+        if self.scale > MAX_SCALE {
+            return Err(problem(
+                String::from("mergeable.scale"),
+                format!("scale {} is above the largest, {MAX_SCALE}", self.scale),
+            ));
+        }
+        let (lo, hi) = index_range(self.scale);
+        for (k, op) in self.ops.iter().enumerate() {
+            let at = |key: &str| format!("mergeable.ops[{k}].{key}");
+            if op.n == 0 {
+                return Err(problem(at("n"), "an op has at least one duration"));
+            }
+            if op.min_ns > op.max_ns {
+                return Err(problem(at("min_ns"), "min_ns is above max_ns"));
+            }
+            let Some(h) = &op.histogram else { continue };
+            let mut prev: Option<i32> = None;
+            for (b, &(i, c)) in h.buckets.iter().enumerate() {
+                let at_b = || at(&format!("histogram.buckets[{b}]"));
+                if i < lo || i > hi {
+                    return Err(problem(
+                        at_b(),
+                        format!("index {i} is outside [{lo}, {hi}] at scale {}", self.scale),
+                    ));
+                }
+                if prev.is_some_and(|p| p >= i) {
+                    return Err(problem(at_b(), "indexes are not increasing"));
+                }
+                if c == 0 {
+                    return Err(problem(at_b(), "a bucket count of 0"));
+                }
+                prev = Some(i);
+            }
+            match h.count() {
+                Some(total) if total == op.n => {}
+                Some(total) => {
+                    return Err(problem(
+                        at("histogram"),
+                        format!("counts add up to {total}, but n is {}", op.n),
+                    ));
+                }
+                None => return Err(problem(at("histogram"), "counts overflow")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts every list in its canonical order, folding duplicate keys (as a merge of one).
+    pub fn canonical(self) -> Result<MergeState, Problem> {
+        let scale = self.scale;
+        fold(scale, [self])
+    }
+}
+
+/// Folds states (already checked) into one at `scale` (at most each state's): counts and sums
+/// added exactly, ranks kept and sorted, histograms brought to `scale` and added. On overflow,
+/// the problem names the key; the caller names the input.
+pub fn fold(
+    scale: u8,
+    states: impl IntoIterator<Item = MergeState>,
+) -> Result<MergeState, Problem> {
+    let mut ranks = Vec::new();
+    let mut categories: BTreeMap<String, (u64, u128)> = BTreeMap::new();
+    let mut phase_counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut warning_counts: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut ops_folded = false;
+    let mut cats_folded = false;
+    let mut ops: BTreeMap<(String, String), OpSum> = BTreeMap::new();
+    let overflow = |key: String| problem(key, "a sum overflows");
+    for state in states {
+        let by = state.scale.saturating_sub(scale);
+        ranks.extend(state.ranks);
+        for c in state.categories {
+            let e = categories.entry(c.name).or_insert((0, 0));
+            e.0 =
+                e.0.checked_add(c.events)
+                    .ok_or_else(|| overflow("mergeable.categories.events".into()))?;
+            e.1 =
+                e.1.checked_add(c.duration_sum_ns)
+                    .ok_or_else(|| overflow("mergeable.categories.duration_sum_ns".into()))?;
+        }
+        for (k, n) in state.phase_counts {
+            let e = phase_counts.entry(k).or_insert(0);
+            *e = e
+                .checked_add(n)
+                .ok_or_else(|| overflow("mergeable.phase_counts".into()))?;
+        }
+        for (group, counters) in state.warning_counts {
+            let g = warning_counts.entry(group).or_default();
+            for (k, n) in counters {
+                let e = g.entry(k).or_insert(0);
+                *e = e
+                    .checked_add(n)
+                    .ok_or_else(|| overflow("mergeable.warning_counts".into()))?;
+            }
+        }
+        ops_folded |= state.ops_folded_into_other;
+        cats_folded |= state.categories_folded_into_other;
+        for mut op in state.ops {
+            op.histogram = op.histogram.map(|h| h.downscaled(by));
+            let key = (
+                core::mem::take(&mut op.category),
+                core::mem::take(&mut op.name),
+            );
+            match ops.get_mut(&key) {
+                None => {
+                    ops.insert(key, op);
+                }
+                Some(acc) => {
+                    let at = |k: &str| overflow(format!("mergeable.ops.{k}"));
+                    acc.n = acc.n.checked_add(op.n).ok_or_else(|| at("n"))?;
+                    acc.duration_sum_ns = acc
+                        .duration_sum_ns
+                        .checked_add(op.duration_sum_ns)
+                        .ok_or_else(|| at("duration_sum_ns"))?;
+                    acc.min_ns = acc.min_ns.min(op.min_ns);
+                    acc.max_ns = acc.max_ns.max(op.max_ns);
+                    acc.histogram = match (&acc.histogram, &op.histogram) {
+                        (Some(a), Some(b)) => Some(a.merged(b).ok_or_else(|| at("histogram"))?),
+                        _ => None,
+                    };
+                }
+            }
+        }
+    }
+    ranks.sort();
+    Ok(MergeState {
+        version: VERSION,
+        scale,
+        ranks,
+        categories: categories
+            .into_iter()
+            .map(|(name, (events, duration_sum_ns))| CategorySum {
+                name,
+                events,
+                duration_sum_ns,
+            })
+            .collect(),
+        phase_counts,
+        warning_counts,
+        ops_folded_into_other: ops_folded,
+        categories_folded_into_other: cats_folded,
+        ops: ops
+            .into_iter()
+            .map(|((category, name), op)| OpSum {
+                category,
+                name,
+                ..op
+            })
+            .collect(),
+    })
+}

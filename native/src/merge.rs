@@ -1,0 +1,147 @@
+//! `flinch-trace merge SUMMARY... [--json] [--top N]`: merges per-rank trace summaries (the
+//! `trace --json --mergeable` outputs, or earlier merges) into one (docs/merge.md). The merge is
+//! `flinch_core::merge`; this reads the files (or `-` for stdin) and prints.
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use flinch_core::merge::{MergeError, MergedSummary, merge_states, parse_state, render, to_json};
+
+use crate::CmdResult;
+
+pub mod per_rank;
+
+/// Arguments of `flinch-trace merge`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Summaries to merge: JSON files from `flinch-trace trace --json --mergeable` (one per
+    /// rank) or from an earlier `merge --json`; `-` reads one from stdin.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print the merged summary as JSON (it merges again with others).
+    #[arg(long)]
+    json: bool,
+    /// How many (category, name) ops to list, largest summed duration first.
+    #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS)]
+    top: usize,
+}
+
+fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
+    if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("flinch-trace merge: stdin: {e}"))?;
+        return Ok(buf);
+    }
+    std::fs::read(path).map_err(|e| format!("flinch-trace merge: {}: {e}", path.display()))
+}
+
+/// The error with the file's name in place of its index.
+fn named(files: &[PathBuf], e: MergeError) -> String {
+    match e.index.and_then(|i| files.get(i)) {
+        Some(file) if e.path.is_empty() => {
+            format!("flinch-trace merge: {}: {}", file.display(), e.message)
+        }
+        Some(file) => format!(
+            "flinch-trace merge: {}: {}: {}",
+            file.display(),
+            e.path,
+            e.message
+        ),
+        None => format!("flinch-trace merge: {e}"),
+    }
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> CmdResult {
+    if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+        return Err("flinch-trace merge: `-` (stdin) can be given once".into());
+    }
+    let mut states = Vec::with_capacity(args.files.len());
+    for (i, path) in args.files.iter().enumerate() {
+        let bytes = read(path)?;
+        states.push(parse_state(i, &bytes).map_err(|e| named(&args.files, e))?);
+    }
+    let merged = render(
+        merge_states(states).map_err(|e| named(&args.files, e))?,
+        args.top,
+    );
+    if args.json {
+        println!("{}", to_json(&merged));
+    } else {
+        print!("{}", render_text(&merged));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The readable view: totals and busy union per rank, then the top ops.
+fn render_text(m: &MergedSummary) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let t = &m.totals;
+    let _ = writeln!(
+        s,
+        "{} ranks: {} events, {} duration events, duration sum {:.3} ms, {:.1} MB",
+        m.ranks.n,
+        t.events,
+        t.duration_events,
+        t.duration_sum_us / 1000.0,
+        t.bytes as f64 / 1e6
+    );
+    let _ = writeln!(s, "  {:>16}  rank", "busy_union_ms");
+    for (src, us) in m.ranks.sources.iter().zip(&t.busy_union_us_by_rank) {
+        let _ = writeln!(s, "  {:>16.3}  {src}", us / 1000.0);
+    }
+    if !m.largest_ops_by_duration_sum.is_empty() {
+        let _ = writeln!(
+            s,
+            "  top ops by duration sum (percentiles within {:.3}%):\n  {:>12} {:>9} {:>10} {:>10} {:>10} {:>10}  {:<14} name",
+            m.quantile_relative_error * 100.0,
+            "sum_ms",
+            "n",
+            "mean_us",
+            "p50_us",
+            "p99_us",
+            "max_us",
+            "category"
+        );
+        for o in &m.largest_ops_by_duration_sum {
+            let st = &o.duration_us;
+            let f = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.3}"));
+            let _ = writeln!(
+                s,
+                "  {:>12.3} {:>9} {:>10} {:>10} {:>10} {:>10}  {:<14} {}",
+                o.duration_sum_us / 1000.0,
+                st.n,
+                f(st.mean),
+                f(st.p50),
+                f(st.p99),
+                f(st.max.map(|m| m.to_f64())),
+                clip(&o.category, 14),
+                clip(&o.name, 80)
+            );
+        }
+    }
+    for w in &m.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
+    if let Some(a) = &m.approximations {
+        let _ = writeln!(
+            s,
+            "  approximate: ops without a histogram {}; ops folded: {}; categories folded: {}",
+            a.ops_without_histogram, a.ops_folded_into_other, a.categories_folded_into_other
+        );
+    }
+    s
+}
+
+fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
