@@ -400,19 +400,16 @@ impl TraceJoin {
             self.opts.clone(),
             self.rec.clone().map(Into::into),
         )?;
-        match annotations {
-            _ if listed => {}
-            Some(a) if self.rec.is_some() => {
-                a.replay(|e| pass.add(e));
-                self.done(&summary_json, pass);
-                return Ok(());
-            }
-            // Without a recording, the second pass has nothing to read but host events.
-            _ if self.rec.is_none() => {
-                self.done(&summary_json, pass);
-                return Ok(());
-            }
-            _ => {}
+        // Host events matter only to listed pauses; without one, a recording needs only the
+        // annotation spans, which the first pass copied when they fit (as native `trace`).
+        let replay = annotations.filter(|_| !listed && self.rec.is_some());
+        let reread = listed || (self.rec.is_some() && replay.is_none());
+        if let Some(a) = replay {
+            a.replay(|e| pass.add(e));
+        }
+        if !reread {
+            self.done(&summary_json, pass);
+            return Ok(());
         }
         self.phase = Phase::Second {
             scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
