@@ -82,6 +82,7 @@ test('another sidecar naming the average power (second GPU): the same rule as na
   const got = await pageJson();
   assert.equal(got, nativeAnalyze(average));
   assert.equal(got, nativeAnalyze(without, ['--power-source', 'average']));
+  assert.notEqual(got, nativeAnalyze(without));
   assert.match(await page.textContent('#run-stats'), /power source from the sidecar: average/);
 });
 
