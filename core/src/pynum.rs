@@ -227,11 +227,28 @@ fn parse_py_float_full(s: &[u8]) -> Option<f64> {
 #[inline]
 pub fn parse_py_int(s: &[u8]) -> Option<i64> {
     // Fast paths: 9 to 16 plain digits (timestamps in ns) eight at a time; up to 18 plain
-    // digits one at a time (neither can overflow).
+    // digits one at a time (neither can overflow); 19 (below).
     if (9..=16).contains(&s.len())
         && let Some(v) = digits_9_to_16(s)
     {
         return Some(v as i64);
+    }
+    // 19 plain digits (Unix times in ns): the last 16 eight at a time, the first three one at a
+    // time, in a u64 (no overflow below 10^19), then checked against the i64 range.
+    if s.len() == 19 {
+        let (a, b, c) = (
+            s[0].wrapping_sub(b'0'),
+            s[1].wrapping_sub(b'0'),
+            s[2].wrapping_sub(b'0'),
+        );
+        if a < 10
+            && b < 10
+            && c < 10
+            && let Some(lo) = digits_9_to_16(&s[3..])
+        {
+            let head = u64::from(a) * 100 + u64::from(b) * 10 + u64::from(c);
+            return i64::try_from(head * 10_000_000_000_000_000 + lo).ok();
+        }
     }
     if !s.is_empty() && s.len() <= 18 {
         let mut v = 0i64;

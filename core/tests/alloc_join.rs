@@ -112,3 +112,58 @@ fn first_pass_allocates_only_to_copy_annotation_spans() {
         assert_eq!(r.annotations.map(|a| a.len()), keep.then_some(204));
     }
 }
+
+/// With byte ranges tracked (`FirstPass::track_ranges`), fed per event with offsets
+/// (`add_at`) or per batch (`begin_range`): the range list is reserved up front, so the first
+/// pass still allocates nothing per event, also past the cap where ranges are merged.
+#[test]
+fn first_pass_with_byte_ranges_allocates_nothing_per_event() {
+    use flinch_core::join::{FirstPass, Resume};
+    for (batched, cap) in [(false, 1 << 15), (true, 1 << 15), (false, 16), (true, 16)] {
+        let mut first = FirstPass::new(GapOptions::default(), false);
+        first.track_ranges_capped(cap);
+        let mut offset = 0u64;
+        let mut events = 0u64;
+        let mut feed = |first: &mut FirstPass, k: i64| {
+            step(k, &mut |e| {
+                offset += 100;
+                events += 1;
+                if batched {
+                    if events % 300 == 1 {
+                        first.begin_range(Resume::AfterEvent(offset - 100));
+                    }
+                    first.add_time_span(flinch_core::join::gaps::time_span_ns(e));
+                    first.add_host_hull(flinch_core::join::first_pass::host_span_ns(e));
+                    if flinch_core::join::first_pass::is_relevant(e) {
+                        first.add_relevant(e);
+                    }
+                    first.set_range_end(offset);
+                } else {
+                    first.add_at(e, offset);
+                }
+            });
+        };
+        for k in 0..104_000 {
+            feed(&mut first, k);
+        }
+        let ((), during) = count_allocs(|| {
+            for k in 104_000..204_000 {
+                feed(&mut first, k);
+            }
+        });
+        assert_eq!(
+            during, 0,
+            "allocations over 400 000 events (batched {batched}, cap {cap})"
+        );
+        let r = first.finish();
+        assert_eq!(r.found.devices[0].gaps.len(), 103);
+        let ranges = r.ranges.as_ref().unwrap();
+        assert!(
+            ranges.as_slice().len() <= cap,
+            "{}",
+            ranges.as_slice().len()
+        );
+        assert_eq!(ranges.coarsened > 0, cap == 16);
+        assert!(r.plan_second_pass(50, false).is_some());
+    }
+}

@@ -9,6 +9,13 @@
 //! where each cpu_op sits under a chain of `python_function` frames named `file.py(line): func`
 //! (thousands of distinct ops, most of them rare) and each step is an `X` `user_annotation`
 //! named `ProfilerStep#N` (one distinct op per step), as Kineto writes them.
+//! Either shape with `+pauses` (`plain+pauses`, `with_stack+pauses`) also holds [`PAUSES`] GPU
+//! pauses of 100-800 ms spread evenly over the file, as data loading makes them in a real
+//! training run (and the host waits for the GPU at the end of every step, as `loss.item()`
+//! makes it, so that host and GPU time stay together): the host spends the pause in an `X` `user_annotation`
+//! `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__` with a few `cpu_op`s (collate,
+//! pin memory) under it, and the GPU has nothing to run. Without `+pauses` the bytes are the
+//! ones the shape always had.
 //!
 //! The layout follows a real Kineto trace: metadata keys and `deviceProperties` first, a ~4 MiB
 //! log array before `traceEvents` (kept under the reference tool's 8 MiB header limit), then the
@@ -175,6 +182,9 @@ const PY_TOP: &[&str] = &[
     "<built-in method run_backward of torch._C._EngineBase object at 0x7f3a2c1e4b80>",
 ];
 
+/// GPU pauses of a `+pauses` shape.
+pub const PAUSES: u64 = 40;
+
 /// Which shape to write (see the module docs).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -203,6 +213,8 @@ struct Gen<W: Write> {
     python_id: u64,
     /// Bytes of the log array before `traceEvents` and of the string after it.
     filler: (u64, u64),
+    /// `+pauses`: the pauses' own generator (the shape's bytes between pauses stay the same).
+    pauses: Option<Rng>,
 }
 
 /// Microseconds with three fraction digits, from nanoseconds.
@@ -396,6 +408,19 @@ impl<W: Write> Gen<W> {
             }
             t = end + self.rng.below(20_000);
         }
+        if self.pauses.is_some() {
+            // `loss.item()`: the host waits for the step's kernels, so host and GPU time stay
+            // together and a host pause is a GPU pause.
+            let until = self.gpu_ns.max(t) + 5_000;
+            let body = format!(
+                "    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"cbid\": 131, \"correlation\": {}\n    }}",
+                us(t),
+                us(until - t),
+                self.correlation
+            );
+            self.event(&body)?;
+            t = until + 2_000;
+        }
         if self.shape == Shape::Plain {
             let body = format!(
                 "    \"ph\": \"E\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}",
@@ -448,6 +473,41 @@ impl<W: Write> Gen<W> {
             );
             self.event(&body)?;
         }
+        Ok(())
+    }
+
+    /// A data-loading pause of 100-800 ms on the host, with the GPU idle (`+pauses`): an `X`
+    /// annotation over the pause and a `cpu_op` every 15-45 ms under it.
+    fn pause(&mut self) -> std::io::Result<()> {
+        let Some(rng) = self.pauses.as_mut() else {
+            return Ok(());
+        };
+        let len_ns = 100_000_000 + rng.below(700_000_000);
+        let mut ops = Vec::new();
+        let mut t = self.now_ns + 1_000_000 + rng.below(1_000_000);
+        let end = self.now_ns + len_ns - 1_000_000;
+        while t + 10_000_000 < end {
+            let dur = 2_000_000 + rng.below(8_000_000);
+            ops.push((
+                t,
+                dur,
+                ["aten::stack", "aten::pin_memory", "aten::to"][rng.below(3) as usize],
+            ));
+            t += dur + 15_000_000 + rng.below(30_000_000);
+        }
+        let start = self.now_ns;
+        self.external_id += 1;
+        let body = format!(
+            "    \"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__\", \"pid\": {PID}, \"tid\": {MAIN_TID},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"External id\": {}\n    }}",
+            us(start),
+            us(len_ns - 500_000),
+            self.external_id
+        );
+        self.event(&body)?;
+        for (ts, dur, name) in ops {
+            self.cpu_op(MAIN_TID, ts, dur, name)?;
+        }
+        self.now_ns = start + len_ns;
         Ok(())
     }
 
@@ -508,10 +568,19 @@ pub fn generate(
     shape: &str,
     filler: (u64, u64),
 ) -> Result<(u64, u64), Box<dyn std::error::Error>> {
+    let (shape, pauses) = match shape.strip_suffix("+pauses") {
+        Some(s) => (s, true),
+        None => (shape, false),
+    };
     let shape = match shape {
         "plain" => Shape::Plain,
         "with_stack" => Shape::WithStack,
-        other => return Err(format!("unknown shape {other:?}: plain or with_stack").into()),
+        other => {
+            return Err(format!(
+                "unknown shape {other:?}: plain or with_stack, optionally with +pauses"
+            )
+            .into());
+        }
     };
     std::fs::create_dir_all(dir)?;
     let json = BufWriter::with_capacity(1 << 20, File::create(dir.join("trace.json"))?);
@@ -531,12 +600,22 @@ pub fn generate(
         shape,
         python_id: 0,
         filler,
+        pauses: pauses.then_some(Rng(0x009a_05e5)),
     };
     g.header()?;
     // Room for the trailer.
     let reserve = filler.1 + (filler.1 >> 2);
     let mut step = 0;
+    // The next pause comes once this many bytes are written: spread evenly over the events,
+    // half a spacing in.
+    let events_bytes = target.saturating_sub(reserve + g.written);
+    let spacing = events_bytes / PAUSES;
+    let mut next_pause = g.written + spacing / 2;
     while g.written + reserve < target {
+        if g.pauses.is_some() && g.written >= next_pause {
+            g.pause()?;
+            next_pause += spacing;
+        }
         g.step(step)?;
         step += 1;
     }

@@ -34,7 +34,9 @@ use serde::Serialize;
 
 pub use annotation_energy::{AnnotationEnergy, AnnotationEnergyAcc};
 pub use clock::{Alignment, AlignmentSource, GpuMap, parse_offset_ms};
-pub use first_pass::{FirstPass, FirstPassResult, KeptAnnotations};
+pub use first_pass::{
+    ByteRange, ByteRanges, FirstPass, FirstPassResult, KeptAnnotations, Resume, SecondPassStep,
+};
 pub use gaps::{Gap, GapFinder, GapOptions, GapsFound};
 pub use names::Names;
 pub use pauses::{HostEntry, PauseHost, PauseOptions, WithinEntry};

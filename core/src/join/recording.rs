@@ -20,8 +20,8 @@ use alloc::vec::Vec;
 
 use crate::csv::{Col, CsvEvent, RowKind, TraceCsvReader};
 use crate::window::{
-    AnalyzeOptions, GpuAcc, GpuSummary, PowerSource, Prev, Sample, Verdict, VerdictContext,
-    WindowAnalyzer,
+    AnalyzeOptions, GpuAcc, GpuSummary, ParsedKind, ParsedRow, PowerSource, Prev, Sample, Verdict,
+    VerdictContext, WindowAnalyzer,
 };
 
 /// Options of a [`RecordingBuilder`].
@@ -120,7 +120,10 @@ impl RecordingBuilder {
             CsvEvent::UnbalancedQuote { line } => self.analyzer.add_unbalanced_quote(line),
             CsvEvent::Row => {
                 let row = self.reader.row();
-                self.analyzer.push_row(&row);
+                // Each field is parsed once, for the analyzer and for the series.
+                let full = !self.analyzer.reference_only();
+                let p = ParsedRow::from_row(&row, full);
+                self.analyzer.push_parsed(&p, row.label());
                 if row.kind() != RowKind::Sample {
                     return;
                 }
@@ -130,7 +133,14 @@ impl RecordingBuilder {
                     self.first_without_wall.get_or_insert(row.line());
                     return;
                 };
-                let key = row.i64(Col::GpuIndex);
+                // A sample row without a `t_mono_ns` is bad to the analyzer, which then parses
+                // nothing else of it.
+                let parsed = p.kind == ParsedKind::Sample;
+                let key = if parsed {
+                    p.gpu_index
+                } else {
+                    row.i64(Col::GpuIndex)
+                };
                 let slot = match self.gpus.iter().position(|g| g.key == key) {
                     Some(s) => s,
                     None if self.gpus.len() < self.opts.max_gpus => {
@@ -147,13 +157,22 @@ impl RecordingBuilder {
                 };
                 let g = &mut self.gpus[slot];
                 let before = g.power.len() + g.util.len() + g.counter.len();
-                if let Some(p) = row.f64(Col::GpuPowerW) {
+                let (power, util, energy) = if parsed && full {
+                    (p.power_w, p.util_pct, p.energy_mj)
+                } else {
+                    (
+                        row.f64(Col::GpuPowerW),
+                        row.f64(Col::GpuUtilPct),
+                        row.f64(Col::GpuEnergyMj),
+                    )
+                };
+                if let Some(p) = power {
                     g.power.push((t, p));
                 }
-                if let Some(u) = row.f64(Col::GpuUtilPct) {
+                if let Some(u) = util {
                     g.util.push((t, u));
                 }
-                if let Some(e) = row.f64(Col::GpuEnergyMj) {
+                if let Some(e) = energy {
                     g.counter.push((t, e));
                 }
                 self.readings += g.power.len() + g.util.len() + g.counter.len() - before;

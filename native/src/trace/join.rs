@@ -1,12 +1,15 @@
 //! `trace --pauses / --min-gap-ms / --telemetry CSV`: the trace joined with a recording
 //! (`flinch_core::join`; docs/join.md).
 //!
-//! The join's first pass ([`FirstPass`]: each device's GPU idle gaps, `baseTimeNanoseconds`
-//! and a bounded copy of the annotation spans) rides on the summary's own scan
-//! (`super::summarize_file_joined`). The second pass attributes host events to the longest
-//! gaps and, with a recording, judges each gap and sums energy per annotation ([`finish`]): it
-//! reads the trace again only when there is a pause to list, a merged file to write, or more
-//! annotation spans than the copy holds; otherwise it replays the copied spans. The recording
+//! The join's first pass ([`FirstPass`]: each device's GPU idle gaps, `baseTimeNanoseconds`,
+//! a bounded copy of the annotation spans, and the trace's byte ranges with the time hulls of
+//! their host events) rides on the summary's own scan (`super::summarize_file_joined`). The
+//! second pass attributes host events to the longest gaps and, with a recording, judges each
+//! gap and sums energy per annotation ([`finish`]). With a pause to list it scans again only
+//! the byte ranges whose hull meets one (`rescan`), replaying the copied spans of the others;
+//! it reads the whole trace again only for a merged file, for more annotation spans than the
+//! copy holds, or where a range cannot be resumed; without a pause to list it replays the
+//! copied spans. The recording
 //! is read once into memory per GPU (bounded; see `flinch_core::join::recording`). The result's
 //! keys are appended to the summary's JSON object.
 use std::path::{Path, PathBuf};
@@ -22,6 +25,8 @@ use flinch_core::window::PowerSource;
 
 use super::perfetto::Merger;
 use crate::input::open_input;
+
+mod rescan;
 
 /// The join's options of `flinch-trace trace`.
 #[derive(clap::Args, Clone, Debug)]
@@ -150,7 +155,9 @@ fn scan_file(
 /// The first pass for `opts`, to be fed every event of the trace in order (and its base time);
 /// `recording`: a recording will be joined, so the annotation spans are copied.
 pub fn first_pass(opts: &JoinOptions, recording: bool) -> FirstPass {
-    FirstPass::new(opts.gaps, recording)
+    let mut first = FirstPass::new(opts.gaps, recording);
+    first.track_ranges();
+    first
 }
 
 /// Both passes over one trace file, each reading it: what [`first_pass`] fed by the summary's
@@ -162,7 +169,8 @@ pub fn run(
     rec: Option<&Recording>,
     perfetto: Option<(&Path, &Path)>,
 ) -> Result<(JoinReport, Option<u64>), String> {
-    let mut first = first_pass(opts, false);
+    // Without byte ranges: the second pass reads the whole file.
+    let mut first = FirstPass::new(opts.gaps, false);
     let base = scan_file(path, |e| first.add(e), None)?;
     first.set_base_time_ns(base);
     finish(path, first.finish(), opts, rec, perfetto)
@@ -178,10 +186,20 @@ pub fn finish(
     rec: Option<&Recording>,
     perfetto: Option<(&Path, &Path)>,
 ) -> Result<(JoinReport, Option<u64>), String> {
+    // Host events matter only to listed pauses; without one, a recording needs only the
+    // annotation spans, which the first pass copied when they fit. With one, only the byte
+    // ranges whose host events meet a listed pause are read again (when the first pass kept
+    // them), with the copied spans of the others replayed.
+    let listed = opts.pauses.max_pauses_per_device > 0
+        && first.found.devices.iter().any(|d| !d.gaps.is_empty());
+    let steps = (listed && perfetto.is_none())
+        .then(|| first.plan_second_pass(opts.pauses.max_pauses_per_device, rec.is_some()))
+        .flatten();
     let FirstPassResult {
         found,
         base_time_ns: base,
         annotations,
+        ranges: _,
     } = first;
     let mut merger = match perfetto {
         Some((out, csv)) => {
@@ -192,10 +210,18 @@ pub fn finish(
         }
         None => None,
     };
-    // Host events matter only to listed pauses; without one, a recording needs only the
-    // annotation spans, which the first pass copied when they fit.
-    let listed =
-        opts.pauses.max_pauses_per_device > 0 && found.devices.iter().any(|d| !d.gaps.is_empty());
+    if let Some(steps) = steps {
+        let mut pass = JoinPass::new(found.clone(), base, opts.clone(), rec)?;
+        match rescan::run(path, &steps, annotations.as_ref(), |e| pass.add(e))? {
+            Ok(()) => return Ok((pass.finish(), None)),
+            // A range could not be resumed: read it all, with a fresh pass.
+            Err(_) => {
+                let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
+                scan_file(path, |e| pass.add(e), None)?;
+                return Ok((pass.finish(), None));
+            }
+        }
+    }
     let replay = match (rec, annotations) {
         (Some(_), Some(a)) if !listed && merger.is_none() => Some(a),
         _ => None,

@@ -223,3 +223,247 @@ fn replayed_annotations_charge_every_span() {
     assert!(spans > 100);
     assert_eq!(n as usize, spans);
 }
+
+/// Kineto-like events on two devices with pauses of random length at random places (some
+/// long, most short, so that a small `--top-pauses` lists only some), host events during them
+/// (cpu ops, some long enough to span several byte ranges), annotations around some, and
+/// `"args"` with `},{` that defeat some segment guesses.
+fn paused(seed: u64, n: usize) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let mut evs = Vec::new();
+    let mut t_us = 1_000.0f64;
+    for k in 0..n {
+        let dev = rng.below(2);
+        if rng.below(60) == 0 {
+            // A pause: the host works alone for 2-60 ms.
+            let len = 2_000.0 + rng.below(58_000) as f64;
+            evs.push(format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"dataloader{}","pid":9,"tid":9,"ts":{:.3},"dur":{len}}}"#,
+                rng.below(3),
+                t_us + 1.0
+            ));
+            let mut h = t_us + 10.0;
+            while h + 500.0 < t_us + len {
+                evs.push(format!(
+                    r#"{{"ph":"X","cat":"cpu_op","name":"aten::stack{}","pid":9,"tid":9,"ts":{h:.3},"dur":{},"args":{{"a":[{{"x":1}},{{"y":2}}]}}}}"#,
+                    rng.below(4),
+                    100 + rng.below(400)
+                ));
+                h += 600.0 + rng.below(5_000) as f64;
+            }
+            t_us += len;
+        }
+        t_us += rng.below(300) as f64 + 0.25;
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"k{}","pid":{dev},"tid":7,"ts":{t_us:.3},"dur":{}.5}}"#,
+            rng.below(7),
+            rng.below(300)
+        ));
+        match rng.below(50) {
+            // A host op long enough to span many ranges.
+            0 => evs.push(format!(
+                r#"{{"ph":"X","cat":"python_function","name":"train.py(1): main","pid":9,"tid":9,"ts":{:.3},"dur":{}}}"#,
+                t_us - 20_000.0,
+                rng.below(200_000)
+            )),
+            1..=4 => evs.push(format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":9,"tid":9,"ts":{:.3},"dur":{}}}"#,
+                k / 30,
+                t_us - 500.0,
+                rng.below(40_000)
+            )),
+            5 => evs.push(format!(
+                r#"{{"ph":"X","cat":"gpu_user_annotation","name":"fwd","pid":{dev},"tid":3,"ts":{:.3},"dur":{}}}"#,
+                t_us - 100.0,
+                rng.below(9_000)
+            )),
+            _ => {}
+        }
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":9,"tid":9,"ts":{:.3},"dur":{}}}"#,
+            t_us - 30.0,
+            rng.below(40)
+        ));
+    }
+    let body = evs.join(",\n");
+    format!("{{\"traceEvents\":[\n{body}\n],\"baseTimeNanoseconds\":{BASE}}}\n").into_bytes()
+}
+
+/// The oracle's report and the one through the summary's scan (pipeline or, with `segment`,
+/// parallel segments of about that many bytes), with ranges capped at `max_ranges`.
+fn both(
+    path: &Path,
+    opts: &JoinOptions,
+    rec: Option<&Recording>,
+    segment: Option<u64>,
+    max_ranges: usize,
+) -> (
+    String,
+    String,
+    Option<Vec<flinch_core::join::SecondPassStep>>,
+) {
+    let (oracle, _) = join::run(path, opts, rec, None).unwrap();
+    let mut first = join::first_pass(opts, rec.is_some());
+    first.track_ranges_capped(max_ranges);
+    match segment {
+        Some(s) => {
+            let plan = parallel::plan_with(path, s, 0).unwrap();
+            parallel::summarize_joined(
+                plan,
+                "s",
+                Limits::NATIVE,
+                Some(40),
+                false,
+                &mut first,
+                |_, _| {},
+            )
+            .unwrap();
+        }
+        None => {
+            summarize_file_joined(
+                path,
+                "s",
+                Limits::NATIVE,
+                40,
+                false,
+                false,
+                Some(&mut first),
+            )
+            .unwrap();
+        }
+    }
+    let first = first.finish();
+    let steps = first.plan_second_pass(opts.pauses.max_pauses_per_device, rec.is_some());
+    let (got, _) = join::finish(path, first, opts, rec, None).unwrap();
+    (
+        serde_json::to_string(&oracle).unwrap(),
+        serde_json::to_string(&got).unwrap(),
+        steps,
+    )
+}
+
+/// The second pass that reads only the byte ranges meeting a listed pause gives the report of
+/// a full second read, for random pause layouts, `--top-pauses`, minimum gaps, segment splits
+/// and range caps (coarsened ranges included), plain and gzip, with and without a recording;
+/// and it does read less than the whole file.
+#[test]
+fn second_pass_over_the_meeting_ranges_matches_a_full_read() {
+    let rec = recording();
+    let mut rng = Rng(99);
+    let mut partial = 0;
+    for seed in 0..6u64 {
+        let doc = paused(100 + seed, 2500 + 700 * seed as usize);
+        let size = doc.len() as u64;
+        let plain = temp("jointest", &format!("p{seed}.json"), &doc);
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&doc).unwrap();
+        let gz = temp(
+            "jointest",
+            &format!("p{seed}.json.gz"),
+            &e.finish().unwrap(),
+        );
+        for round in 0..4 {
+            let mut opts = JoinOptions::default();
+            opts.gaps.min_gap_ns = [1_000_000, 2_000_000, 10_000_000, 40_000_000][round];
+            opts.pauses.max_pauses_per_device = [1, 2, 5, 50][rng.below(4) as usize];
+            let with_rec = rng.below(2) == 0;
+            opts.clock_offset_ns = Some(0).filter(|_| with_rec);
+            let r = with_rec.then_some(&rec);
+            let max_ranges = [2, 7, 64, 1 << 15][rng.below(4) as usize];
+            let segment = 300 + rng.below(40_000);
+            let what = format!(
+                "seed {seed} round {round} top {} rec {with_rec} max_ranges {max_ranges} segment {segment}",
+                opts.pauses.max_pauses_per_device
+            );
+            for (path, seg) in [(&plain, Some(segment)), (&plain, None), (&gz, None)] {
+                let (want, got, steps) = both(path, &opts, r, seg, max_ranges);
+                assert_eq!(got, want, "{what} parallel {seg:?} {}", path.display());
+                let steps = steps.expect("ranges tracked");
+                let scanned: u64 = steps
+                    .iter()
+                    .map(|s| match s {
+                        flinch_core::join::SecondPassStep::Scan { resume, end } => {
+                            end - match *resume {
+                                flinch_core::join::Resume::Start => 0,
+                                flinch_core::join::Resume::Boundary(o)
+                                | flinch_core::join::Resume::AfterEvent(o) => o,
+                            }
+                        }
+                        flinch_core::join::SecondPassStep::Replay(_) => 0,
+                    })
+                    .sum();
+                assert!(scanned <= size, "{what}");
+                if scanned * 2 < size {
+                    partial += 1;
+                }
+            }
+        }
+    }
+    // Most layouts list few pauses: the pass must have read less than half the file often.
+    assert!(partial >= 20, "only {partial} partial second passes");
+}
+
+/// A range that starts right after an event with no `,` after it (here: after the last event
+/// of a first `traceEvents` array, which a second one follows) cannot be resumed: the second
+/// pass reads the whole file instead, and the report is the same.
+#[test]
+fn second_pass_falls_back_to_a_full_read_where_a_range_cannot_resume() {
+    let one = |k: usize, t: f64| {
+        format!(r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{t:.3},"dur":1}}"#)
+            + &format!(
+                r#",{{"ph":"X","cat":"cpu_op","name":"op{}","pid":9,"tid":9,"ts":{:.3},"dur":1}}"#,
+                k % 3,
+                t - 2.0
+            )
+    };
+    // 1024 pairs: the first array ends exactly at a full batch of 2048 events.
+    let first: Vec<String> = (0..1024).map(|k| one(k, k as f64 * 10.0)).collect();
+    let mut second: Vec<String> = (0..50)
+        .map(|k| one(k, 20_000.0 + k as f64 * 10.0))
+        .collect();
+    second.push(one(0, 90_000.0));
+    let doc = format!(
+        "{{\"traceEvents\":[{}],\"traceEvents\":[{}],\"baseTimeNanoseconds\":{BASE}}}",
+        first.join(","),
+        second.join(",")
+    );
+    let path = temp("jointest", "twoarrays.json", doc.as_bytes());
+    let mut opts = JoinOptions::default();
+    opts.gaps.min_gap_ns = 5_000_000;
+    let (want, got, steps) = both(&path, &opts, None, None, 1 << 15);
+    assert_eq!(got, want);
+    let steps = steps.unwrap();
+    assert!(
+        steps.iter().any(|s| matches!(
+            s,
+            flinch_core::join::SecondPassStep::Scan {
+                resume: flinch_core::join::Resume::AfterEvent(_),
+                ..
+            }
+        )),
+        "{steps:?}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(v["pauses"].as_array().unwrap().len(), 2, "{got}");
+}
+
+/// A cut `.gz`: the first pass summarizes what was decoded before the cut, and the second pass
+/// over the meeting ranges reads up to it, as the full second read does.
+#[test]
+fn second_pass_over_a_cut_gzip_matches_a_full_read() {
+    let doc = paused(7, 6000);
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&doc).unwrap();
+    let gz = e.finish().unwrap();
+    for cut in [gz.len() / 3, gz.len() * 2 / 3, gz.len() - 9] {
+        let path = temp("jointest", &format!("cut{cut}.json.gz"), &gz[..cut]);
+        for top in [1, 50] {
+            let mut opts = JoinOptions::default();
+            opts.gaps.min_gap_ns = 2_000_000;
+            opts.pauses.max_pauses_per_device = top;
+            let (want, got, steps) = both(&path, &opts, None, None, 1 << 15);
+            assert_eq!(got, want, "cut {cut} top {top}");
+            assert!(steps.is_some_and(|s| !s.is_empty()), "cut {cut} top {top}");
+        }
+    }
+}

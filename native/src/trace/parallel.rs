@@ -41,7 +41,7 @@ use flinch_core::gzip::is_gzip;
 use flinch_core::json::{ElementBoundary, EventScanner, Scan, ScanWarnings};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
 
-use flinch_core::join::FirstPass;
+use flinch_core::join::{FirstPass, Resume};
 
 use super::pipeline::{Batch, scan_error};
 
@@ -266,11 +266,20 @@ fn scan_thread(
             }
         }
         let mut gone = false;
+        // Where a scanner can start again before the next event (`Batch::mark`).
+        let mut after = if k == 0 {
+            Resume::Start
+        } else {
+            Resume::Boundary(start)
+        };
         let result = scan_range(&plan.file, start, end, &mut scanner, &mut buf, |sc| {
             let Some(b) = batch.as_mut() else {
                 return false;
             };
             b.push(&sc.event());
+            let end = sc.bytes_consumed();
+            b.mark(after, end);
+            after = Resume::AfterEvent(end);
             if b.full() {
                 let full = batch.take();
                 if full.is_some_and(|f| tx.send(Msg::Events(f)).is_err()) {
@@ -474,7 +483,7 @@ fn collect(
                     let e = sc.event();
                     summary.add(&e);
                     if let Some(first) = join.as_deref_mut() {
-                        first.add(&e);
+                        first.add_at(&e, sc.bytes_consumed());
                     }
                     true
                 })?;

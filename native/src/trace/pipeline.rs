@@ -23,9 +23,9 @@ use std::thread;
 
 use flinch_core::Limits;
 use flinch_core::analyzer::{Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind};
-use flinch_core::join::FirstPass;
-use flinch_core::join::first_pass;
+use flinch_core::join::first_pass::{self, host_span_ns};
 use flinch_core::join::gaps::time_span_ns;
+use flinch_core::join::{FirstPass, Resume};
 use flinch_core::json::{
     Event, EventScanner, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
     ScanWarnings,
@@ -160,15 +160,42 @@ pub(super) struct Batch {
     /// Per pair: its op in the summary, once looked up (`Batch::add_to`).
     memos: Vec<Option<OpMemo>>,
     /// With the join: what its first pass reads of these events (`Batch::join_to`).
-    join: Option<JoinSide>,
+    join: Option<Box<JoinSide>>,
 }
 
 /// What the join's first pass (`flinch_core::join::FirstPass`) reads of a batch's events: their
 /// time spans merged, and the record index and `pid` of each event that it reads more of (a
-/// complete busy or annotation event, whose `ts`, `dur`, `cat` and `name` the record keeps).
+/// complete busy or annotation event, whose `ts`, `dur`, `cat` and `name` the record keeps);
+/// and, for a second pass that reads only some of the trace again, the byte ranges of every
+/// [`JOIN_RANGE_EVENTS`] events (where a scanner can start again before the first, the end of
+/// the last) with the time hull of their host events.
 struct JoinSide {
     span: Option<(i64, i64)>,
     events: Vec<(u32, IdField)>,
+    ranges: Vec<JoinRange>,
+}
+
+/// Events per byte range of the join (a quarter of a full batch): the second pass scans again
+/// whole ranges, so smaller ones read less around each pause; 1 GB of trace makes ~13,000.
+const JOIN_RANGE_EVENTS: usize = 512;
+
+struct JoinRange {
+    /// The record index of its first event.
+    first: u32,
+    resume: Resume,
+    end: u64,
+    host_hull: Option<(i64, i64)>,
+}
+
+/// Gives the first pass one byte range of a batch.
+fn begin(first: &mut FirstPass, r: &JoinRange) {
+    first.begin_range(r.resume);
+    first.add_host_hull(r.host_hull);
+    first.set_range_end(r.end);
+}
+
+fn widen(h: &mut Option<(i64, i64)>, (a, b): (i64, i64)) {
+    *h = Some(h.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
 }
 
 impl Batch {
@@ -176,9 +203,12 @@ impl Batch {
     /// strings (each at most `max_string_bytes`; `ph` at most 8 bytes), so pushes never grow it.
     pub(super) fn new(max_string_bytes: usize, join: bool) -> Batch {
         Batch {
-            join: join.then(|| JoinSide {
-                span: None,
-                events: Vec::with_capacity(BATCH_EVENTS),
+            join: join.then(|| {
+                Box::new(JoinSide {
+                    span: None,
+                    events: Vec::with_capacity(BATCH_EVENTS),
+                    ranges: Vec::with_capacity(BATCH_EVENTS.div_ceil(JOIN_RANGE_EVENTS)),
+                })
             }),
             recs: Vec::with_capacity(BATCH_EVENTS),
             text: Vec::with_capacity(BATCH_TEXT_BYTES + 2 * max_string_bytes + 64),
@@ -228,8 +258,22 @@ impl Batch {
 
     pub(super) fn push(&mut self, e: &Event<'_>) {
         if let Some(j) = &mut self.join {
-            if let Some((a, b)) = time_span_ns(e) {
-                j.span = Some(j.span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            if let Some(span) = time_span_ns(e) {
+                widen(&mut j.span, span);
+            }
+            let index = self.recs.len();
+            if index.is_multiple_of(JOIN_RANGE_EVENTS) {
+                j.ranges.push(JoinRange {
+                    first: index as u32,
+                    resume: Resume::Start,
+                    end: 0,
+                    host_hull: None,
+                });
+            }
+            if let Some(span) = host_span_ns(e)
+                && let Some(r) = j.ranges.last_mut()
+            {
+                widen(&mut r.host_hull, span);
             }
             if first_pass::is_relevant(e) {
                 j.events.push((self.recs.len() as u32, e.pid));
@@ -269,6 +313,19 @@ impl Batch {
             kinds: ts_kind | dur_kind << 2 | quoted << 4,
             ph_byte,
         });
+    }
+
+    /// With the join: the event just pushed ends at byte `end` of the document, and, when it is
+    /// the first of its byte range, a scanner can start again at `resume` to read it.
+    #[inline]
+    pub(super) fn mark(&mut self, resume: Resume, end: u64) {
+        let index = self.recs.len().wrapping_sub(1) as u32;
+        if let Some(r) = self.join.as_mut().and_then(|j| j.ranges.last_mut()) {
+            if r.first == index {
+                r.resume = resume;
+            }
+            r.end = end;
+        }
     }
 
     /// Adds every event of the batch to `summary`, in order, looking each pair's op up once.
@@ -318,7 +375,12 @@ impl Batch {
             return;
         };
         first.add_time_span(j.span);
+        let mut next = 0;
         for &(i, pid) in &j.events {
+            while let Some(r) = j.ranges.get(next).filter(|r| r.first <= i) {
+                begin(first, r);
+                next += 1;
+            }
             let r = &self.recs[i as usize];
             let (cat, name) = match self.pairs.get(r.pair as usize) {
                 Some(&(c, n)) => (str_in(&self.text, c), str_in(&self.text, n)),
@@ -337,6 +399,9 @@ impl Batch {
                 quoted_times: r.kinds >> 4,
             });
         }
+        for r in &j.ranges[next.min(j.ranges.len())..] {
+            begin(first, r);
+        }
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -352,6 +417,7 @@ impl Batch {
         if let Some(j) = &mut self.join {
             j.span = None;
             j.events.clear();
+            j.ranges.clear();
         }
     }
 }
@@ -525,6 +591,8 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
     let Ok(mut batch) = free.recv() else {
         return;
     };
+    // The end of the event before, where a scanner can start again (`Batch::mark`).
+    let mut after = Resume::Start;
     let cut = loop {
         let chunk = match input.next_chunk() {
             Ok(Some(chunk)) => chunk,
@@ -541,6 +609,9 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
                 Ok((Scan::Event, nin)) => {
                     pos += nin;
                     batch.push(&scanner.event());
+                    let end = scanner.bytes_consumed();
+                    batch.mark(after, end);
+                    after = Resume::AfterEvent(end);
                     if batch.full() {
                         if tx.send(Msg::Events(batch)).is_err() {
                             return;

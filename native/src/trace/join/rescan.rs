@@ -1,0 +1,195 @@
+//! The join's second pass over only the byte ranges that matter
+//! ([`flinch_core::join::FirstPassResult::plan_second_pass`]): each range whose host events
+//! meet a listed pause is scanned again from where the first pass said a scanner can start
+//! (the document's start, an element boundary it verified, or right after an event it read);
+//! the kept annotation spans of the others are replayed. A plain file is read with positioned
+//! reads, only the ranges scanned; a `.gz` is inflated from its start again (a gzip stream has
+//! no place to start in the middle), but only the ranges scanned are copied and scanned.
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use flinch_core::Limits;
+use flinch_core::gzip::is_gzip;
+use flinch_core::join::{KeptAnnotations, Resume, SecondPassStep};
+use flinch_core::json::{ElementBoundary, Event, EventScanner, Scan};
+
+use crate::input::{Input, open_input};
+
+/// Bytes per read (and per scanner call).
+const READ_BYTES: usize = 1 << 20;
+
+/// Why the planned pass could not run: the caller reads the whole trace instead.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Fallback {
+    /// After the event that ends at this offset comes no `,` (a second events array, say): no
+    /// scanner can start there.
+    NotResumable(u64),
+}
+
+/// The trace's bytes, read forward.
+enum Source {
+    File(File),
+    /// A `.gz`, inflated from the start: `pending` holds decoded bytes from `pending_at`, `pos`
+    /// is the decoded offset past the last chunk taken from `input`.
+    Stream {
+        input: Box<Input>,
+        pos: u64,
+        pending: Vec<u8>,
+        pending_at: u64,
+    },
+}
+
+impl Source {
+    fn open(path: &Path) -> Result<Source, String> {
+        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut head = [0u8; 2];
+        let n = file.read_at(&mut head, 0).unwrap_or(0);
+        if is_gzip(&head[..n]) {
+            Ok(Source::Stream {
+                input: Box::new(open_input(path)?),
+                pos: 0,
+                pending: Vec::new(),
+                pending_at: 0,
+            })
+        } else {
+            Ok(Source::File(file))
+        }
+    }
+
+    /// Reads from decoded offset `at` into `buf`: the bytes read, 0 at the end (or where a cut
+    /// `.gz` stops: the join uses what was read, as the summary does). Offsets only go forward.
+    fn read(&mut self, at: u64, buf: &mut [u8]) -> Result<usize, String> {
+        match self {
+            Source::File(f) => {
+                let mut n = 0;
+                while n < buf.len() {
+                    match f.read_at(&mut buf[n..], at + n as u64) {
+                        Ok(0) => break,
+                        Ok(k) => n += k,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(format!("join: read error at byte {at}: {e}")),
+                    }
+                }
+                Ok(n)
+            }
+            Source::Stream {
+                input,
+                pos,
+                pending,
+                pending_at,
+            } => loop {
+                let end = *pending_at + pending.len() as u64;
+                if at >= *pending_at && at < end {
+                    let from = (at - *pending_at) as usize;
+                    let n = buf.len().min(pending.len() - from);
+                    buf[..n].copy_from_slice(&pending[from..from + n]);
+                    return Ok(n);
+                }
+                if at < *pending_at {
+                    return Err(format!("join: cannot read byte {at} of the stream again"));
+                }
+                let chunk = match input.next_chunk() {
+                    Ok(Some(c)) => c,
+                    Ok(None) | Err(_) => return Ok(0),
+                };
+                let start = *pos;
+                *pos += chunk.len() as u64;
+                pending.clear();
+                *pending_at = (*pos).min(at.max(start));
+                if *pos > at {
+                    pending.extend_from_slice(&chunk[(at - start) as usize..]);
+                }
+            },
+        }
+    }
+
+    /// Whether the document is a bare array (its first byte past whitespace and a byte-order
+    /// mark is `[`), as the scanner that read it from the start found.
+    fn bare(&mut self) -> Result<bool, String> {
+        let mut head = [0u8; 64];
+        let n = self.read(0, &mut head)?;
+        Ok(head[..n]
+            .iter()
+            .find(|&&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))
+            == Some(&b'['))
+    }
+
+    /// The offset just past the `,` that follows the event ending at `at` (whitespace around
+    /// it allowed); `None` when something else comes.
+    fn past_comma(&mut self, mut at: u64) -> Result<Option<u64>, String> {
+        let mut b = [0u8; 64];
+        loop {
+            let n = self.read(at, &mut b)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            match b[..n]
+                .iter()
+                .position(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                Some(i) if b[i] == b',' => return Ok(Some(at + i as u64 + 1)),
+                Some(_) => return Ok(None),
+                None => at += n as u64,
+            }
+        }
+    }
+}
+
+/// Runs `steps` over the trace at `path`, giving `f` every event of the ranges scanned and the
+/// replayed spans of `kept`, in trace order. `Ok(Err(_))`: a range could not be resumed, and
+/// `f` may have had events already: the caller starts over with a full read.
+pub(super) fn run(
+    path: &Path,
+    steps: &[SecondPassStep],
+    kept: Option<&KeptAnnotations>,
+    mut f: impl FnMut(&Event<'_>),
+) -> Result<Result<(), Fallback>, String> {
+    let mut src = Source::open(path)?;
+    let bare = src.bare()?;
+    let mut buf = vec![0u8; READ_BYTES];
+    for step in steps {
+        match step {
+            SecondPassStep::Replay(r) => {
+                if let Some(k) = kept {
+                    k.replay_range(r.clone(), &mut f);
+                }
+            }
+            &SecondPassStep::Scan { resume, end } => {
+                let (mut scanner, mut at) = match resume {
+                    Resume::Start => (EventScanner::new(Limits::NATIVE), 0),
+                    Resume::Boundary(o) => (resume_at(o, bare), o),
+                    Resume::AfterEvent(o) => match src.past_comma(o)? {
+                        Some(p) => (resume_at(p, bare), p),
+                        None => return Ok(Err(Fallback::NotResumable(o))),
+                    },
+                };
+                while at < end {
+                    let want = buf.len().min((end - at) as usize);
+                    let n = src.read(at, &mut buf[..want])?;
+                    if n == 0 {
+                        break;
+                    }
+                    let chunk = &buf[..n];
+                    let mut pos = 0;
+                    loop {
+                        let (what, k) = scanner
+                            .scan(&chunk[pos..])
+                            .map_err(|e| format!("join: {e}"))?;
+                        pos += k;
+                        match what {
+                            Scan::Event => f(&scanner.event()),
+                            Scan::NeedsInput => break,
+                        }
+                    }
+                    at += n as u64;
+                }
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+fn resume_at(offset: u64, bare: bool) -> EventScanner {
+    EventScanner::resume_at(Limits::NATIVE, ElementBoundary { offset, bare })
+}
