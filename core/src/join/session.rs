@@ -387,10 +387,12 @@ impl TraceJoin {
     /// After the first read of the trace: the second pass, fed by a second read when the join
     /// needs one (see the module docs), else by the copied annotation spans.
     fn after_first(&mut self, summary_json: String, first: FirstPassResult) -> Result<(), String> {
+        // Byte ranges are not tracked: the page's second read, when needed, is a whole one.
         let FirstPassResult {
             found,
             base_time_ns,
             annotations,
+            ranges: _,
         } = first;
         let listed = self.opts.pauses.max_pauses_per_device > 0
             && found.devices.iter().any(|d| !d.gaps.is_empty());
