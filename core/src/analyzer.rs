@@ -353,14 +353,15 @@ impl TraceEngine {
         }
     }
 
-    /// Scans decoded bytes: each event goes to the summary, then to `also`. `decompressed`:
-    /// the file was gzip (error offsets then count decompressed bytes).
+    /// Scans decoded bytes: each event goes to the summary, then to `also` with the offset just
+    /// past it (decoded bytes). `decompressed`: the file was gzip (error offsets then count
+    /// decompressed bytes).
     #[inline]
     pub(crate) fn write(
         &mut self,
         chunk: &[u8],
         decompressed: bool,
-        mut also: impl FnMut(&Event<'_>),
+        mut also: impl FnMut(&Event<'_>, u64),
     ) -> Result<(), AnalyzeError> {
         let mut pos = 0;
         loop {
@@ -376,7 +377,7 @@ impl TraceEngine {
                 Scan::Event => {
                     let e = self.scanner.event();
                     self.summary.add(&e);
-                    also(&e);
+                    also(&e, self.scanner.bytes_consumed());
                 }
                 Scan::NeedsInput => return Ok(()),
             }
@@ -726,7 +727,7 @@ impl Content {
                 w.write(chunk);
                 Ok(())
             }
-            Content::Trace(t) => t.write(chunk, decompressed, |_| {}),
+            Content::Trace(t) => t.write(chunk, decompressed, |_, _| {}),
         }
     }
 

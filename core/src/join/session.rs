@@ -9,11 +9,17 @@
 //! results.
 //!
 //! As native `trace` does, the join's first pass ([`FirstPass`]) rides on the summary's own
-//! scan: each event the scanner gives goes to the summary, then to the first pass. The second
-//! pass ([`JoinPass`]: host events and energy) reads the trace again only when there is a pause
-//! to list (host events matter only to those) or when the first pass's copy of the annotation
-//! spans overflowed its caps; otherwise it replays that copy, which gives it the same events in
-//! the same order, so the result is the same byte for byte.
+//! scan: each event the scanner gives goes to the summary, then to the first pass, with its
+//! byte offset (the pass remembers byte ranges of the trace). The second pass ([`JoinPass`]:
+//! host events and energy) reads the trace again only when there is a pause to list (host
+//! events matter only to those) or when the first pass's copy of the annotation spans
+//! overflowed its caps; otherwise it replays that copy. With a pause to list, the second read
+//! scans only the byte ranges whose host events meet a listed pause
+//! ([`FirstPassResult::plan_second_pass`]) and replays the copied annotation spans of the others;
+//! the bytes between are decoded and skipped. Either way [`JoinPass`] gets the events a full
+//! second read would give it, in the same order, so the result is the same byte for byte. Where
+//! a range cannot be resumed (no `,` after the event it follows), the join reads the trace a
+//! third time, whole, with a fresh second pass, as native does.
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -23,12 +29,13 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    FirstPass, FirstPassResult, GpuMap, JoinOptions, JoinPass, JoinReport, Recording,
-    RecordingBuilder, RecordingOptions, parse_offset_ms,
+    FirstPass, FirstPassResult, GapsFound, GpuMap, JoinOptions, JoinPass, JoinReport,
+    KeptAnnotations, Recording, RecordingBuilder, RecordingOptions, Resume, SecondPassStep,
+    parse_offset_ms,
 };
 use crate::analyzer::{AnalyzerOptions, Kind, LimitsPreset, TraceEngine, trailing_garbage_warning};
 use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
-use crate::json::{EventScanner, Scan};
+use crate::json::{ElementBoundary, EventScanner, Scan};
 use crate::window::PowerSource;
 
 /// The summary's JSON object (`trace --json`) with the join's keys appended, each in its
@@ -230,7 +237,182 @@ enum Phase {
         pass: Box<JoinPass<'static>>,
         summary_json: String,
     },
+    /// The second read over the planned byte ranges only.
+    Ranged(Box<Ranged>),
     Done,
+}
+
+/// The second read of the trace when it scans only some byte ranges: the decoded bytes arrive
+/// in order, and [`Ranged::feed`] scans those of the current step's range and skips the others.
+struct Ranged {
+    pass: JoinPass<'static>,
+    summary_json: String,
+    steps: Vec<SecondPassStep>,
+    /// The step under way.
+    next: usize,
+    kept: Option<KeptAnnotations>,
+    /// The decoded offset of the next byte to arrive.
+    at: u64,
+    /// Whether the document is a bare array, once its first byte is seen.
+    bare: Option<bool>,
+    cur: Cursor,
+    /// What a full read needs if a range cannot be resumed.
+    fallback: (GapsFound, Option<i64>),
+    limits: crate::Limits,
+    /// A range could not be resumed: the rest of this read is ignored.
+    failed: bool,
+}
+
+/// Where [`Ranged`] is within its step.
+enum Cursor {
+    /// Step `next` has not begun.
+    Idle,
+    /// Looking for the `,` after the event that ends at `from`.
+    Comma { from: u64 },
+    /// Scanning from `start` to `end`.
+    Scanning {
+        scanner: Box<EventScanner>,
+        start: u64,
+        end: u64,
+    },
+}
+
+impl Ranged {
+    /// Runs the steps that need no byte (replays) and starts the next scan, until one waits
+    /// for bytes or all are done.
+    fn advance(&mut self) {
+        while let Cursor::Idle = self.cur {
+            let Some(step) = self.steps.get(self.next) else {
+                return;
+            };
+            match step {
+                SecondPassStep::Replay(r) => {
+                    if let Some(k) = &self.kept {
+                        let pass = &mut self.pass;
+                        k.replay_range(r.clone(), |e| pass.add(e));
+                    }
+                    self.next += 1;
+                }
+                &SecondPassStep::Scan { resume, end } => {
+                    self.cur = match resume {
+                        Resume::Start => Cursor::Scanning {
+                            scanner: Box::new(EventScanner::new(self.limits)),
+                            start: 0,
+                            end,
+                        },
+                        Resume::Boundary(o) => Cursor::Scanning {
+                            scanner: Box::new(self.resume_at(o)),
+                            start: o,
+                            end,
+                        },
+                        Resume::AfterEvent(o) => Cursor::Comma { from: o },
+                    };
+                }
+            }
+        }
+    }
+
+    fn resume_at(&self, offset: u64) -> EventScanner {
+        EventScanner::resume_at(
+            self.limits,
+            ElementBoundary {
+                offset,
+                bare: self.bare.unwrap_or(false),
+            },
+        )
+    }
+
+    /// The next decoded bytes of the trace.
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if self.bare.is_none()
+            && let Some(&b) = bytes
+                .iter()
+                .find(|&&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))
+        {
+            self.bare = Some(b == b'[');
+        }
+        let base = self.at;
+        self.at += bytes.len() as u64;
+        if self.failed {
+            return Ok(());
+        }
+        // `i`: the index in `bytes` of the next byte to look at.
+        let mut i = 0usize;
+        loop {
+            self.advance();
+            let here = base + i as u64;
+            match &mut self.cur {
+                Cursor::Idle => return Ok(()),
+                Cursor::Comma { from } => {
+                    let skip = from.saturating_sub(here).min((bytes.len() - i) as u64);
+                    i += skip as usize;
+                    let Some(k) = bytes[i..]
+                        .iter()
+                        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+                    else {
+                        return Ok(());
+                    };
+                    i += k;
+                    if bytes[i] != b',' {
+                        self.failed = true;
+                        return Ok(());
+                    }
+                    i += 1;
+                    let start = base + i as u64;
+                    let end = match self.steps.get(self.next) {
+                        Some(&SecondPassStep::Scan { end, .. }) => end,
+                        _ => unreachable!("a comma is looked for only for a scan step"),
+                    };
+                    self.cur = Cursor::Scanning {
+                        scanner: Box::new(self.resume_at(start)),
+                        start,
+                        end,
+                    };
+                }
+                Cursor::Scanning {
+                    scanner,
+                    start,
+                    end,
+                } => {
+                    let skip = start.saturating_sub(here).min((bytes.len() - i) as u64);
+                    i += skip as usize;
+                    let here = base + i as u64;
+                    let take = end.saturating_sub(here).min((bytes.len() - i) as u64) as usize;
+                    let pass = &mut self.pass;
+                    scan_all(scanner, &bytes[i..i + take], |e| pass.add(e))?;
+                    i += take;
+                    if base + (i as u64) < *end {
+                        return Ok(());
+                    }
+                    self.cur = Cursor::Idle;
+                    self.next += 1;
+                }
+            }
+        }
+    }
+
+    /// The end of the read: the steps past the bytes that came (replays only; a range cut short
+    /// ends where the bytes did, as a full read would). `false`: a range could not be resumed.
+    fn end(&mut self) -> bool {
+        loop {
+            match self.cur {
+                // As native: no `,` where a range resumes, here the end of the input.
+                Cursor::Comma { .. } => self.failed = true,
+                Cursor::Scanning { .. } => {
+                    self.cur = Cursor::Idle;
+                    self.next += 1;
+                }
+                Cursor::Idle => {}
+            }
+            if self.failed {
+                return false;
+            }
+            self.advance();
+            if matches!(self.cur, Cursor::Idle) {
+                return true;
+            }
+        }
+    }
 }
 
 /// A trace joined with a recording, fed file by file (see the module docs).
@@ -299,7 +481,7 @@ impl TraceJoin {
     pub fn next_file(&self) -> Option<NextFile> {
         match self.phase {
             Phase::Recording(_) => Some(NextFile::Recording),
-            Phase::First { .. } | Phase::Second { .. } => Some(NextFile::Trace),
+            Phase::First { .. } | Phase::Second { .. } | Phase::Ranged(_) => Some(NextFile::Trace),
             Phase::Done => None,
         }
     }
@@ -372,6 +554,33 @@ impl TraceJoin {
                 scanner.finish();
                 self.done(&summary_json, *pass);
             }
+            Phase::Ranged(mut r) => {
+                self.trace_reads += 1;
+                if r.end() {
+                    let Ranged {
+                        summary_json, pass, ..
+                    } = *r;
+                    self.done(&summary_json, pass);
+                } else {
+                    // A range could not be resumed: read it all, with a fresh pass.
+                    let Ranged {
+                        summary_json,
+                        fallback: (found, base),
+                        ..
+                    } = *r;
+                    let pass = JoinPass::with_recording(
+                        found,
+                        base,
+                        self.opts.clone(),
+                        self.rec.clone().map(Into::into),
+                    )?;
+                    self.phase = Phase::Second {
+                        scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
+                        pass: Box::new(pass),
+                        summary_json,
+                    };
+                }
+            }
             Phase::Done => return Err("the join has ended".into()),
         }
         Ok(())
@@ -380,22 +589,50 @@ impl TraceJoin {
     fn start_first(&mut self) {
         self.phase = Phase::First {
             engine: Box::new(TraceEngine::new(&self.analyzer_opts)),
-            first: Box::new(FirstPass::new(self.opts.gaps, self.rec.is_some())),
+            first: Box::new({
+                let mut first = FirstPass::new(self.opts.gaps, self.rec.is_some());
+                first.track_ranges();
+                first
+            }),
         };
     }
 
     /// After the first read of the trace: the second pass, fed by a second read when the join
     /// needs one (see the module docs), else by the copied annotation spans.
     fn after_first(&mut self, summary_json: String, first: FirstPassResult) -> Result<(), String> {
-        // Byte ranges are not tracked: the page's second read, when needed, is a whole one.
+        let max_pauses = self.opts.pauses.max_pauses_per_device;
+        let listed = max_pauses > 0 && first.found.devices.iter().any(|d| !d.gaps.is_empty());
+        let steps = listed
+            .then(|| first.plan_second_pass(max_pauses, self.rec.is_some()))
+            .flatten();
         let FirstPassResult {
             found,
             base_time_ns,
             annotations,
             ranges: _,
         } = first;
-        let listed = self.opts.pauses.max_pauses_per_device > 0
-            && found.devices.iter().any(|d| !d.gaps.is_empty());
+        if let Some(steps) = steps {
+            let pass = JoinPass::with_recording(
+                found.clone(),
+                base_time_ns,
+                self.opts.clone(),
+                self.rec.clone().map(Into::into),
+            )?;
+            self.phase = Phase::Ranged(Box::new(Ranged {
+                pass,
+                summary_json,
+                steps,
+                next: 0,
+                kept: annotations,
+                at: 0,
+                bare: None,
+                cur: Cursor::Idle,
+                fallback: (found, base_time_ns),
+                limits: self.analyzer_opts.limits(),
+                failed: false,
+            }));
+            return Ok(());
+        }
         let mut pass = JoinPass::with_recording(
             found,
             base_time_ns,
@@ -457,9 +694,10 @@ fn feed(phase: &mut Phase, bytes: &[u8], gzip: bool) -> Result<(), String> {
     match phase {
         Phase::Recording(b) => b.write(bytes),
         Phase::First { engine, first } => engine
-            .write(bytes, gzip, |e| first.add(e))
+            .write(bytes, gzip, |e, end| first.add_at(e, end))
             .map_err(|e| e.to_string()),
         Phase::Second { scanner, pass, .. } => scan_all(scanner, bytes, |e| pass.add(e)),
+        Phase::Ranged(r) => r.feed(bytes),
         Phase::Done => Err("the join has ended".into()),
     }
 }

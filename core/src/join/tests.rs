@@ -703,7 +703,7 @@ fn run_session(options: &str, csv: &[u8], chunks: &[&[u8]]) -> (String, u32) {
     while let Some(next) = j.next_file() {
         assert_eq!(next, NextFile::Trace);
         reads += 1;
-        assert!(reads <= 2, "the trace is read at most twice");
+        assert!(reads <= 3, "the trace is read at most three times");
         for c in chunks {
             j.write(c).unwrap();
         }
@@ -801,6 +801,132 @@ fn trace_join_session_reads_again_past_the_annotation_copy() {
         run_session(options, csv.as_bytes(), &[fewer.as_bytes()]),
         (want, 1)
     );
+}
+
+/// `steps` steps of a training loop: a kernel on device 0 per step (1 ms every 2 ms), with a
+/// pause of 150 + k ms after every 700th step k; a cpu_op and a runtime call per step, a step
+/// annotation every 100 steps. `arrays`: the events split into that many `traceEvents` arrays
+/// (the first holding `first` events); `bare`: a bare array instead of an object.
+fn loop_doc(steps: usize, arrays: usize, first: usize, bare: bool) -> String {
+    let mut evs = Vec::new();
+    let mut t_us = 1_000_000i64;
+    for k in 0..steps {
+        if k > 0 && k % 700 == 0 {
+            t_us += 150_000 + k as i64;
+        }
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":{t_us},"dur":1000}}"#
+        ));
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":9,"tid":9,"ts":{},"dur":{}}}"#,
+            t_us - 500,
+            400 + k % 7
+        ));
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":9,"tid":9,"ts":{},"dur":5}}"#,
+            t_us - 50
+        ));
+        if k % 100 == 0 {
+            evs.push(format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":9,"tid":9,"ts":{},"dur":150000}}"#,
+                k / 100,
+                t_us - 600
+            ));
+        }
+        t_us += 2_000;
+    }
+    if bare {
+        return format!("[\n{}\n]", evs.join(",\n"));
+    }
+    let mut parts = Vec::new();
+    let mut rest = &evs[..];
+    for a in 0..arrays {
+        let n = if a == 0 && arrays > 1 {
+            first
+        } else {
+            rest.len().div_ceil(arrays - a)
+        };
+        let (head, tail) = rest.split_at(n.min(rest.len()));
+        parts.push(format!(r#""traceEvents":[{}]"#, head.join(",\n")));
+        rest = tail;
+    }
+    format!(
+        r#"{{"schemaVersion":1,{},"baseTimeNanoseconds":{}}}"#,
+        parts.join(","),
+        BASE - 1_000_000_000 + 1_000_000_000
+    )
+}
+
+/// With pauses to list in a trace of many byte ranges, the session's second read scans only
+/// the ranges whose host events meet a listed pause and replays the others' annotation spans:
+/// the same bytes as two full passes, in random splits, plain and gzip, for an object and a
+/// bare array, with every pause listed or only the longest.
+#[test]
+fn trace_join_session_reads_only_the_ranges_around_listed_pauses() {
+    let csv = recording_csv(0..151, &[]);
+    let rec = recording(&csv);
+    for (doc, top, bare) in [
+        (loop_doc(3000, 1, 0, false), 50, false),
+        (loop_doc(3000, 1, 0, false), 1, false),
+        (loop_doc(3000, 1, 0, true), 2, true),
+    ] {
+        let mut o = opts();
+        o.pauses.max_pauses_per_device = top;
+        // A bare array has no baseTimeNanoseconds: the same clock by hand.
+        o.clock_offset_ns = bare.then_some(BASE);
+        let offset = if bare {
+            r#","clock_offset_ms":"1764000000000""#
+        } else {
+            ""
+        };
+        let want = summary_and_passes(&doc, &o, &rec);
+        let r: serde_json::Value = serde_json::from_str(&want).unwrap();
+        assert_eq!(r["pauses"].as_array().unwrap().len(), top.min(4), "{want}");
+        assert_eq!(r["pauses"][0]["duration_ms"], 153.8);
+        assert!(
+            serde_json::to_string(&r["pauses"][0]["host"])
+                .unwrap()
+                .contains("aten::mm")
+        );
+        assert!(r["annotation_energy"][0]["gpu_energy_j"].as_f64().unwrap() > 0.0);
+        let options =
+            format!(r#"{{"source":"t.json","limits":"page","top_pauses":{top}{offset}}}"#);
+        for_each_split(doc.as_bytes(), 3, 43, |chunks| {
+            assert_eq!(
+                run_session(&options, csv.as_bytes(), chunks),
+                (want.clone(), 2)
+            );
+        });
+        let doc_gz = gz(&doc);
+        for_each_split(&doc_gz, 2, 44, |chunks| {
+            assert_eq!(
+                run_session(&options, csv.as_bytes(), chunks),
+                (want.clone(), 2)
+            );
+        });
+    }
+}
+
+/// A range that cannot be resumed (it starts right after the last event of a first
+/// `traceEvents` array, which a second one follows): the session reads the trace a third time,
+/// whole, with the same result.
+#[test]
+fn trace_join_session_reads_all_again_where_a_range_cannot_resume() {
+    use super::first_pass::RANGE_EVENTS;
+    let csv = recording_csv(0..151, &[]);
+    let rec = recording(&csv);
+    // Step 700 (the first pause) begins at event 2107: the range from event 2048 on, right
+    // after the first array's last event, meets it.
+    let doc = loop_doc(3000, 2, 4 * RANGE_EVENTS as usize, false);
+    let want = summary_and_passes(&doc, &opts(), &rec);
+    assert!(want.contains("\"duration_ms\": 153.8"), "{want}");
+    let options = r#"{"source":"t.json","limits":"page"}"#;
+    for_each_split(doc.as_bytes(), 3, 45, |chunks| {
+        assert_eq!(
+            run_session(options, csv.as_bytes(), chunks),
+            (want.clone(), 3)
+        );
+    });
 }
 
 /// The sidecar's power source (the CLI's rule, [`crate::sidecar::power_source`]) reaches the
