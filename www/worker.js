@@ -5,7 +5,8 @@
 //      core/src/analyzer.rs; sidecar: the trace.csv's .meta.json File)
 //      {type: 'summarize', runs, files: [{path, file}]}   (paths start with `runs/`)
 //      {type: 'join', options, recording, trace, sidecar?}   (Files; options: TraceJoinOptions in
-//      core/src/join/session.rs; the core reads the recording, then the trace once or twice)
+//      core/src/join/session.rs; the core reads the recording, then the trace once, or again:
+//      whole, or for a plain trace only the byte ranges the core names)
 // A sidecar's power source is read by the core's rule (the CLI's) into the `power_source` option.
 // Out: {type: 'ready', memoryBytes}
 //      {type: 'progress', bytes, total}   (summarize, join)
@@ -145,9 +146,8 @@ async function join(options, files) {
     j = new TraceJoin(JSON.stringify(options));
     // The core says which file it reads next: the recording, then the trace once or twice.
     let traceReads = 0;
-    for (let next = j.nextFile(); next !== undefined; next = j.nextFile()) {
-      if (next === 'trace' && ++traceReads === 2) total += files.trace.size;
-      const reader = files[next].stream().getReader();
+    const give = async (blob) => {
+      const reader = blob.stream().getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
@@ -158,6 +158,20 @@ async function join(options, files) {
           lastPost = now;
           postMessage({ type: 'progress', bytes, total });
         }
+      }
+    };
+    for (let next = j.nextFile(); next !== undefined; next = j.nextFile()) {
+      // A later read of a plain trace may need only some byte ranges (around listed pauses).
+      const ranges = next === 'trace' && ++traceReads > 1 ? j.wantedRanges() : undefined;
+      if (ranges) {
+        for (let k = 0; k < ranges.length; k += 2) total += ranges[k + 1] - ranges[k];
+        for (let k = 0; k < ranges.length; k += 2) {
+          j.seek(ranges[k]);
+          await give(files.trace.slice(ranges[k], ranges[k + 1]));
+        }
+      } else {
+        if (next === 'trace' && traceReads > 1) total += files.trace.size;
+        await give(files[next]);
       }
       j.endFile();
     }

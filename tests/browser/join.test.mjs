@@ -6,7 +6,7 @@
 // them and 300 W elsewhere, sampled every 10 ms.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, mkdtempSync, mkdirSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,6 +44,25 @@ function recording() {
     rows.join('');
 }
 
+/// A training loop of `steps` steps (a kernel every 2 ms, a cpu_op and a runtime call each, a
+/// step annotation every 100), with a pause of 150 + k ms before every 700th step k: many byte
+/// ranges, of which the second read scans only those around the listed pauses.
+function loopTrace(steps) {
+  const evs = [];
+  let t = 1_000_000;
+  for (let k = 0; k < steps; k++) {
+    if (k > 0 && k % 700 === 0) t += 150_000 + k;
+    evs.push(`{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":${t},"dur":1000}`);
+    evs.push(`{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":9,"tid":9,"ts":${t - 500},"dur":${400 + (k % 7)}}`);
+    evs.push(`{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":9,"tid":9,"ts":${t - 50},"dur":5}`);
+    if (k % 100 === 0) {
+      evs.push(`{"ph":"X","cat":"user_annotation","name":"ProfilerStep#${k / 100}","pid":9,"tid":9,"ts":${t - 600},"dur":150000}`);
+    }
+    t += 2000;
+  }
+  return `{"traceEvents":[\n${evs.join(',\n')}\n],"baseTimeNanoseconds":${BASE}}\n`;
+}
+
 const dir = mkdtempSync(path.join(tmpdir(), 'flinch-join-page-'));
 const file = (name, data) => {
   writeFileSync(path.join(dir, name), data);
@@ -53,6 +72,7 @@ const files = {
   json: file('step.pt.trace.json', trace(BASE)),
   gz: file('step.pt.trace.json.gz', gzipSync(trace(BASE))),
   nobase: file('nobase.pt.trace.json', trace(null)),
+  loop: file('loop.pt.trace.json', loopTrace(6000)),
   csv: file('trace.csv', recording()),
   // A real Kineto trace (HTA's, 1.1 MB gzip, no baseTimeNanoseconds): real pauses, host events
   // and annotations, on a recording from another time (the join says they do not overlap).
@@ -163,6 +183,20 @@ test('a trace, its recording and the recording\'s sidecar: native --json (which 
   assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
   assert.equal(`${await page.textContent('#result-json')}\n`, nativeJoin(withSidecar.json, ['--min-gap-ms', '300.001'], sideDir));
   await page.fill('#min-gap-ms', '100');
+});
+
+test('pauses in a long plain trace: the second read takes only the byte ranges around them, native --json byte for byte', async () => {
+  await page.setInputFiles('#file-input', [files.loop, files.csv]);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.loop));
+  const r = JSON.parse(text);
+  assert.deepEqual(r.pauses.map((p) => p.duration_ms), [1101.1, 1001.8, 902.1, 802.8, 703.5, 604.2, 504.9, 405.6].slice(0, r.pauses.length));
+  assert.ok(r.pauses.length >= 4 && r.annotation_energy.length > 0);
+  // The recording read once, the trace once whole and then only in part.
+  const read = Number(await page.evaluate(() => document.body.dataset.bytes));
+  const [csvBytes, traceBytes] = [statSync(files.csv).size, statSync(files.loop).size];
+  assert.ok(read > csvBytes + traceBytes && read < csvBytes + 1.5 * traceBytes, `${read} bytes read`);
 });
 
 test('a .json.gz trace dropped with its recording: native --json byte for byte', async () => {

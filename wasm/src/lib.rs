@@ -201,8 +201,9 @@ impl RunsFolder {
 
 /// A trace joined with a recording (`flinch-trace trace FILE --telemetry CSV --json`):
 /// `new TraceJoin(optionsJson)`, then while `nextFile()` names a file (`"recording"` or
-/// `"trace"`, the trace once, or twice when the join needs it): `write(chunk)`... `endFile()`;
-/// then `resultJson()` and `timelineJson(buckets)`.
+/// `"trace"`, the trace once, or again when the join needs it): `write(chunk)`... `endFile()`
+/// (or, where `wantedRanges()` lists byte ranges, `seek(start)` and their bytes only); then
+/// `resultJson()` and `timelineJson(buckets)`.
 #[wasm_bindgen]
 pub struct TraceJoin {
     inner: CoreTraceJoin,
@@ -230,6 +231,20 @@ impl TraceJoin {
     /// The next chunk of the current file.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
         self.inner.write(chunk).map_err(|e| JsError::new(&e))
+    }
+
+    /// Before a read of the trace: undefined to give the whole file, or `[start0, end0, start1,
+    /// end1, ...]`, the byte ranges of a plain trace to give instead, each after `seek(start)`.
+    #[wasm_bindgen(js_name = wantedRanges)]
+    pub fn wanted_ranges(&self) -> Option<Vec<f64>> {
+        self.inner
+            .wanted_ranges()
+            .map(|r| r.iter().flat_map(|&(a, b)| [a as f64, b as f64]).collect())
+    }
+
+    /// The next bytes given are those from `offset` on (see `wantedRanges`).
+    pub fn seek(&mut self, offset: f64) -> Result<(), JsError> {
+        self.inner.seek(offset as u64).map_err(|e| JsError::new(&e))
     }
 
     /// The end of the current file.

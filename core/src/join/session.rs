@@ -227,10 +227,12 @@ fn scan_all(
 
 enum Phase {
     Recording(Box<RecordingBuilder>),
-    /// The summary's scan, and the join's first pass on its events.
+    /// The summary's scan, and the join's first pass on its events; `bare`: whether the
+    /// document is a bare array, once its first byte is seen.
     First {
         engine: Box<TraceEngine>,
         first: Box<FirstPass>,
+        bare: Option<bool>,
     },
     Second {
         scanner: Box<EventScanner>,
@@ -253,8 +255,10 @@ struct Ranged {
     kept: Option<KeptAnnotations>,
     /// The decoded offset of the next byte to arrive.
     at: u64,
-    /// Whether the document is a bare array, once its first byte is seen.
+    /// Whether the document is a bare array (as the first read found).
     bare: Option<bool>,
+    /// The trace is not gzip: the caller may give only the [`TraceJoin::wanted_ranges`].
+    plain: bool,
     cur: Cursor,
     /// What a full read needs if a range cannot be resumed.
     fallback: (GapsFound, Option<i64>),
@@ -324,13 +328,6 @@ impl Ranged {
 
     /// The next decoded bytes of the trace.
     fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
-        if self.bare.is_none()
-            && let Some(&b) = bytes
-                .iter()
-                .find(|&&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))
-        {
-            self.bare = Some(b == b'[');
-        }
         let base = self.at;
         self.at += bytes.len() as u64;
         if self.failed {
@@ -344,12 +341,17 @@ impl Ranged {
             match &mut self.cur {
                 Cursor::Idle => return Ok(()),
                 Cursor::Comma { from } => {
-                    let skip = from.saturating_sub(here).min((bytes.len() - i) as u64);
+                    if here > *from {
+                        return Err(missing(*from));
+                    }
+                    let skip = (*from - here).min((bytes.len() - i) as u64);
                     i += skip as usize;
                     let Some(k) = bytes[i..]
                         .iter()
                         .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
                     else {
+                        // Whitespace to the end of these bytes: look on from the next.
+                        *from = (*from).max(base + bytes.len() as u64);
                         return Ok(());
                     };
                     i += k;
@@ -377,6 +379,9 @@ impl Ranged {
                     let skip = start.saturating_sub(here).min((bytes.len() - i) as u64);
                     i += skip as usize;
                     let here = base + i as u64;
+                    if here < *end && here >= *start && scanner.bytes_consumed() != here {
+                        return Err(missing(scanner.bytes_consumed()));
+                    }
                     let take = end.saturating_sub(here).min((bytes.len() - i) as u64) as usize;
                     let pass = &mut self.pass;
                     scan_all(scanner, &bytes[i..i + take], |e| pass.add(e))?;
@@ -389,6 +394,25 @@ impl Ranged {
                 }
             }
         }
+    }
+
+    /// The byte ranges of the trace this read scans (sorted, disjoint): all a caller of a plain
+    /// file needs to give, each after [`TraceJoin::seek`] to its start.
+    fn wanted(&self) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for step in &self.steps {
+            if let &SecondPassStep::Scan { resume, end } = step {
+                let start = match resume {
+                    Resume::Start => 0,
+                    Resume::Boundary(o) | Resume::AfterEvent(o) => o,
+                };
+                match out.last_mut() {
+                    Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                    _ => out.push((start, end)),
+                }
+            }
+        }
+        out
     }
 
     /// The end of the read: the steps past the bytes that came (replays only; a range cut short
@@ -529,6 +553,7 @@ impl TraceJoin {
             let TraceJoin { decode, phase, .. } = self;
             decode.end(&mut |bytes, gzip| feed(phase, bytes, gzip))?
         };
+        let plain = self.decode.started && self.decode.gz.is_none();
         self.decode = Decode::new();
         match core::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Recording(b) => {
@@ -538,12 +563,16 @@ impl TraceJoin {
                 self.rec = Some(Arc::new(b.end()?));
                 self.start_first();
             }
-            Phase::First { engine, first } => {
+            Phase::First {
+                engine,
+                first,
+                bare,
+            } => {
                 self.trace_reads += 1;
                 let (summary, base) = engine.finish(&self.analyzer_opts, cut, warning);
                 let mut first = *first;
                 first.set_base_time_ns(base);
-                self.after_first(summary.to_json(), first.finish())?;
+                self.after_first(summary.to_json(), first.finish(), bare, plain)?;
             }
             Phase::Second {
                 mut scanner,
@@ -594,12 +623,19 @@ impl TraceJoin {
                 first.track_ranges();
                 first
             }),
+            bare: None,
         };
     }
 
     /// After the first read of the trace: the second pass, fed by a second read when the join
     /// needs one (see the module docs), else by the copied annotation spans.
-    fn after_first(&mut self, summary_json: String, first: FirstPassResult) -> Result<(), String> {
+    fn after_first(
+        &mut self,
+        summary_json: String,
+        first: FirstPassResult,
+        bare: Option<bool>,
+        plain: bool,
+    ) -> Result<(), String> {
         let max_pauses = self.opts.pauses.max_pauses_per_device;
         let listed = max_pauses > 0 && first.found.devices.iter().any(|d| !d.gaps.is_empty());
         let steps = listed
@@ -625,7 +661,8 @@ impl TraceJoin {
                 next: 0,
                 kept: annotations,
                 at: 0,
-                bare: None,
+                bare,
+                plain,
                 cur: Cursor::Idle,
                 fallback: (found, base_time_ns),
                 limits: self.analyzer_opts.limits(),
@@ -665,6 +702,39 @@ impl TraceJoin {
         self.phase = Phase::Done;
     }
 
+    /// For the second read of a plain (not gzip) trace that scans only some byte ranges: those
+    /// ranges, `[start, end)` in file bytes, sorted and disjoint. A caller may then give only
+    /// them, each after [`seek`](Self::seek) to its start, instead of the whole file (the
+    /// result is the same). `None` when the whole file is to be given (from its first byte), or
+    /// once bytes of this read were given.
+    pub fn wanted_ranges(&self) -> Option<Vec<(u64, u64)>> {
+        match &self.phase {
+            Phase::Ranged(r) if r.plain && r.at == 0 && !self.decode.started => Some(r.wanted()),
+            _ => None,
+        }
+    }
+
+    /// The next bytes given are those from `offset` on (forward only): see
+    /// [`wanted_ranges`](Self::wanted_ranges).
+    ///
+    /// # Errors
+    /// Not a read that [`wanted_ranges`](Self::wanted_ranges) describes, or a backward offset.
+    pub fn seek(&mut self, offset: u64) -> Result<(), String> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let r = match &mut self.phase {
+            Phase::Ranged(r) if r.plain && offset >= r.at => {
+                r.at = offset;
+                // Plain: no gzip magic to look for at this offset.
+                self.decode.started = true;
+                Ok(())
+            }
+            _ => Err(format!("join: cannot seek to byte {offset} here")),
+        };
+        self.fail_on(r)
+    }
+
     /// How many times the trace has been read to its end so far (1, or 2 when the join needed a
     /// second read).
     pub fn trace_reads(&self) -> u32 {
@@ -689,13 +759,35 @@ impl TraceJoin {
     }
 }
 
+/// The error for a range whose bytes were not given (a caller that skipped too much).
+fn missing(at: u64) -> String {
+    format!("join: the trace's bytes from {at} on were not given to the second read")
+}
+
+/// The document's first byte past whitespace and a byte-order mark, if these bytes hold it.
+fn first_byte(bytes: &[u8]) -> Option<u8> {
+    bytes
+        .iter()
+        .copied()
+        .find(|&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))
+}
+
 /// Feeds decoded bytes of the current file to its phase.
 fn feed(phase: &mut Phase, bytes: &[u8], gzip: bool) -> Result<(), String> {
     match phase {
         Phase::Recording(b) => b.write(bytes),
-        Phase::First { engine, first } => engine
-            .write(bytes, gzip, |e, end| first.add_at(e, end))
-            .map_err(|e| e.to_string()),
+        Phase::First {
+            engine,
+            first,
+            bare,
+        } => {
+            if bare.is_none() {
+                *bare = first_byte(bytes).map(|b| b == b'[');
+            }
+            engine
+                .write(bytes, gzip, |e, end| first.add_at(e, end))
+                .map_err(|e| e.to_string())
+        }
         Phase::Second { scanner, pass, .. } => scan_all(scanner, bytes, |e| pass.add(e)),
         Phase::Ranged(r) => r.feed(bytes),
         Phase::Done => Err("the join has ended".into()),

@@ -693,6 +693,18 @@ fn summary_and_passes(doc: &str, opts: &JoinOptions, rec: &Recording) -> String 
 /// Runs a `TraceJoin` with `options`: the recording `csv`, then the trace in `chunks` as often
 /// as the session asks. The result and how many times it read the trace.
 fn run_session(options: &str, csv: &[u8], chunks: &[&[u8]]) -> (String, u32) {
+    run_session_sliced(options, csv, chunks, None)
+}
+
+/// [`run_session`]; with `slice` (a chunk length), a read that names its
+/// [`TraceJoin::wanted_ranges`] gets only those bytes of the document, in chunks of that length,
+/// as the page's worker gives them from a plain `File`.
+fn run_session_sliced(
+    options: &str,
+    csv: &[u8],
+    chunks: &[&[u8]],
+    slice: Option<usize>,
+) -> (String, u32) {
     let mut j = TraceJoin::from_json(options).unwrap();
     assert_eq!(j.next_file(), Some(NextFile::Recording));
     for c in csv.chunks(1000) {
@@ -704,8 +716,22 @@ fn run_session(options: &str, csv: &[u8], chunks: &[&[u8]]) -> (String, u32) {
         assert_eq!(next, NextFile::Trace);
         reads += 1;
         assert!(reads <= 3, "the trace is read at most three times");
-        for c in chunks {
-            j.write(c).unwrap();
+        match (slice, j.wanted_ranges()) {
+            (Some(len), Some(ranges)) => {
+                let doc: Vec<u8> = chunks.concat();
+                assert!(!ranges.is_empty());
+                for (a, b) in ranges {
+                    j.seek(a).unwrap();
+                    for c in doc[a as usize..b as usize].chunks(len) {
+                        j.write(c).unwrap();
+                    }
+                }
+            }
+            _ => {
+                for c in chunks {
+                    j.write(c).unwrap();
+                }
+            }
         }
         j.end_file().unwrap();
     }
@@ -897,6 +923,11 @@ fn trace_join_session_reads_only_the_ranges_around_listed_pauses() {
                 (want.clone(), 2)
             );
         });
+        // Only the wanted byte ranges of the plain document, in chunks of a few lengths.
+        for len in [1, 7, 4096] {
+            let got = run_session_sliced(&options, csv.as_bytes(), &[doc.as_bytes()], Some(len));
+            assert_eq!(got, (want.clone(), 2), "chunks of {len}");
+        }
         let doc_gz = gz(&doc);
         for_each_split(&doc_gz, 2, 44, |chunks| {
             assert_eq!(
@@ -905,6 +936,51 @@ fn trace_join_session_reads_only_the_ranges_around_listed_pauses() {
             );
         });
     }
+}
+
+/// The wanted ranges are only for a plain trace's planned read, before its first byte; a caller
+/// that skips bytes a range needs gets an error, not a wrong result.
+#[test]
+fn trace_join_session_wanted_ranges_are_checked() {
+    let csv = recording_csv(0..151, &[]);
+    let doc = loop_doc(3000, 1, 0, false);
+    let start = |doc: &[u8]| {
+        let mut j = TraceJoin::from_json(r#"{"source":"t.json","limits":"page"}"#).unwrap();
+        j.write(csv.as_bytes()).unwrap();
+        j.end_file().unwrap();
+        assert!(j.wanted_ranges().is_none(), "the first read is whole");
+        j.write(doc).unwrap();
+        j.end_file().unwrap();
+        j
+    };
+    let mut first = TraceJoin::from_json(r#"{"source":"t.json","limits":"page"}"#).unwrap();
+    first.write(csv.as_bytes()).unwrap();
+    first.end_file().unwrap();
+    assert!(first.seek(10).is_err(), "no seek in the first read");
+    let j = start(doc.as_bytes());
+    let ranges = j.wanted_ranges().unwrap();
+    assert_eq!(ranges.len(), 4, "{ranges:?}");
+    let total: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+    assert!(
+        total * 4 < doc.len() as u64,
+        "{total} of {} bytes",
+        doc.len()
+    );
+    // Skipping into the first range: an error that names the byte.
+    let mut j = start(doc.as_bytes());
+    let (a, b) = ranges[0];
+    j.seek(a + 1).unwrap();
+    let e = j
+        .write(&doc.as_bytes()[a as usize + 1..b as usize])
+        .unwrap_err();
+    assert!(
+        e.contains(&format!("bytes from {a} on were not given")),
+        "{e}"
+    );
+    // A gzip trace: the whole file.
+    let mut j = start(&gz(&doc));
+    assert!(j.wanted_ranges().is_none());
+    assert!(j.seek(0).is_err());
 }
 
 /// A range that cannot be resumed (it starts right after the last event of a first
@@ -921,6 +997,8 @@ fn trace_join_session_reads_all_again_where_a_range_cannot_resume() {
     let want = summary_and_passes(&doc, &opts(), &rec);
     assert!(want.contains("\"duration_ms\": 153.8"), "{want}");
     let options = r#"{"source":"t.json","limits":"page"}"#;
+    let sliced = run_session_sliced(options, csv.as_bytes(), &[doc.as_bytes()], Some(999));
+    assert_eq!(sliced, (want.clone(), 3));
     for_each_split(doc.as_bytes(), 3, 45, |chunks| {
         assert_eq!(
             run_session(options, csv.as_bytes(), chunks),
