@@ -19,7 +19,7 @@ use flinch_core::window::{
 use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
-use crate::record::sidecar::Sidecar;
+use crate::record::sidecar;
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
@@ -508,7 +508,7 @@ fn marks_given(args: &Args, json: bool) -> Result<(), &'static str> {
 /// `--power-source`, else the sidecar's, else unknown.
 fn power_source(args: &Args) -> PowerSource {
     args.power_source
-        .or_else(|| Sidecar::read(&args.csv).and_then(|s| s.power_source()))
+        .or_else(|| sidecar::power_source(&args.csv))
         .unwrap_or_default()
 }
 
