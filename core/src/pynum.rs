@@ -226,6 +226,10 @@ fn parse_py_float_full(s: &[u8]) -> Option<f64> {
 /// digits, leading zeros). `None` if it does not fit an `i64`.
 #[inline]
 pub fn parse_py_int(s: &[u8]) -> Option<i64> {
+    // A blank field (an unrecorded signal) is the commonest text that is not a number.
+    if s.is_empty() {
+        return None;
+    }
     // Fast paths: 9 to 16 plain digits (timestamps in ns) eight at a time; up to 18 plain
     // digits one at a time (neither can overflow); 19 (below).
     if (9..=16).contains(&s.len())

@@ -100,6 +100,10 @@ impl JoinArgs {
             ..RecordingOptions::default()
         });
         let mut input = open_input(path).map_err(|e| format!("--telemetry: {e}"))?;
+        if !input.is_gzip() {
+            // The series are reserved once from the file's length instead of grown by copying.
+            b.size_hint(input.progress().total_bytes());
+        }
         loop {
             match input.next_chunk() {
                 Ok(Some(chunk)) => b
