@@ -175,7 +175,13 @@ impl RecordingBuilder {
                 // Each field is parsed once, for the idle floor and for the series.
                 let p = parse_row(&row);
                 self.floors.push(&p);
-                if row.kind() != RowKind::Sample {
+                // A SAMPLE row is `Sample` to the parse, or `Bad` without a `t_mono_ns`.
+                let sample = match p.kind {
+                    ParsedKind::Sample => true,
+                    ParsedKind::Bad => row.kind() == RowKind::Sample,
+                    ParsedKind::Mark | ParsedKind::Other => false,
+                };
+                if !sample {
                     return;
                 }
                 self.samples += 1;
