@@ -38,6 +38,22 @@ else
   "$NVTX_ENV/bin/pip" install -q --disable-pip-version-check nvtx==0.2.17 nvidia-nvtx==13.5.25
 fi
 
+step "Python wheel tests: a venv at target/py-env with pytest, dask[bag], distributed and ray (python/tests, docs/python.md)"
+PY_ENV="${FLINCH_PY_ENV:-target/py-env}"
+PY_PINS=(pytest==9.2.0 "dask[bag]==2026.8.0" distributed==2026.8.0 ray==2.60.0)
+if "$PY_ENV/bin/python" -c 'import pytest, dask.bag, distributed, ray' 2>/dev/null; then
+  echo "present: $PY_ENV ($("$PY_ENV/bin/pip" list 2>/dev/null | grep -iE '^(pytest|dask|distributed|ray) ' | xargs))"
+else
+  if ! python3 -m venv --clear "$PY_ENV"; then
+    sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-venv
+    python3 -m venv --clear "$PY_ENV"
+  fi
+  "$PY_ENV/bin/pip" install -q --disable-pip-version-check "${PY_PINS[@]}"
+fi
+
 # --- browser: wasm-bindgen-cli, Chromium, npm packages (the web helper's section) -------------------------
 if [[ " $* " == *" --browser "* ]]; then
   WASM_BINDGEN_VERSION=0.2.130

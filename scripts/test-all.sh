@@ -46,6 +46,12 @@ step "browser tests: the page in Chromium through playwright-core (tests/browser
 cargo build -p flinch-trace
 (cd tests/browser && npm test)
 
+step "Python wheel: pip install ./python into target/py-env (maturin from the registry), then pytest python/tests"
+# The parity tests compare the wheel with this binary's output (docs/python.md, "Tests").
+cargo build -p flinch-trace
+target/py-env/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./python
+FLINCH_TRACE_BIN=target/debug/flinch-trace target/py-env/bin/python -m pytest -q -p no:cacheprovider python/tests
+
 step "Prometheus scrapes record --metrics (tests/record/prometheus.sh; skipped loudly without prometheus unless CI=true)"
 cargo build -p flinch-trace
 tests/record/prometheus.sh

@@ -10,8 +10,8 @@ const body = document.body;
 
 let worker = null;
 let workerReady = false;
-let pending = null; // {file, options} waiting for the worker
-let current = null; // {file, options, t0}
+let pending = null; // {file, options, sidecar} waiting for the worker
+let current = null; // {file, options, t0, sidecar}
 let recording = null; // the last recording-level trace.csv result (for the plot and pickers)
 let lastJson = '';
 let lastName = 'result';
@@ -67,7 +67,7 @@ function onWorkerMessage(msg) {
       if (pending) {
         const p = pending;
         pending = null;
-        run(p.file, p.options);
+        run(p.file, p.options, p.sidecar);
       } else if (body.dataset.state === 'loading') {
         setState('ready');
         status('Ready. Choose or drop a file.');
@@ -103,25 +103,26 @@ function showProgress(bytes, total) {
   $('#job-stats').textContent = `${fmtBytes(bytes)} of ${fmtBytes(total)} · ${rate}`;
 }
 
-/// Starts an analysis of `file`; `window` = {start, end} mark labels for a trace.csv window.
-function analyze(file, window) {
+/// Starts an analysis of `file`; `window` = {start, end} mark labels for a trace.csv window;
+/// `sidecar`: the trace.csv's `.meta.json` (its power source is used, as `analyze` does).
+function analyze(file, window, sidecar) {
   const options = { kind: 'auto', limits: 'page', source: file.name };
   if (window) Object.assign(options, window);
   if (!window) recording = null;
-  showJob(file, options);
-  if (workerReady) run(file, options);
-  else pending = { file, options };
+  showJob(file, options, sidecar);
+  if (workerReady) run(file, options, sidecar);
+  else pending = { file, options, sidecar };
 }
 
 /// Shows the job at once (data-state=working), even while the workers are still starting.
-function showJob(file, options) {
-  current = { file, options, t0: performance.now() };
+function showJob(file, options, sidecar) {
+  current = { file, options, t0: performance.now(), sidecar };
   lastName = file.name;
   setState('working');
   showError('');
   status(`Analyzing ${file.name}…`);
   $('#job').hidden = false;
-  $('#job-name').textContent = file.name;
+  $('#job-name').textContent = sidecar && options.kind !== 'join' ? `${file.name} + ${sidecar.name}` : file.name;
   $('#progress').value = 0;
   $('#job-stats').textContent = '';
   $('#cancel').disabled = false;
@@ -135,20 +136,21 @@ function showJob(file, options) {
 }
 
 /// Joins a trace with its recording (`flinch-trace trace TRACE --telemetry CSV --json`), with
-/// the join options of the form.
-function analyzeJoin(trace, recordingFile) {
+/// the join options of the form; `sidecar`: the recording's `.meta.json`, if given.
+function analyzeJoin(trace, recordingFile, sidecar) {
   const join = { source: trace.name, limits: 'page' };
   const minGap = Number($('#min-gap-ms').value);
   if ($('#min-gap-ms').value !== '' && minGap !== 100) join.min_gap_ms = minGap;
   if ($('#clock-offset-ms').value.trim()) join.clock_offset_ms = $('#clock-offset-ms').value.trim();
   if ($('#gpu-map').value.trim()) join.gpu_map = $('#gpu-map').value.trim();
-  const job = { name: `${trace.name} + ${recordingFile.name}`, trace, recording: recordingFile };
+  const names = [trace, recordingFile, sidecar].filter(Boolean).map((f) => f.name);
+  const job = { name: names.join(' + '), trace, recording: recordingFile };
   const options = { kind: 'join', source: trace.name, join };
   recording = null;
-  showJob(job, options);
+  showJob(job, options, sidecar);
   lastName = trace.name;
-  if (workerReady) run(job, options);
-  else pending = { file: job, options };
+  if (workerReady) run(job, options, sidecar);
+  else pending = { file: job, options, sidecar };
 }
 
 /// Summarizes a runs folder named `runs`; `files`: [{path, file}], paths starting with `runs/`.
@@ -161,18 +163,18 @@ function analyzeRuns(runs, files) {
   else pending = { file: job, options };
 }
 
-function run(file, options) {
-  current = { file, options, t0: performance.now() };
+function run(file, options, sidecar) {
+  current = { file, options, t0: performance.now(), sidecar };
   if (options.kind === 'runs') {
     worker.analysis.postMessage({ type: 'summarize', runs: options.source, files: file.files });
     return;
   }
   if (options.kind === 'join') {
-    worker.analysis.postMessage({ type: 'join', options: options.join, recording: file.recording, trace: file.trace });
+    worker.analysis.postMessage({ type: 'join', options: options.join, recording: file.recording, trace: file.trace, sidecar });
     return;
   }
   const channel = new MessageChannel();
-  worker.analysis.postMessage({ type: 'analyze', options, port: channel.port1 }, [channel.port1]);
+  worker.analysis.postMessage({ type: 'analyze', options, port: channel.port1, sidecar }, [channel.port1]);
   worker.inflate.postMessage({ type: 'start', file, port: channel.port2 }, [channel.port2]);
 }
 
@@ -196,7 +198,8 @@ function finish(msg) {
   $('#cancel').disabled = true;
   const rate = msg.seconds > 0 ? msg.bytes / 1e6 / msg.seconds : 0;
   const stats = `${fmtBytes(msg.bytes)} in ${msg.seconds.toFixed(2)} s (${rate.toFixed(0)} MB/s); ` +
-    `WebAssembly memory ${fmtBytes(msg.memoryBeforeBytes)} before, ${fmtBytes(msg.memoryBytes)} after`;
+    `WebAssembly memory ${fmtBytes(msg.memoryBeforeBytes)} before, ${fmtBytes(msg.memoryBytes)} after` +
+    (msg.powerSource ? `; power source from the sidecar: ${msg.powerSource}` : '');
   $('#job-stats').textContent = stats;
   $('#run-stats').textContent = stats;
   try {
@@ -669,16 +672,25 @@ function download() {
 // Wiring.
 
 /// One file is analyzed alone; a trace and a trace.csv (`.csv`, `.csv.gz`) together are joined.
+/// A trace.csv may come with its sidecar (`<csv name>.meta.json`), whose power source is used.
 function pick(files) {
   files = [...(files || [])];
   const isCsv = (f) => /\.csv(\.gz)?$/i.test(f.name);
+  const isSidecar = (f) => /\.meta\.json$/i.test(f.name);
   const csv = files.filter(isCsv);
-  const traces = files.filter((f) => !isCsv(f));
-  if (files.length === 2 && csv.length === 1) analyzeJoin(traces[0], csv[0]);
-  else if (files.length > 1) {
-    current = null;
-    fail('drop one file, or one trace with one trace.csv (named .csv or .csv.gz) to join them');
-  } else if (files.length) analyze(files[0], null);
+  const sidecars = files.filter(isSidecar);
+  const traces = files.filter((f) => !isCsv(f) && !isSidecar(f));
+  const sidecar = sidecars[0] || null;
+  if (!files.length) return;
+  current = null;
+  if (files.length === 1) analyze(files[0], null);
+  else if (csv.length !== 1 || sidecars.length > 1 || traces.length > 1 || files.length < 2) {
+    fail('drop one file, or one trace with one trace.csv (named .csv or .csv.gz) to join them; ' +
+      'a trace.csv may come with its sidecar (trace.csv.meta.json)');
+  } else if (sidecar && sidecar.name !== `${csv[0].name}.meta.json`) {
+    fail(`${sidecar.name} is not the sidecar of ${csv[0].name}: it would be named ${csv[0].name}.meta.json`);
+  } else if (traces.length) analyzeJoin(traces[0], csv[0], sidecar);
+  else analyze(csv[0], null, sidecar);
 }
 
 $('#file-input').addEventListener('change', (ev) => {
@@ -744,13 +756,13 @@ $('#cancel').addEventListener('click', cancel);
 $('#download').addEventListener('click', download);
 $('#join-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
-  if (current && current.options.kind === 'join') analyzeJoin(current.file.trace, current.file.recording);
+  if (current && current.options.kind === 'join') analyzeJoin(current.file.trace, current.file.recording, current.sidecar);
 });
 $('#window-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const start = $('#start-mark').value;
   const end = $('#end-mark').value;
-  if (current && start && end) analyze(current.file, { start, end });
+  if (current && start && end) analyze(current.file, { start, end }, current.sidecar);
 });
 
 startWorker();

@@ -1,16 +1,19 @@
 // The analysis worker: takes the (decoded) bytes from the inflate worker over a MessagePort,
 // feeds them to the wasm Analyzer, and reports the result to the page; or summarizes a runs
 // folder: the core asks for its files one by one and this worker only moves their bytes.
-// In:  {type: 'analyze', options, port}   (options: see AnalyzerOptions in core/src/analyzer.rs)
+// In:  {type: 'analyze', options, port, sidecar?}   (options: see AnalyzerOptions in
+//      core/src/analyzer.rs; sidecar: the trace.csv's .meta.json File)
 //      {type: 'summarize', runs, files: [{path, file}]}   (paths start with `runs/`)
-//      {type: 'join', options, recording, trace}   (two Files; options: TraceJoinOptions in
-//      core/src/join/session.rs; the core reads the recording, then the trace twice)
+//      {type: 'join', options, recording, trace, sidecar?}   (Files; options: TraceJoinOptions in
+//      core/src/join/session.rs; the core reads the recording, then the trace once, or again:
+//      whole, or for a plain trace only the byte ranges the core names)
+// A sidecar's power source is read by the core's rule (the CLI's) into the `power_source` option.
 // Out: {type: 'ready', memoryBytes}
-//      {type: 'progress', bytes, total}   (summarize)
-//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes, message?, timeline?}
+//      {type: 'progress', bytes, total}   (summarize, join)
+//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes, message?, timeline?, powerSource?}
 //      {type: 'error', message, bytes, fatal?}  (fatal: the analyzer could not load)
 // Cancel = the page terminates both workers and starts fresh ones.
-import init, { Analyzer, RunsFolder, TraceJoin } from './pkg/flinch_wasm.js';
+import init, { Analyzer, RunsFolder, TraceJoin, sidecarPowerSource } from './pkg/flinch_wasm.js';
 import { simdNote } from './simd.js';
 
 let wasm;
@@ -32,7 +35,16 @@ const ready = init().then(
 );
 const memoryBytes = () => wasm.memory.buffer.byteLength;
 
-async function analyze(options, port) {
+/// Larger than any sidecar the recorder writes (a few kB).
+const MAX_SIDECAR_BYTES = 16 << 20;
+
+/// The power source a sidecar File names (`instant`, `average` or `unknown`), by the core's rule.
+async function sidecarSource(file) {
+  if (file.size > MAX_SIDECAR_BYTES) throw new Error(`${file.name}: larger than 16 MiB, not a sidecar`);
+  return sidecarPowerSource(new Uint8Array(await file.arrayBuffer()));
+}
+
+async function analyze(options, port, sidecar) {
   await ready;
   const memoryBeforeBytes = memoryBytes();
   const t0 = performance.now();
@@ -43,6 +55,14 @@ async function analyze(options, port) {
     analyzer = null;
     postMessage({ type: 'error', message: e && e.message ? e.message : String(e) });
   };
+  // The port's messages wait (queued) until `onmessage` is set.
+  let powerSource;
+  try {
+    if (sidecar) options = { ...options, power_source: (powerSource = await sidecarSource(sidecar)) };
+  } catch (e) {
+    fail(e);
+    return;
+  }
   port.onmessage = (ev) => {
     const m = ev.data;
     try {
@@ -64,7 +84,7 @@ async function analyze(options, port) {
         analyzer = null;
         port.close();
         const seconds = (performance.now() - t0) / 1000;
-        postMessage({ type: 'done', json, bytes: m.bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes() });
+        postMessage({ type: 'done', json, bytes: m.bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes(), powerSource });
       }
     } catch (e) {
       fail(e);
@@ -115,15 +135,19 @@ async function join(options, files) {
   await ready;
   const memoryBeforeBytes = memoryBytes();
   const t0 = performance.now();
-  const total = files.recording.size + 2 * files.trace.size;
+  // The trace is read a second time only when the core asks for it.
+  let total = files.recording.size + files.trace.size;
   let bytes = 0;
   let lastPost = 0;
   let j = null;
+  let powerSource;
   try {
+    if (files.sidecar) options = { ...options, power_source: (powerSource = await sidecarSource(files.sidecar)) };
     j = new TraceJoin(JSON.stringify(options));
-    // The core says which file it reads next: the recording, then the trace twice.
-    for (let next = j.nextFile(); next !== undefined; next = j.nextFile()) {
-      const reader = files[next].stream().getReader();
+    // The core says which file it reads next: the recording, then the trace once or twice.
+    let traceReads = 0;
+    const give = async (blob) => {
+      const reader = blob.stream().getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
@@ -135,12 +159,26 @@ async function join(options, files) {
           postMessage({ type: 'progress', bytes, total });
         }
       }
+    };
+    for (let next = j.nextFile(); next !== undefined; next = j.nextFile()) {
+      // A later read of a plain trace may need only some byte ranges (around listed pauses).
+      const ranges = next === 'trace' && ++traceReads > 1 ? j.wantedRanges() : undefined;
+      if (ranges) {
+        for (let k = 0; k < ranges.length; k += 2) total += ranges[k + 1] - ranges[k];
+        for (let k = 0; k < ranges.length; k += 2) {
+          j.seek(ranges[k]);
+          await give(files.trace.slice(ranges[k], ranges[k + 1]));
+        }
+      } else {
+        if (next === 'trace' && traceReads > 1) total += files.trace.size;
+        await give(files[next]);
+      }
       j.endFile();
     }
     const json = j.resultJson();
     const timeline = j.timelineJson(TIMELINE_BUCKETS);
     const seconds = (performance.now() - t0) / 1000;
-    postMessage({ type: 'done', json, timeline, bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes() });
+    postMessage({ type: 'done', json, timeline, bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes(), powerSource });
   } catch (e) {
     postMessage({ type: 'error', message: e && e.message ? e.message : String(e), bytes });
   } finally {
@@ -149,7 +187,9 @@ async function join(options, files) {
 }
 
 onmessage = (ev) => {
-  if (ev.data.type === 'analyze') analyze(ev.data.options, ev.data.port);
+  if (ev.data.type === 'analyze') analyze(ev.data.options, ev.data.port, ev.data.sidecar);
   else if (ev.data.type === 'summarize') summarize(ev.data.runs, ev.data.files);
-  else if (ev.data.type === 'join') join(ev.data.options, { recording: ev.data.recording, trace: ev.data.trace });
+  else if (ev.data.type === 'join') {
+    join(ev.data.options, { recording: ev.data.recording, trace: ev.data.trace, sidecar: ev.data.sidecar });
+  }
 };

@@ -27,7 +27,7 @@ use serde::Deserialize;
 
 use crate::Limits;
 use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
-use crate::json::{EventScanner, Scan, ScanError};
+use crate::json::{Event, EventScanner, Scan, ScanError};
 use crate::summary::{
     DEFAULT_TOP_OPS, EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult,
 };
@@ -335,10 +335,76 @@ enum Content {
     Trace(Box<TraceEngine>),
 }
 
-/// The trace scanner and the summary it feeds.
-struct TraceEngine {
+/// The trace scanner and the summary it feeds; also the join's first pass rides on it
+/// (`join::session`), so that both read one scan.
+pub(crate) struct TraceEngine {
     scanner: EventScanner,
     summary: TraceSummary,
+}
+
+impl TraceEngine {
+    pub(crate) fn new(options: &AnalyzerOptions) -> TraceEngine {
+        let limits = options.limits();
+        let mut summary = TraceSummary::new(limits);
+        summary.set_mergeable(options.mergeable);
+        TraceEngine {
+            scanner: EventScanner::new(limits),
+            summary,
+        }
+    }
+
+    /// Scans decoded bytes: each event goes to the summary, then to `also` with the offset just
+    /// past it (decoded bytes). `decompressed`: the file was gzip (error offsets then count
+    /// decompressed bytes).
+    #[inline]
+    pub(crate) fn write(
+        &mut self,
+        chunk: &[u8],
+        decompressed: bool,
+        mut also: impl FnMut(&Event<'_>, u64),
+    ) -> Result<(), AnalyzeError> {
+        let mut pos = 0;
+        loop {
+            let (what, nin) =
+                self.scanner
+                    .scan(&chunk[pos..])
+                    .map_err(|error| AnalyzeError::Scan {
+                        error,
+                        decompressed,
+                    })?;
+            pos += nin;
+            match what {
+                Scan::Event => {
+                    let e = self.scanner.event();
+                    self.summary.add(&e);
+                    also(&e, self.scanner.bytes_consumed());
+                }
+                Scan::NeedsInput => return Ok(()),
+            }
+        }
+    }
+
+    /// The summary at the end of the input, with `baseTimeNanoseconds` as the scanner read it.
+    /// `cut_gzip`: the gzip input ended inside a member; `gzip_warning`: the gzip layer's.
+    pub(crate) fn finish(
+        mut self,
+        options: &AnalyzerOptions,
+        cut_gzip: Option<GzError>,
+        gzip_warning: Option<String>,
+    ) -> (TraceSummaryResult, Option<i64>) {
+        let end = self.scanner.finish();
+        let warnings = *self.scanner.warnings();
+        let top = options.top.unwrap_or(DEFAULT_TOP_OPS);
+        let mut result = self.summary.finish(&options.source, &end, &warnings, top);
+        if let Some(e) = cut_gzip {
+            result.truncated = true;
+            result
+                .warnings
+                .insert(0, alloc::format!("{e}: summarized from what was read"));
+        }
+        result.warnings.extend(gzip_warning);
+        (result, self.scanner.base_time_ns())
+    }
 }
 
 impl Analyzer {
@@ -661,23 +727,7 @@ impl Content {
                 w.write(chunk);
                 Ok(())
             }
-            Content::Trace(t) => {
-                let mut pos = 0;
-                loop {
-                    let (what, nin) =
-                        t.scanner
-                            .scan(&chunk[pos..])
-                            .map_err(|error| AnalyzeError::Scan {
-                                error,
-                                decompressed,
-                            })?;
-                    pos += nin;
-                    match what {
-                        Scan::Event => t.summary.add(&t.scanner.event()),
-                        Scan::NeedsInput => return Ok(()),
-                    }
-                }
-            }
+            Content::Trace(t) => t.write(chunk, decompressed, |_, _| {}),
         }
     }
 
@@ -687,15 +737,7 @@ impl Content {
             Kind::Csv => Ok(Content::Csv(Box::new(WindowAnalyzer::new(
                 options.window_options()?,
             )))),
-            Kind::Trace | Kind::Auto => {
-                let limits = options.limits();
-                let mut summary = TraceSummary::new(limits);
-                summary.set_mergeable(options.mergeable);
-                Ok(Content::Trace(Box::new(TraceEngine {
-                    scanner: EventScanner::new(limits),
-                    summary,
-                })))
-            }
+            Kind::Trace | Kind::Auto => Ok(Content::Trace(Box::new(TraceEngine::new(options)))),
         }
     }
 
@@ -715,20 +757,9 @@ impl Content {
             Content::Detecting { .. } => {
                 Content::start(options.kind, options)?.end(options, cut_gzip, gzip_warning)
             }
-            Content::Trace(mut t) => {
-                let end = t.scanner.finish();
-                let warnings = *t.scanner.warnings();
-                let top = options.top.unwrap_or(DEFAULT_TOP_OPS);
-                let mut result = t.summary.finish(&options.source, &end, &warnings, top);
-                if let Some(e) = cut_gzip {
-                    result.truncated = true;
-                    result
-                        .warnings
-                        .insert(0, alloc::format!("{e}: summarized from what was read"));
-                }
-                result.warnings.extend(gzip_warning);
-                Ok(Analysis::Trace(Box::new(result)))
-            }
+            Content::Trace(t) => Ok(Analysis::Trace(Box::new(
+                t.finish(options, cut_gzip, gzip_warning).0,
+            ))),
             Content::Csv(w) => {
                 let mut r = w.end();
                 r.warnings.extend(gzip_warning);

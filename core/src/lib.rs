@@ -89,6 +89,8 @@ pub mod ordered;
 pub mod pynum;
 #[cfg(feature = "alloc")]
 pub mod runs;
+#[cfg(feature = "alloc")]
+pub mod sidecar;
 pub mod sketch;
 pub mod stats;
 pub mod summary;

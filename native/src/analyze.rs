@@ -19,41 +19,61 @@ use flinch_core::window::{
 use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
-use crate::record::sidecar::Sidecar;
+use crate::record::sidecar;
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
 pub struct Args {
     /// The trace.csv to read.
     #[arg(long)]
-    csv: PathBuf,
+    pub csv: PathBuf,
     /// Label of the start MARK.
     #[arg(long)]
-    start: Option<String>,
+    pub start: Option<String>,
     /// Label of the end MARK.
     #[arg(long)]
-    end: Option<String>,
+    pub end: Option<String>,
     /// Use the K-th MARK of each label (file order) instead of the first (1 or more).
     #[arg(long, default_value_t = 1, value_name = "K",
           value_parser = clap::value_parser!(u32).range(1..))]
-    occurrence: u32,
+    pub occurrence: u32,
     /// Print the full analysis as JSON (per GPU, edge and counter energy, RAPL, verdict). Without
     /// --start/--end: the recording-level analysis (all spans, marks, plot series).
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     /// Analyze every span: X_start/X_end and begin/end pairs, and each stretch between marks.
     #[arg(long)]
-    spans: bool,
+    pub spans: bool,
     /// Analyze only this GPU (its `gpu_index`; rows without one count as GPU 0).
     #[arg(long, value_name = "N")]
-    gpu: Option<i64>,
+    pub gpu: Option<i64>,
     /// Power intervals longer than this are skipped from the edge energy and reported.
-    #[arg(long, default_value_t = 5000, value_name = "MS")]
-    max_gap_ms: u64,
+    #[arg(long, default_value_t = DEFAULT_MAX_GAP_MS, value_name = "MS")]
+    pub max_gap_ms: u64,
     /// Which NVML power reading gpu_power_W holds. Default: from the `<csv>.meta.json` sidecar
     /// when it says, else unknown.
     #[arg(long, value_enum, value_name = "SOURCE")]
-    power_source: Option<PowerSource>,
+    pub power_source: Option<PowerSource>,
+}
+
+/// `--max-gap-ms` when not given.
+pub const DEFAULT_MAX_GAP_MS: u64 = 5000;
+
+impl Args {
+    /// `analyze --csv CSV --json` with every other option at its default.
+    pub fn json_for(csv: PathBuf) -> Args {
+        Args {
+            csv,
+            start: None,
+            end: None,
+            occurrence: 1,
+            json: true,
+            spans: false,
+            gpu: None,
+            max_gap_ms: DEFAULT_MAX_GAP_MS,
+            power_source: None,
+        }
+    }
 }
 
 /// Formats as Python's `f"{x:.{prec}f}"` (nan, inf, -inf spelled as Python does).
@@ -416,17 +436,9 @@ fn check_gpu(args: &Args, r: &RecordingAnalysis) -> Result<(), String> {
 /// `--json`: pass 1 of the analysis, then the JSON written out (further passes when the marks
 /// or spans are many), never holding the whole text.
 fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
-    let mut a = WindowAnalyzer::planning(opts.clone(), hold());
-    let note = feed(&args.csv, &mut a, |_| Ok(()))?;
-    let mut planned = a.end_planned();
-    planned.analysis.warnings.extend(note);
-    let r = &planned.analysis;
-    check_gpu(args, r)?;
-    // Warnings on stderr, as without --json (presentation only: the JSON holds them too).
-    warn_all(r);
-    let selection_error = r.selection.as_ref().and_then(|s| s.error());
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    write_recording_json(&mut out, &args.csv, &opts, planned)?;
+    // Warnings on stderr, as without --json (presentation only: the JSON holds them too).
+    let selection_error = write_json(args, opts, &mut out, warn_all)?;
     if let Some(message) = selection_error {
         eprintln!("{message}");
         return Ok(ExitCode::from(1));
@@ -434,23 +446,79 @@ fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Analyzes `args.csv` and writes the `--json` text to `out`, calling `warn` with the analysis
+/// before writing. Returns the message of a missing or misplaced mark (the JSON is written
+/// whole all the same, with its `selection`).
+fn write_json(
+    args: &Args,
+    opts: AnalyzeOptions,
+    out: &mut impl Write,
+    warn: impl FnOnce(&RecordingAnalysis),
+) -> Result<Option<String>, String> {
+    let mut a = WindowAnalyzer::planning(opts.clone(), hold());
+    let note = feed(&args.csv, &mut a, |_| Ok(()))?;
+    let mut planned = a.end_planned();
+    planned.analysis.warnings.extend(note);
+    let r = &planned.analysis;
+    check_gpu(args, r)?;
+    warn(r);
+    let selection_error = r
+        .selection
+        .as_ref()
+        .and_then(|s| s.error())
+        .map(|e| e.to_string());
+    write_recording_json(out, &args.csv, &opts, planned)?;
+    Ok(selection_error)
+}
+
+/// What `analyze ... --json` gives.
+pub struct JsonOutput {
+    /// The JSON text, as printed (with its trailing newline).
+    pub json: Vec<u8>,
+    /// The message of a missing or misplaced mark, which the CLI prints on stderr after the
+    /// JSON before it exits with status 1.
+    pub selection_error: Option<String>,
+}
+
+/// `analyze ... --json` for `args` (whatever `args.json`), into memory and with nothing on
+/// stderr: the Python wheel's `analyze`. `Err` holds the message the CLI prints (a usage error,
+/// an unreadable file, `--gpu N` absent).
+pub fn json(args: &Args) -> Result<JsonOutput, String> {
+    marks_given(args, true)?;
+    let opts = analyze_options(args, power_source(args))?;
+    let mut json = Vec::new();
+    let selection_error = write_json(args, opts, &mut json, |_| {})?;
+    Ok(JsonOutput {
+        json,
+        selection_error,
+    })
+}
+
+/// Both `--start` and `--end`, or neither with `--json` or `--spans`.
+fn marks_given(args: &Args, json: bool) -> Result<(), &'static str> {
+    match (&args.start, &args.end) {
+        (Some(_), Some(_)) => Ok(()),
+        (None, None) if json || args.spans => Ok(()),
+        _ => Err(
+            "flinch-trace analyze: --start and --end are both required (or use --json / --spans alone)",
+        ),
+    }
+}
+
+/// `--power-source`, else the sidecar's, else unknown.
+fn power_source(args: &Args) -> PowerSource {
+    args.power_source
+        .or_else(|| sidecar::power_source(&args.csv))
+        .unwrap_or_default()
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    match (&args.start, &args.end) {
-        (Some(_), Some(_)) => {}
-        (None, None) if args.json || args.spans => {}
-        _ => {
-            eprintln!(
-                "flinch-trace analyze: --start and --end are both required (or use --json / --spans alone)"
-            );
-            return Ok(ExitCode::from(2));
-        }
+    if let Err(message) = marks_given(&args, args.json) {
+        eprintln!("{message}");
+        return Ok(ExitCode::from(2));
     }
-    let power_source = args
-        .power_source
-        .or_else(|| Sidecar::read(&args.csv).and_then(|s| s.power_source()))
-        .unwrap_or_default();
-    let opts = analyze_options(&args, power_source)?;
+    let opts = analyze_options(&args, power_source(&args))?;
     if args.json {
         return json_mode(&args, opts);
     }

@@ -1,20 +1,12 @@
 //! flinch-trace: is the GPU computing or waiting? Measure it.
 //!
-//! This crate is a thin adapter: clap, I/O, the samplers and presentation. Every computation
-//! lives once, in `flinch-core`.
+//! The command line: clap and the exit status. The subcommands live in the library
+//! (`lib.rs`), which the Python wheel also uses.
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod analyze;
-mod input;
-mod mark;
-mod merge;
-mod progress;
-mod record;
-mod summarize;
-mod trace;
-mod web;
+use flinch_trace::{analyze, mark, merge, record, summarize, trace, web};
 
 /// Is the GPU computing or waiting? Measure it.
 #[derive(Parser)]
@@ -41,9 +33,6 @@ enum Cmd {
     /// Serve the static analysis page (www/) on localhost.
     Web(web::Args),
 }
-
-/// What a subcommand returns: an exit code, or a message printed as-is on stderr with exit 1.
-pub type CmdResult = Result<ExitCode, String>;
 
 /// Commands that print a report to stdout die quietly on a closed pipe (`flinch-trace trace f | head`), as
 /// Unix filters do, instead of panicking in `println!`. The recorder and `mark` keep SIGPIPE ignored so a

@@ -8,7 +8,7 @@
 //! cannot be written, 2 for command-line usage errors.
 use std::fs;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use flinch_core::runs::{
@@ -44,12 +44,34 @@ pub struct Args {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    let runs_text = args.runs.to_string_lossy().into_owned();
-    let runs = PyPath::new(&runs_text);
     if !args.runs.is_dir() {
-        eprintln!("warning: runs folder {runs_text} is not a directory; nothing to summarize");
+        eprintln!(
+            "warning: runs folder {} is not a directory; nothing to summarize",
+            args.runs.to_string_lossy()
+        );
     }
-    let mut output = RunsSummary::new(args.skip_traces);
+    let summary = summary(&args.runs, args.skip_traces, args.exact)?;
+    fs::write(&args.out, summary.json)
+        .map_err(|e| format!("summarize: cannot write {}: {e}", args.out.display()))?;
+    println!("{}", summary.message);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `summarize` gives.
+pub struct Summary {
+    /// The JSON text written to `--out`.
+    pub json: String,
+    /// The line printed on stdout.
+    pub message: String,
+}
+
+/// `summarize --runs RUNS [--skip-traces] [--exact]` into memory, with nothing printed: the
+/// Python wheel's `summarize`. A runs folder that is no directory gives an empty summary, as
+/// in the CLI (which also warns).
+pub fn summary(runs: &Path, skip_traces: bool, exact: bool) -> Result<Summary, String> {
+    let runs_text = runs.to_string_lossy().into_owned();
+    let runs = PyPath::new(&runs_text);
+    let mut output = RunsSummary::new(skip_traces);
     for host in list_dir_sorted(&runs) {
         let Some(name) = host.parts().last().and_then(|n| host_run_name(n)) else {
             continue;
@@ -61,24 +83,24 @@ pub fn run(args: Args) -> CmdResult {
         let record = summarize_run(&runs, &name);
         output.telemetry.0.push((name, record));
     }
-    if !args.skip_traces {
+    if !skip_traces {
         output.traces = traces::summarize_all(
             &runs,
-            if args.exact {
+            if exact {
                 flinch_core::Limits::EXACT
             } else {
                 flinch_core::Limits::NATIVE
             },
-            !args.exact,
+            !exact,
         );
     }
-    let text = output
+    let json = output
         .to_json()
         .map_err(|e| format!("summarize: cannot render the summary: {e}"))?;
-    fs::write(&args.out, text)
-        .map_err(|e| format!("summarize: cannot write {}: {e}", args.out.display()))?;
-    println!("{}", output.message());
-    Ok(ExitCode::SUCCESS)
+    Ok(Summary {
+        json,
+        message: output.message(),
+    })
 }
 
 /// The path to open on this machine.

@@ -76,15 +76,81 @@ struct FileError<'a> {
     error: &'a str,
 }
 
+/// How exact a summary is, and in what memory: the `--bounded` and `--exact` flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Exactness {
+    /// The default: exact in bounded memory (Limits::NATIVE), spilling to a temporary file and
+    /// reading the file again when needed.
+    #[default]
+    Native,
+    /// `--bounded`: Limits::BOUNDED, in memory alone, approximations stated.
+    Bounded,
+    /// `--exact`: Limits::EXACT, in memory alone, growing with the input.
+    Exact,
+}
+
+impl Exactness {
+    /// The limits, and whether the summary may use the temporary file and further passes.
+    pub fn limits(self) -> (Limits, bool) {
+        match self {
+            Exactness::Native => (Limits::NATIVE, true),
+            Exactness::Bounded => (Limits::BOUNDED, false),
+            Exactness::Exact => (Limits::EXACT, false),
+        }
+    }
+}
+
+/// Options of one file's summary without the join: `trace FILE --json [--top N] [--bounded |
+/// --exact]`.
+#[derive(Clone, Copy, Debug)]
+pub struct SummaryOptions {
+    /// How many ops to list (`--top`).
+    pub top: usize,
+    /// `--bounded` / `--exact`.
+    pub exactness: Exactness,
+    /// `--mergeable`: add the section `flinch-trace merge` combines (docs/merge.md).
+    pub mergeable: bool,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions {
+            top: flinch_core::summary::DEFAULT_TOP_OPS,
+            exactness: Exactness::Native,
+            mergeable: false,
+        }
+    }
+}
+
+/// The JSON object `trace FILE --json [--mergeable]` prints for one file without the join
+/// (without the trailing newline), with no progress line; `Err` holds the message the CLI
+/// prints after `flinch-trace trace: FILE: `. The Python wheel's `trace_summary`.
+pub fn summary_json(path: &Path, opts: &SummaryOptions) -> Result<String, String> {
+    let (limits, exact_io) = opts.exactness.limits();
+    let source = path.display().to_string();
+    let summary = if opts.mergeable {
+        crate::merge::per_rank::summarize_mergeable(path, &source, limits, opts.top, exact_io)
+    } else {
+        summarize_file(path, &source, limits, opts.top, exact_io, false)
+    };
+    summary.map(|r| result_json(&r))
+}
+
+/// One result's `--json` object.
+fn result_json(r: &TraceSummaryResult) -> String {
+    r.to_json()
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    let (limits, exact_io) = if args.bounded {
-        (Limits::BOUNDED, false)
+    let exactness = if args.bounded {
+        Exactness::Bounded
     } else if args.exact {
-        (Limits::EXACT, false)
+        Exactness::Exact
     } else {
-        (Limits::NATIVE, true)
+        Exactness::Native
     };
+    let (limits, exact_io) = exactness.limits();
     let mut failed = false;
     let mut json_items = Vec::new();
     // Checked whether or not the join runs, so that a bad option is never silently ignored.
@@ -188,7 +254,7 @@ fn report_file(
                     report
                 });
                 if args.json {
-                    let json = result.to_json();
+                    let json = result_json(&result);
                     json_items.push(match &joined {
                         Some(j) => join::merge_json(&json, j),
                         None => json,

@@ -510,3 +510,38 @@ fn power_source_comes_from_the_sidecar_unless_the_flag_says() {
         "{err}"
     );
 }
+
+/// The sidecar's rule is the core's (`flinch_core::sidecar`, the page's too): the first GPU whose
+/// `gpu_power_w_source` is instant or average, whatever else the sidecar holds or lacks; a
+/// sidecar that does not parse so counts as none.
+#[test]
+fn a_sidecar_of_another_recorder_names_the_power_source_by_the_core_rule() {
+    let dir = std::env::temp_dir().join(format!("flinch-analyze-sidecar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("trace.csv");
+    std::fs::copy(root().join("examples/h200/trace.csv"), &csv).unwrap();
+    let p = csv.to_str().unwrap();
+    // The recording level: its sub-second spans tell the average from unknown.
+    let analyze = |extra: &[&str]| {
+        let mut args = vec!["--csv", p, "--json"];
+        args.extend(extra);
+        let (out, err, code) = run(&args);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let (average, unknown) = (
+        analyze(&["--power-source", "average"]),
+        analyze(&["--power-source", "unknown"]),
+    );
+    assert_ne!(average, unknown);
+    let sidecar = dir.join("trace.csv.meta.json");
+    std::fs::write(
+        &sidecar,
+        r#"{"gpus":[{"gpu_power_w_source":"unknown"},{"gpu_power_w_source":"average"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(analyze(&[]), average);
+    std::fs::write(&sidecar, r#"{"gpus":[{"gpu_power_w_source":186}]}"#).unwrap();
+    assert_eq!(analyze(&[]), unknown);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -37,12 +37,13 @@ export function native(args, cwd) {
   }
 }
 
-/// Starts `flinch-trace web --port 0 --dir www` and resolves to {url, stop()}.
-export async function startServer() {
-  if (!existsSync(path.join(ROOT, 'www/pkg/flinch_wasm_bg.wasm'))) {
-    throw new Error('www/pkg is missing: run scripts/build-web.sh first');
+/// Starts `flinch-trace web --port 0 --dir www` (or another copy of the page, `dir`) and resolves
+/// to {url, stop()}.
+export async function startServer(dir = path.join(ROOT, 'www')) {
+  if (!existsSync(path.join(dir, 'pkg/flinch_wasm_bg.wasm'))) {
+    throw new Error(`${dir}/pkg is missing: run scripts/build-web.sh first`);
   }
-  const proc = spawn(nativeBinary(), ['web', '--port', '0', '--dir', path.join(ROOT, 'www')], {
+  const proc = spawn(nativeBinary(), ['web', '--port', '0', '--dir', dir], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise((resolve, reject) => {

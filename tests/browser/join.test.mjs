@@ -6,7 +6,7 @@
 // them and 300 W elsewhere, sampled every 10 ms.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,6 +44,25 @@ function recording() {
     rows.join('');
 }
 
+/// A training loop of `steps` steps (a kernel every 2 ms, a cpu_op and a runtime call each, a
+/// step annotation every 100), with a pause of 150 + k ms before every 700th step k: many byte
+/// ranges, of which the second read scans only those around the listed pauses.
+function loopTrace(steps) {
+  const evs = [];
+  let t = 1_000_000;
+  for (let k = 0; k < steps; k++) {
+    if (k > 0 && k % 700 === 0) t += 150_000 + k;
+    evs.push(`{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":${t},"dur":1000}`);
+    evs.push(`{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":9,"tid":9,"ts":${t - 500},"dur":${400 + (k % 7)}}`);
+    evs.push(`{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":9,"tid":9,"ts":${t - 50},"dur":5}`);
+    if (k % 100 === 0) {
+      evs.push(`{"ph":"X","cat":"user_annotation","name":"ProfilerStep#${k / 100}","pid":9,"tid":9,"ts":${t - 600},"dur":150000}`);
+    }
+    t += 2000;
+  }
+  return `{"traceEvents":[\n${evs.join(',\n')}\n],"baseTimeNanoseconds":${BASE}}\n`;
+}
+
 const dir = mkdtempSync(path.join(tmpdir(), 'flinch-join-page-'));
 const file = (name, data) => {
   writeFileSync(path.join(dir, name), data);
@@ -53,6 +72,7 @@ const files = {
   json: file('step.pt.trace.json', trace(BASE)),
   gz: file('step.pt.trace.json.gz', gzipSync(trace(BASE))),
   nobase: file('nobase.pt.trace.json', trace(null)),
+  loop: file('loop.pt.trace.json', loopTrace(6000)),
   csv: file('trace.csv', recording()),
   // A real Kineto trace (HTA's, 1.1 MB gzip, no baseTimeNanoseconds): real pauses, host events
   // and annotations, on a recording from another time (the join says they do not overlap).
@@ -88,9 +108,24 @@ async function dropFiles(paths) {
   }, items);
 }
 
+// A folder where the recording has its sidecar (instantaneous power), as `record` writes it.
+const sideDir = path.join(dir, 'with-sidecar');
+mkdirSync(sideDir);
+const sideFile = (name, data) => {
+  writeFileSync(path.join(sideDir, name), data);
+  return path.join(sideDir, name);
+};
+const withSidecar = {
+  json: sideFile('step.pt.trace.json', trace(BASE)),
+  csv: sideFile('trace.csv', recording()),
+  sidecar: sideFile('trace.csv.meta.json', `${JSON.stringify({
+    tool: 'flinch-trace', csv: 'trace.csv', gpus: [{ index: 0, name: 'NVIDIA H200', gpu_power_w_source: 'instant' }],
+  }, null, 2)}\n`),
+};
+
 /// Native stdout for the join, run in the files' folder with bare names (as the page's `source`).
-function nativeJoin(trace, extra = []) {
-  const nat = native(['trace', path.basename(trace), '--telemetry', 'trace.csv', ...extra, '--json'], dir);
+function nativeJoin(trace, extra = [], cwd = dir) {
+  const nat = native(['trace', path.basename(trace), '--telemetry', 'trace.csv', ...extra, '--json'], cwd);
   assert.equal(nat.status, 0, nat.stderr);
   return nat.stdout;
 }
@@ -129,6 +164,40 @@ test('a plain trace and its recording, chosen together: #result-json is native -
   assert.ok(px.pauseLane[0] > 200 && px.pauseLane[2] < 200, `pause shading ${px.pauseLane}`);
   assert.ok(px.pausePlot[0] > 200 && px.pausePlot[2] < 200, `pause shading over the plot ${px.pausePlot}`);
   await page.screenshot({ path: artifactPath('page-join.png'), fullPage: true });
+});
+
+test('a trace, its recording and the recording\'s sidecar: native --json (which reads the sidecar) byte for byte', async () => {
+  await dropFiles([withSidecar.sidecar, withSidecar.json, withSidecar.csv]);
+  assert.equal(await page.textContent('#job-name'), 'step.pt.trace.json + trace.csv + trace.csv.meta.json');
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  const nat = nativeJoin(withSidecar.json, [], sideDir);
+  assert.equal(`${text}\n`, nat);
+  // The sidecar matters: its instantaneous power is the verdict's evidence, not the default.
+  assert.notEqual(nat, nativeJoin(files.json));
+  assert.match(JSON.stringify(JSON.parse(text).pauses[0].telemetry.verdict), /instantaneous power \(NVML field 186\)/);
+  assert.match(await page.textContent('#run-stats'), /power source from the sidecar: instant/);
+  // "Join again" keeps the sidecar.
+  await page.fill('#min-gap-ms', '300.001');
+  await page.click('#join-again');
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  assert.equal(`${await page.textContent('#result-json')}\n`, nativeJoin(withSidecar.json, ['--min-gap-ms', '300.001'], sideDir));
+  await page.fill('#min-gap-ms', '100');
+});
+
+test('pauses in a long plain trace: the second read takes only the byte ranges around them, native --json byte for byte', async () => {
+  await page.setInputFiles('#file-input', [files.loop, files.csv]);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.loop));
+  const r = JSON.parse(text);
+  // Before step 700 m: 150 ms + 700 m µs + the 1 ms the step's 2 ms leave idle, longest first.
+  assert.deepEqual(r.pauses.map((p) => p.duration_ms), [8, 7, 6, 5, 4, 3, 2, 1].map((m) => (151_000 + 700 * m) / 1000));
+  assert.ok(r.pauses.every((p) => p.host.some((h) => h.name === 'aten::mm')) && r.annotation_energy.length > 0);
+  // The recording read once, the trace once whole and then only in part.
+  const read = Number(await page.evaluate(() => document.body.dataset.bytes));
+  const [csvBytes, traceBytes] = [statSync(files.csv).size, statSync(files.loop).size];
+  assert.ok(read > csvBytes + traceBytes && read < csvBytes + 1.5 * traceBytes, `${read} bytes read`);
 });
 
 test('a .json.gz trace dropped with its recording: native --json byte for byte', async () => {
@@ -192,4 +261,10 @@ test('a trace without baseTimeNanoseconds and no offset: the native error; three
   await dropFiles([files.json, files.gz, files.csv]);
   assert.equal(await waitFinished(page), 'error');
   assert.match(await page.textContent('#error'), /one trace with one trace\.csv/);
+
+  // A sidecar must be the recording's: `<csv name>.meta.json`.
+  const other = file('other.csv.meta.json', readFileSync(withSidecar.sidecar));
+  await dropFiles([files.json, files.csv, other]);
+  assert.equal(await waitFinished(page), 'error');
+  assert.match(await page.textContent('#error'), /other\.csv\.meta\.json is not the sidecar of trace\.csv/);
 });

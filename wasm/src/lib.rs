@@ -9,6 +9,7 @@ use flinch_core::analyzer::{
 use flinch_core::gzip::GzError;
 use flinch_core::join::{NextFile, TraceJoin as CoreTraceJoin};
 use flinch_core::runs::RunsFolder as CoreRunsFolder;
+use flinch_core::window::PowerSource;
 use wasm_bindgen::prelude::*;
 
 /// The streaming analyzer, as seen from JavaScript:
@@ -200,8 +201,9 @@ impl RunsFolder {
 
 /// A trace joined with a recording (`flinch-trace trace FILE --telemetry CSV --json`):
 /// `new TraceJoin(optionsJson)`, then while `nextFile()` names a file (`"recording"` or
-/// `"trace"`, the trace twice): `write(chunk)`... `endFile()`; then `resultJson()` and
-/// `timelineJson(buckets)`.
+/// `"trace"`, the trace once, or again when the join needs it): `write(chunk)`... `endFile()`
+/// (or, where `wantedRanges()` lists byte ranges, `seek(start)` and their bytes only); then
+/// `resultJson()` and `timelineJson(buckets)`.
 #[wasm_bindgen]
 pub struct TraceJoin {
     inner: CoreTraceJoin,
@@ -231,6 +233,20 @@ impl TraceJoin {
         self.inner.write(chunk).map_err(|e| JsError::new(&e))
     }
 
+    /// Before a read of the trace: undefined to give the whole file, or `[start0, end0, start1,
+    /// end1, ...]`, the byte ranges of a plain trace to give instead, each after `seek(start)`.
+    #[wasm_bindgen(js_name = wantedRanges)]
+    pub fn wanted_ranges(&self) -> Option<Vec<f64>> {
+        self.inner
+            .wanted_ranges()
+            .map(|r| r.iter().flat_map(|&(a, b)| [a as f64, b as f64]).collect())
+    }
+
+    /// The next bytes given are those from `offset` on (see `wantedRanges`).
+    pub fn seek(&mut self, offset: f64) -> Result<(), JsError> {
+        self.inner.seek(offset as u64).map_err(|e| JsError::new(&e))
+    }
+
     /// The end of the current file.
     #[wasm_bindgen(js_name = endFile)]
     pub fn end_file(&mut self) -> Result<(), JsError> {
@@ -248,6 +264,19 @@ impl TraceJoin {
     pub fn timeline_json(&self, buckets: usize) -> Option<String> {
         self.inner.timeline_json(buckets)
     }
+}
+
+/// The power source a recording's `.meta.json` sidecar names: `"instant"`, `"average"`, or
+/// `"unknown"` (no GPU names one, or the text is not a sidecar). The CLI's rule
+/// (`flinch_core::sidecar::power_source`); the page passes it as the `power_source` option.
+#[wasm_bindgen(js_name = sidecarPowerSource)]
+pub fn sidecar_power_source(text: &[u8]) -> String {
+    match flinch_core::sidecar::power_source(text).unwrap_or_default() {
+        PowerSource::Instant => "instant",
+        PowerSource::Average => "average",
+        PowerSource::Unknown => "unknown",
+    }
+    .into()
 }
 
 fn ended() -> JsError {

@@ -4,9 +4,22 @@
 //!
 //! The caller asks [`TraceJoin::next_file`] which file to read next and feeds it with
 //! [`write`](TraceJoin::write) and [`end_file`](TraceJoin::end_file): the recording, then the
-//! trace (pass 1: the summary and the gaps), then the trace again (pass 2: host events and
-//! energy), each plain or gzip (detected by its magic bytes). [`TraceJoin::result_json`] and
-//! [`TraceJoin::timeline_json`] give the results.
+//! trace, then, only when the join needs it, the trace again. Each is plain or gzip (detected
+//! by its magic bytes). [`TraceJoin::result_json`] and [`TraceJoin::timeline_json`] give the
+//! results.
+//!
+//! As native `trace` does, the join's first pass ([`FirstPass`]) rides on the summary's own
+//! scan: each event the scanner gives goes to the summary, then to the first pass, with its
+//! byte offset (the pass remembers byte ranges of the trace). The second pass ([`JoinPass`]:
+//! host events and energy) reads the trace again only when there is a pause to list (host
+//! events matter only to those) or when the first pass's copy of the annotation spans
+//! overflowed its caps; otherwise it replays that copy. With a pause to list, the second read
+//! scans only the byte ranges whose host events meet a listed pause
+//! ([`FirstPassResult::plan_second_pass`]) and replays the copied annotation spans of the others;
+//! the bytes between are decoded and skipped. Either way [`JoinPass`] gets the events a full
+//! second read would give it, in the same order, so the result is the same byte for byte. Where
+//! a range cannot be resumed (no `,` after the event it follows), the join reads the trace a
+//! third time, whole, with a fresh second pass, as native does.
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -16,12 +29,13 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    GapFinder, GpuMap, JoinOptions, JoinPass, JoinReport, Recording, RecordingBuilder,
-    RecordingOptions, parse_offset_ms,
+    FirstPass, FirstPassResult, GapsFound, GpuMap, JoinOptions, JoinPass, JoinReport,
+    KeptAnnotations, Recording, RecordingBuilder, RecordingOptions, Resume, SecondPassStep,
+    parse_offset_ms,
 };
-use crate::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset, trailing_garbage_warning};
+use crate::analyzer::{AnalyzerOptions, Kind, LimitsPreset, TraceEngine, trailing_garbage_warning};
 use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
-use crate::json::{EventScanner, Scan};
+use crate::json::{ElementBoundary, EventScanner, Scan};
 use crate::window::PowerSource;
 
 /// The summary's JSON object (`trace --json`) with the join's keys appended, each in its
@@ -106,7 +120,8 @@ pub struct TraceJoinOptions {
     /// `--gpu-map`.
     pub gpu_map: Option<String>,
     /// Which NVML reading the recording's `gpu_power_W` holds (`instant`, `average`; absent:
-    /// unknown), as the recording's `.meta.json` sidecar says natively.
+    /// unknown): what the recording's `.meta.json` sidecar names
+    /// ([`crate::sidecar::power_source`]), as native reads it.
     pub power_source: Option<String>,
 }
 
@@ -115,7 +130,7 @@ pub struct TraceJoinOptions {
 pub enum NextFile {
     /// The recording (trace.csv).
     Recording,
-    /// The trace (read twice).
+    /// The trace (read once, or twice when the join needs it).
     Trace,
 }
 
@@ -212,17 +227,216 @@ fn scan_all(
 
 enum Phase {
     Recording(Box<RecordingBuilder>),
+    /// The summary's scan, and the join's first pass on its events; `bare`: whether the
+    /// document is a bare array, once its first byte is seen.
     First {
-        analyzer: Option<Box<Analyzer>>,
-        scanner: Box<EventScanner>,
-        finder: Box<GapFinder>,
+        engine: Box<TraceEngine>,
+        first: Box<FirstPass>,
+        bare: Option<bool>,
     },
     Second {
         scanner: Box<EventScanner>,
         pass: Box<JoinPass<'static>>,
         summary_json: String,
     },
+    /// The second read over the planned byte ranges only.
+    Ranged(Box<Ranged>),
     Done,
+}
+
+/// The second read of the trace when it scans only some byte ranges: the decoded bytes arrive
+/// in order, and [`Ranged::feed`] scans those of the current step's range and skips the others.
+struct Ranged {
+    pass: JoinPass<'static>,
+    summary_json: String,
+    steps: Vec<SecondPassStep>,
+    /// The step under way.
+    next: usize,
+    kept: Option<KeptAnnotations>,
+    /// The decoded offset of the next byte to arrive.
+    at: u64,
+    /// Whether the document is a bare array (as the first read found).
+    bare: Option<bool>,
+    /// The trace is not gzip: the caller may give only the [`TraceJoin::wanted_ranges`].
+    plain: bool,
+    cur: Cursor,
+    /// What a full read needs if a range cannot be resumed.
+    fallback: (GapsFound, Option<i64>),
+    limits: crate::Limits,
+    /// A range could not be resumed: the rest of this read is ignored.
+    failed: bool,
+}
+
+/// Where [`Ranged`] is within its step.
+enum Cursor {
+    /// Step `next` has not begun.
+    Idle,
+    /// Looking for the `,` after the event that ends at `from`.
+    Comma { from: u64 },
+    /// Scanning from `start` to `end`.
+    Scanning {
+        scanner: Box<EventScanner>,
+        start: u64,
+        end: u64,
+    },
+}
+
+impl Ranged {
+    /// Runs the steps that need no byte (replays) and starts the next scan, until one waits
+    /// for bytes or all are done.
+    fn advance(&mut self) {
+        while let Cursor::Idle = self.cur {
+            let Some(step) = self.steps.get(self.next) else {
+                return;
+            };
+            match step {
+                SecondPassStep::Replay(r) => {
+                    if let Some(k) = &self.kept {
+                        let pass = &mut self.pass;
+                        k.replay_range(r.clone(), |e| pass.add(e));
+                    }
+                    self.next += 1;
+                }
+                &SecondPassStep::Scan { resume, end } => {
+                    self.cur = match resume {
+                        Resume::Start => Cursor::Scanning {
+                            scanner: Box::new(EventScanner::new(self.limits)),
+                            start: 0,
+                            end,
+                        },
+                        Resume::Boundary(o) => Cursor::Scanning {
+                            scanner: Box::new(self.resume_at(o)),
+                            start: o,
+                            end,
+                        },
+                        Resume::AfterEvent(o) => Cursor::Comma { from: o },
+                    };
+                }
+            }
+        }
+    }
+
+    fn resume_at(&self, offset: u64) -> EventScanner {
+        EventScanner::resume_at(
+            self.limits,
+            ElementBoundary {
+                offset,
+                bare: self.bare.unwrap_or(false),
+            },
+        )
+    }
+
+    /// The next decoded bytes of the trace.
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let base = self.at;
+        self.at += bytes.len() as u64;
+        if self.failed {
+            return Ok(());
+        }
+        // `i`: the index in `bytes` of the next byte to look at.
+        let mut i = 0usize;
+        loop {
+            self.advance();
+            let here = base + i as u64;
+            match &mut self.cur {
+                Cursor::Idle => return Ok(()),
+                Cursor::Comma { from } => {
+                    if here > *from {
+                        return Err(missing(*from));
+                    }
+                    let skip = (*from - here).min((bytes.len() - i) as u64);
+                    i += skip as usize;
+                    let Some(k) = bytes[i..]
+                        .iter()
+                        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+                    else {
+                        // Whitespace to the end of these bytes: look on from the next.
+                        *from = (*from).max(base + bytes.len() as u64);
+                        return Ok(());
+                    };
+                    i += k;
+                    if bytes[i] != b',' {
+                        self.failed = true;
+                        return Ok(());
+                    }
+                    i += 1;
+                    let start = base + i as u64;
+                    let end = match self.steps.get(self.next) {
+                        Some(&SecondPassStep::Scan { end, .. }) => end,
+                        _ => unreachable!("a comma is looked for only for a scan step"),
+                    };
+                    self.cur = Cursor::Scanning {
+                        scanner: Box::new(self.resume_at(start)),
+                        start,
+                        end,
+                    };
+                }
+                Cursor::Scanning {
+                    scanner,
+                    start,
+                    end,
+                } => {
+                    let skip = start.saturating_sub(here).min((bytes.len() - i) as u64);
+                    i += skip as usize;
+                    let here = base + i as u64;
+                    if here < *end && here >= *start && scanner.bytes_consumed() != here {
+                        return Err(missing(scanner.bytes_consumed()));
+                    }
+                    let take = end.saturating_sub(here).min((bytes.len() - i) as u64) as usize;
+                    let pass = &mut self.pass;
+                    scan_all(scanner, &bytes[i..i + take], |e| pass.add(e))?;
+                    i += take;
+                    if base + (i as u64) < *end {
+                        return Ok(());
+                    }
+                    self.cur = Cursor::Idle;
+                    self.next += 1;
+                }
+            }
+        }
+    }
+
+    /// The byte ranges of the trace this read scans (sorted, disjoint): all a caller of a plain
+    /// file needs to give, each after [`TraceJoin::seek`] to its start.
+    fn wanted(&self) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for step in &self.steps {
+            if let &SecondPassStep::Scan { resume, end } = step {
+                let start = match resume {
+                    Resume::Start => 0,
+                    Resume::Boundary(o) | Resume::AfterEvent(o) => o,
+                };
+                match out.last_mut() {
+                    Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                    _ => out.push((start, end)),
+                }
+            }
+        }
+        out
+    }
+
+    /// The end of the read: the steps past the bytes that came (replays only; a range cut short
+    /// ends where the bytes did, as a full read would). `false`: a range could not be resumed.
+    fn end(&mut self) -> bool {
+        loop {
+            match self.cur {
+                // As native: no `,` where a range resumes, here the end of the input.
+                Cursor::Comma { .. } => self.failed = true,
+                Cursor::Scanning { .. } => {
+                    self.cur = Cursor::Idle;
+                    self.next += 1;
+                }
+                Cursor::Idle => {}
+            }
+            if self.failed {
+                return false;
+            }
+            self.advance();
+            if matches!(self.cur, Cursor::Idle) {
+                return true;
+            }
+        }
+    }
 }
 
 /// A trace joined with a recording, fed file by file (see the module docs).
@@ -235,6 +449,7 @@ pub struct TraceJoin {
     report: Option<JoinReport>,
     json: Option<String>,
     failed: Option<String>,
+    trace_reads: u32,
 }
 
 impl TraceJoin {
@@ -282,6 +497,7 @@ impl TraceJoin {
             report: None,
             json: None,
             failed: None,
+            trace_reads: 0,
         })
     }
 
@@ -289,7 +505,7 @@ impl TraceJoin {
     pub fn next_file(&self) -> Option<NextFile> {
         match self.phase {
             Phase::Recording(_) => Some(NextFile::Recording),
-            Phase::First { .. } | Phase::Second { .. } => Some(NextFile::Trace),
+            Phase::First { .. } | Phase::Second { .. } | Phase::Ranged(_) => Some(NextFile::Trace),
             Phase::Done => None,
         }
     }
@@ -315,15 +531,8 @@ impl TraceJoin {
     }
 
     fn write_inner(&mut self, chunk: &[u8]) -> Result<(), String> {
-        let TraceJoin {
-            decode,
-            phase,
-            analyzer_opts,
-            ..
-        } = self;
-        decode.write(chunk, &mut |bytes, gzip| {
-            feed(phase, analyzer_opts, bytes, gzip)
-        })
+        let TraceJoin { decode, phase, .. } = self;
+        decode.write(chunk, &mut |bytes, gzip| feed(phase, bytes, gzip))
     }
 
     /// The end of the current file.
@@ -341,14 +550,10 @@ impl TraceJoin {
 
     fn end_inner(&mut self) -> Result<(), String> {
         let (cut, warning) = {
-            let TraceJoin {
-                decode,
-                phase,
-                analyzer_opts,
-                ..
-            } = self;
-            decode.end(&mut |bytes, gzip| feed(phase, analyzer_opts, bytes, gzip))?
+            let TraceJoin { decode, phase, .. } = self;
+            decode.end(&mut |bytes, gzip| feed(phase, bytes, gzip))?
         };
+        let plain = self.decode.started && self.decode.gz.is_none();
         self.decode = Decode::new();
         match core::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Recording(b) => {
@@ -356,57 +561,184 @@ impl TraceJoin {
                     return Err(format!("recording: {cut}"));
                 }
                 self.rec = Some(Arc::new(b.end()?));
-                self.phase = Phase::First {
-                    analyzer: None,
-                    scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
-                    finder: Box::new(GapFinder::new(self.opts.gaps)),
-                };
+                self.start_first();
             }
             Phase::First {
-                analyzer,
-                mut scanner,
-                finder,
+                engine,
+                first,
+                bare,
             } => {
-                let mut analyzer = analyzer.unwrap_or_else(|| {
-                    Box::new(Analyzer::with_decoded_input(
-                        self.analyzer_opts.clone(),
-                        false,
-                    ))
-                });
-                if let Some(c) = cut {
-                    analyzer.note_cut_gzip(c);
-                }
-                if let Some(w) = &warning {
-                    analyzer.note_gzip_warning(w);
-                }
-                let summary_json = (*analyzer).end().map_err(|e| e.to_string())?;
-                scanner.finish();
-                let base = scanner.base_time_ns();
-                let pass = JoinPass::with_recording(
-                    finder.finish(),
-                    base,
-                    self.opts.clone(),
-                    self.rec.clone().map(Into::into),
-                )?;
-                self.phase = Phase::Second {
-                    scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
-                    pass: Box::new(pass),
-                    summary_json,
-                };
+                self.trace_reads += 1;
+                let (summary, base) = engine.finish(&self.analyzer_opts, cut, warning);
+                let mut first = *first;
+                first.set_base_time_ns(base);
+                self.after_first(summary.to_json(), first.finish(), bare, plain)?;
             }
             Phase::Second {
                 mut scanner,
                 pass,
                 summary_json,
             } => {
+                self.trace_reads += 1;
                 scanner.finish();
-                let report = pass.finish();
-                self.json = Some(merge_json(&summary_json, &report));
-                self.report = Some(report);
+                self.done(&summary_json, *pass);
+            }
+            Phase::Ranged(mut r) => {
+                self.trace_reads += 1;
+                if r.end() {
+                    let Ranged {
+                        summary_json, pass, ..
+                    } = *r;
+                    self.done(&summary_json, pass);
+                } else {
+                    // A range could not be resumed: read it all, with a fresh pass.
+                    let Ranged {
+                        summary_json,
+                        fallback: (found, base),
+                        ..
+                    } = *r;
+                    let pass = JoinPass::with_recording(
+                        found,
+                        base,
+                        self.opts.clone(),
+                        self.rec.clone().map(Into::into),
+                    )?;
+                    self.phase = Phase::Second {
+                        scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
+                        pass: Box::new(pass),
+                        summary_json,
+                    };
+                }
             }
             Phase::Done => return Err("the join has ended".into()),
         }
         Ok(())
+    }
+
+    fn start_first(&mut self) {
+        self.phase = Phase::First {
+            engine: Box::new(TraceEngine::new(&self.analyzer_opts)),
+            first: Box::new({
+                let mut first = FirstPass::new(self.opts.gaps, self.rec.is_some());
+                first.track_ranges();
+                first
+            }),
+            bare: None,
+        };
+    }
+
+    /// After the first read of the trace: the second pass, fed by a second read when the join
+    /// needs one (see the module docs), else by the copied annotation spans.
+    fn after_first(
+        &mut self,
+        summary_json: String,
+        first: FirstPassResult,
+        bare: Option<bool>,
+        plain: bool,
+    ) -> Result<(), String> {
+        let max_pauses = self.opts.pauses.max_pauses_per_device;
+        let listed = max_pauses > 0 && first.found.devices.iter().any(|d| !d.gaps.is_empty());
+        let steps = listed
+            .then(|| first.plan_second_pass(max_pauses, self.rec.is_some()))
+            .flatten();
+        let FirstPassResult {
+            found,
+            base_time_ns,
+            annotations,
+            ranges: _,
+        } = first;
+        if let Some(steps) = steps {
+            let pass = JoinPass::with_recording(
+                found.clone(),
+                base_time_ns,
+                self.opts.clone(),
+                self.rec.clone().map(Into::into),
+            )?;
+            self.phase = Phase::Ranged(Box::new(Ranged {
+                pass,
+                summary_json,
+                steps,
+                next: 0,
+                kept: annotations,
+                at: 0,
+                bare,
+                plain,
+                cur: Cursor::Idle,
+                fallback: (found, base_time_ns),
+                limits: self.analyzer_opts.limits(),
+                failed: false,
+            }));
+            return Ok(());
+        }
+        let mut pass = JoinPass::with_recording(
+            found,
+            base_time_ns,
+            self.opts.clone(),
+            self.rec.clone().map(Into::into),
+        )?;
+        // Host events matter only to listed pauses; without one, a recording needs only the
+        // annotation spans, which the first pass copied when they fit (as native `trace`).
+        let replay = annotations.filter(|_| !listed && self.rec.is_some());
+        let reread = listed || (self.rec.is_some() && replay.is_none());
+        if let Some(a) = replay {
+            a.replay(|e| pass.add(e));
+        }
+        if !reread {
+            self.done(&summary_json, pass);
+            return Ok(());
+        }
+        self.phase = Phase::Second {
+            scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
+            pass: Box::new(pass),
+            summary_json,
+        };
+        Ok(())
+    }
+
+    fn done(&mut self, summary_json: &str, pass: JoinPass<'static>) {
+        let report = pass.finish();
+        self.json = Some(merge_json(summary_json, &report));
+        self.report = Some(report);
+        self.phase = Phase::Done;
+    }
+
+    /// For the second read of a plain (not gzip) trace that scans only some byte ranges: those
+    /// ranges, `[start, end)` in file bytes, sorted and disjoint. A caller may then give only
+    /// them, each after [`seek`](Self::seek) to its start, instead of the whole file (the
+    /// result is the same). `None` when the whole file is to be given (from its first byte), or
+    /// once bytes of this read were given.
+    pub fn wanted_ranges(&self) -> Option<Vec<(u64, u64)>> {
+        match &self.phase {
+            Phase::Ranged(r) if r.plain && r.at == 0 && !self.decode.started => Some(r.wanted()),
+            _ => None,
+        }
+    }
+
+    /// The next bytes given are those from `offset` on (forward only): see
+    /// [`wanted_ranges`](Self::wanted_ranges).
+    ///
+    /// # Errors
+    /// Not a read that [`wanted_ranges`](Self::wanted_ranges) describes, or a backward offset.
+    pub fn seek(&mut self, offset: u64) -> Result<(), String> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let r = match &mut self.phase {
+            Phase::Ranged(r) if r.plain && offset >= r.at => {
+                r.at = offset;
+                // Plain: no gzip magic to look for at this offset.
+                self.decode.started = true;
+                Ok(())
+            }
+            _ => Err(format!("join: cannot seek to byte {offset} here")),
+        };
+        self.fail_on(r)
+    }
+
+    /// How many times the trace has been read to its end so far (1, or 2 when the join needed a
+    /// second read).
+    pub fn trace_reads(&self) -> u32 {
+        self.trace_reads
     }
 
     /// The result JSON, once [`next_file`](Self::next_file) is `None`: the bytes
@@ -427,27 +759,37 @@ impl TraceJoin {
     }
 }
 
+/// The error for a range whose bytes were not given (a caller that skipped too much).
+fn missing(at: u64) -> String {
+    format!("join: the trace's bytes from {at} on were not given to the second read")
+}
+
+/// The document's first byte past whitespace and a byte-order mark, if these bytes hold it.
+fn first_byte(bytes: &[u8]) -> Option<u8> {
+    bytes
+        .iter()
+        .copied()
+        .find(|&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))
+}
+
 /// Feeds decoded bytes of the current file to its phase.
-fn feed(
-    phase: &mut Phase,
-    analyzer_opts: &AnalyzerOptions,
-    bytes: &[u8],
-    gzip: bool,
-) -> Result<(), String> {
+fn feed(phase: &mut Phase, bytes: &[u8], gzip: bool) -> Result<(), String> {
     match phase {
         Phase::Recording(b) => b.write(bytes),
         Phase::First {
-            analyzer,
-            scanner,
-            finder,
+            engine,
+            first,
+            bare,
         } => {
-            let a = analyzer.get_or_insert_with(|| {
-                Box::new(Analyzer::with_decoded_input(analyzer_opts.clone(), gzip))
-            });
-            a.write(bytes).map_err(|e| e.to_string())?;
-            scan_all(scanner, bytes, |e| finder.add(e))
+            if bare.is_none() {
+                *bare = first_byte(bytes).map(|b| b == b'[');
+            }
+            engine
+                .write(bytes, gzip, |e, end| first.add_at(e, end))
+                .map_err(|e| e.to_string())
         }
         Phase::Second { scanner, pass, .. } => scan_all(scanner, bytes, |e| pass.add(e)),
+        Phase::Ranged(r) => r.feed(bytes),
         Phase::Done => Err("the join has ended".into()),
     }
 }

@@ -9,7 +9,7 @@ use super::*;
 use crate::Limits;
 use crate::json::{EventScanner, Scan};
 use crate::testutil::for_each_split;
-use crate::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
+use crate::window::{AnalyzeOptions, PowerSource, WindowAnalyzer, WindowSelect};
 
 const BASE: i64 = 1_764_000_000_000_000_000;
 /// The recording's CLOCK_MONOTONIC is CLOCK_REALTIME minus this.
@@ -675,16 +675,11 @@ fn extreme_times_saturate_instead_of_overflowing() {
     assert_eq!(ae[0].name, "u");
 }
 
-/// `TraceJoin` (the page's driver) against the parts run by hand: the analyzer's summary with
-/// the two passes' report appended; whole, byte by byte and in random splits, plain and gzip.
-#[test]
-fn trace_join_session_equals_the_passes_in_any_split() {
+/// The summary (`trace --json`, page limits) of `doc` with the report of two full passes of
+/// their own over it appended: what the session must give.
+fn summary_and_passes(doc: &str, opts: &JoinOptions, rec: &Recording) -> String {
     use crate::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset};
-    use std::io::Write;
-    let csv = recording_csv(0..151, &[]);
-    let doc = trace_doc(Some(BASE), false, false);
-    let rec = recording(&csv);
-    let report = join(&doc, &opts(), Some(&rec)).unwrap();
+    let report = join(doc, opts, Some(rec)).unwrap();
     let mut a = Analyzer::new(AnalyzerOptions {
         kind: Kind::Trace,
         limits: LimitsPreset::Page,
@@ -692,38 +687,352 @@ fn trace_join_session_equals_the_passes_in_any_split() {
         ..AnalyzerOptions::default()
     });
     a.write(doc.as_bytes()).unwrap();
-    let want = merge_json(&a.end().unwrap(), &report);
-    assert!(want.contains("\"pauses\"") && want.contains("\"annotation_energy\""));
-    let gz = |text: &str| {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(text.as_bytes()).unwrap();
-        e.finish().unwrap()
-    };
-    let options = r#"{"source":"t.json","limits":"page","min_gap_ms":100}"#;
-    let run = |csv: &[u8], chunks: &[&[u8]]| -> String {
-        let mut j = TraceJoin::from_json(options).unwrap();
-        assert_eq!(j.next_file(), Some(NextFile::Recording));
-        for c in csv.chunks(1000) {
-            j.write(c).unwrap();
+    merge_json(&a.end().unwrap(), &report)
+}
+
+/// Runs a `TraceJoin` with `options`: the recording `csv`, then the trace in `chunks` as often
+/// as the session asks. The result and how many times it read the trace.
+fn run_session(options: &str, csv: &[u8], chunks: &[&[u8]]) -> (String, u32) {
+    run_session_sliced(options, csv, chunks, None)
+}
+
+/// [`run_session`]; with `slice` (a chunk length), a read that names its
+/// [`TraceJoin::wanted_ranges`] gets only those bytes of the document, in chunks of that length,
+/// as the page's worker gives them from a plain `File`.
+fn run_session_sliced(
+    options: &str,
+    csv: &[u8],
+    chunks: &[&[u8]],
+    slice: Option<usize>,
+) -> (String, u32) {
+    let mut j = TraceJoin::from_json(options).unwrap();
+    assert_eq!(j.next_file(), Some(NextFile::Recording));
+    for c in csv.chunks(1000) {
+        j.write(c).unwrap();
+    }
+    j.end_file().unwrap();
+    let mut reads = 0;
+    while let Some(next) = j.next_file() {
+        assert_eq!(next, NextFile::Trace);
+        reads += 1;
+        assert!(reads <= 3, "the trace is read at most three times");
+        match (slice, j.wanted_ranges()) {
+            (Some(len), Some(ranges)) => {
+                let doc: Vec<u8> = chunks.concat();
+                assert!(!ranges.is_empty());
+                for (a, b) in ranges {
+                    j.seek(a).unwrap();
+                    for c in doc[a as usize..b as usize].chunks(len) {
+                        j.write(c).unwrap();
+                    }
+                }
+            }
+            _ => {
+                for c in chunks {
+                    j.write(c).unwrap();
+                }
+            }
         }
         j.end_file().unwrap();
-        for _ in 0..2 {
-            assert_eq!(j.next_file(), Some(NextFile::Trace));
-            for c in chunks {
-                j.write(c).unwrap();
-            }
-            j.end_file().unwrap();
+    }
+    assert_eq!(j.trace_reads(), reads);
+    (j.result_json().unwrap().into(), reads)
+}
+
+fn gz(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).unwrap();
+    e.finish().unwrap()
+}
+
+/// `TraceJoin` (the page's driver) against the parts run by hand: the analyzer's summary with
+/// the two passes' report appended; whole, byte by byte and in random splits, plain and gzip.
+/// With pauses to list, the session reads the trace twice (the summary and the first pass on
+/// one scan, then the second pass); without, once (the annotation spans replayed).
+#[test]
+fn trace_join_session_equals_the_passes_in_any_split() {
+    let csv = recording_csv(0..151, &[]);
+    let doc = trace_doc(Some(BASE), false, false);
+    let rec = recording(&csv);
+    let mut no_pause = opts();
+    no_pause.gaps.min_gap_ns = 800_000_000;
+    for (options, o, reads) in [
+        (
+            r#"{"source":"t.json","limits":"page","min_gap_ms":100}"#,
+            opts(),
+            2,
+        ),
+        (
+            r#"{"source":"t.json","limits":"page","min_gap_ms":800}"#,
+            no_pause,
+            1,
+        ),
+    ] {
+        let want = summary_and_passes(&doc, &o, &rec);
+        assert!(want.contains("\"annotation_energy\": [\n    {"), "{want}");
+        assert_eq!(want.contains("\"pauses\": []"), reads == 1, "{want}");
+        for_each_split(doc.as_bytes(), 8, 41, |chunks| {
+            assert_eq!(
+                run_session(options, csv.as_bytes(), chunks),
+                (want.clone(), reads)
+            );
+        });
+        let (doc_gz, csv_gz) = (gz(&doc), gz(&csv));
+        for_each_split(&doc_gz, 4, 42, |chunks| {
+            assert_eq!(run_session(options, &csv_gz, chunks), (want.clone(), reads));
+        });
+    }
+}
+
+/// Past the caps of the first pass's copy of the annotation spans (here its 4 MiB of names),
+/// the session reads the trace a second time even without a pause to list, with the same result.
+#[test]
+fn trace_join_session_reads_again_past_the_annotation_copy() {
+    use super::first_pass::MAX_KEPT_NAME_BYTES;
+    let csv = recording_csv(0..151, &[]);
+    let rec = recording(&csv);
+    let name = "n".repeat(1000);
+    let spans = MAX_KEPT_NAME_BYTES / name.len() + 1;
+    let mut evs: Vec<String> = (0..spans)
+        .map(|k| {
+            format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"{name}","pid":9,"tid":9,"ts":{},"dur":100}}"#,
+                1_000_000 + k * 300
+            )
+        })
+        .collect();
+    evs.push(
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1000000,"dur":1500000}"#.into(),
+    );
+    let doc = format!(
+        r#"{{"traceEvents":[{}],"baseTimeNanoseconds":{BASE}}}"#,
+        evs.join(",\n")
+    );
+    let want = summary_and_passes(&doc, &opts(), &rec);
+    assert!(want.contains("\"pauses\": []"));
+    assert!(
+        want.contains(&format!("\"n\": {spans},")),
+        "every span is charged"
+    );
+    let options = r#"{"source":"t.json","limits":"page"}"#;
+    assert_eq!(
+        run_session(options, csv.as_bytes(), &[doc.as_bytes()]),
+        (want.clone(), 2)
+    );
+    // One span fewer fits the copy: one read.
+    let fewer = doc.replacen(&format!("{name}\""), "m\"", 1);
+    let want = summary_and_passes(&fewer, &opts(), &rec);
+    assert_eq!(
+        run_session(options, csv.as_bytes(), &[fewer.as_bytes()]),
+        (want, 1)
+    );
+}
+
+/// `steps` steps of a training loop: a kernel on device 0 per step (1 ms every 2 ms), with a
+/// pause of 150 + k ms after every 700th step k; a cpu_op and a runtime call per step, a step
+/// annotation every 100 steps. `arrays`: the events split into that many `traceEvents` arrays
+/// (the first holding `first` events); `bare`: a bare array instead of an object.
+fn loop_doc(steps: usize, arrays: usize, first: usize, bare: bool) -> String {
+    let mut evs = Vec::new();
+    let mut t_us = 1_000_000i64;
+    for k in 0..steps {
+        if k > 0 && k % 700 == 0 {
+            t_us += 150_000 + k as i64;
         }
-        assert_eq!(j.next_file(), None);
-        j.result_json().unwrap().into()
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":{t_us},"dur":1000}}"#
+        ));
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":9,"tid":9,"ts":{},"dur":{}}}"#,
+            t_us - 500,
+            400 + k % 7
+        ));
+        evs.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":9,"tid":9,"ts":{},"dur":5}}"#,
+            t_us - 50
+        ));
+        if k % 100 == 0 {
+            evs.push(format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":9,"tid":9,"ts":{},"dur":150000}}"#,
+                k / 100,
+                t_us - 600
+            ));
+        }
+        t_us += 2_000;
+    }
+    if bare {
+        return format!("[\n{}\n]", evs.join(",\n"));
+    }
+    let mut parts = Vec::new();
+    let mut rest = &evs[..];
+    for a in 0..arrays {
+        let n = if a == 0 && arrays > 1 {
+            first
+        } else {
+            rest.len().div_ceil(arrays - a)
+        };
+        let (head, tail) = rest.split_at(n.min(rest.len()));
+        parts.push(format!(r#""traceEvents":[{}]"#, head.join(",\n")));
+        rest = tail;
+    }
+    format!(
+        r#"{{"schemaVersion":1,{},"baseTimeNanoseconds":{}}}"#,
+        parts.join(","),
+        BASE - 1_000_000_000 + 1_000_000_000
+    )
+}
+
+/// With pauses to list in a trace of many byte ranges, the session's second read scans only
+/// the ranges whose host events meet a listed pause and replays the others' annotation spans:
+/// the same bytes as two full passes, in random splits, plain and gzip, for an object and a
+/// bare array, with every pause listed or only the longest.
+#[test]
+fn trace_join_session_reads_only_the_ranges_around_listed_pauses() {
+    let csv = recording_csv(0..151, &[]);
+    let rec = recording(&csv);
+    for (doc, top, bare) in [
+        (loop_doc(3000, 1, 0, false), 50, false),
+        (loop_doc(3000, 1, 0, false), 1, false),
+        (loop_doc(3000, 1, 0, true), 2, true),
+    ] {
+        let mut o = opts();
+        o.pauses.max_pauses_per_device = top;
+        // A bare array has no baseTimeNanoseconds: the same clock by hand.
+        o.clock_offset_ns = bare.then_some(BASE);
+        let offset = if bare {
+            r#","clock_offset_ms":"1764000000000""#
+        } else {
+            ""
+        };
+        let want = summary_and_passes(&doc, &o, &rec);
+        let r: serde_json::Value = serde_json::from_str(&want).unwrap();
+        assert_eq!(r["pauses"].as_array().unwrap().len(), top.min(4), "{want}");
+        assert_eq!(r["pauses"][0]["duration_ms"], 153.8);
+        assert!(
+            serde_json::to_string(&r["pauses"][0]["host"])
+                .unwrap()
+                .contains("aten::mm")
+        );
+        assert!(r["annotation_energy"][0]["gpu_energy_j"].as_f64().unwrap() > 0.0);
+        let options =
+            format!(r#"{{"source":"t.json","limits":"page","top_pauses":{top}{offset}}}"#);
+        for_each_split(doc.as_bytes(), 3, 43, |chunks| {
+            assert_eq!(
+                run_session(&options, csv.as_bytes(), chunks),
+                (want.clone(), 2)
+            );
+        });
+        // Only the wanted byte ranges of the plain document, in chunks of a few lengths.
+        for len in [1, 7, 4096] {
+            let got = run_session_sliced(&options, csv.as_bytes(), &[doc.as_bytes()], Some(len));
+            assert_eq!(got, (want.clone(), 2), "chunks of {len}");
+        }
+        let doc_gz = gz(&doc);
+        for_each_split(&doc_gz, 2, 44, |chunks| {
+            assert_eq!(
+                run_session(&options, csv.as_bytes(), chunks),
+                (want.clone(), 2)
+            );
+        });
+    }
+}
+
+/// The wanted ranges are only for a plain trace's planned read, before its first byte; a caller
+/// that skips bytes a range needs gets an error, not a wrong result.
+#[test]
+fn trace_join_session_wanted_ranges_are_checked() {
+    let csv = recording_csv(0..151, &[]);
+    let doc = loop_doc(3000, 1, 0, false);
+    let start = |doc: &[u8]| {
+        let mut j = TraceJoin::from_json(r#"{"source":"t.json","limits":"page"}"#).unwrap();
+        j.write(csv.as_bytes()).unwrap();
+        j.end_file().unwrap();
+        assert!(j.wanted_ranges().is_none(), "the first read is whole");
+        j.write(doc).unwrap();
+        j.end_file().unwrap();
+        j
     };
-    for_each_split(doc.as_bytes(), 8, 41, |chunks| {
-        assert_eq!(run(csv.as_bytes(), chunks), want);
+    let mut first = TraceJoin::from_json(r#"{"source":"t.json","limits":"page"}"#).unwrap();
+    first.write(csv.as_bytes()).unwrap();
+    first.end_file().unwrap();
+    assert!(first.seek(10).is_err(), "no seek in the first read");
+    let j = start(doc.as_bytes());
+    let ranges = j.wanted_ranges().unwrap();
+    assert_eq!(ranges.len(), 4, "{ranges:?}");
+    let total: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+    assert!(
+        total * 4 < doc.len() as u64,
+        "{total} of {} bytes",
+        doc.len()
+    );
+    // Skipping into the first range: an error that names the byte.
+    let mut j = start(doc.as_bytes());
+    let (a, b) = ranges[0];
+    j.seek(a + 1).unwrap();
+    let e = j
+        .write(&doc.as_bytes()[a as usize + 1..b as usize])
+        .unwrap_err();
+    assert!(
+        e.contains(&format!("bytes from {a} on were not given")),
+        "{e}"
+    );
+    // A gzip trace: the whole file.
+    let mut j = start(&gz(&doc));
+    assert!(j.wanted_ranges().is_none());
+    assert!(j.seek(0).is_err());
+}
+
+/// A range that cannot be resumed (it starts right after the last event of a first
+/// `traceEvents` array, which a second one follows): the session reads the trace a third time,
+/// whole, with the same result.
+#[test]
+fn trace_join_session_reads_all_again_where_a_range_cannot_resume() {
+    use super::first_pass::RANGE_EVENTS;
+    let csv = recording_csv(0..151, &[]);
+    let rec = recording(&csv);
+    // Step 700 (the first pause) begins at event 2107: the range from event 2048 on, right
+    // after the first array's last event, meets it.
+    let doc = loop_doc(3000, 2, 4 * RANGE_EVENTS as usize, false);
+    let want = summary_and_passes(&doc, &opts(), &rec);
+    assert!(want.contains("\"duration_ms\": 153.8"), "{want}");
+    let options = r#"{"source":"t.json","limits":"page"}"#;
+    let sliced = run_session_sliced(options, csv.as_bytes(), &[doc.as_bytes()], Some(999));
+    assert_eq!(sliced, (want.clone(), 3));
+    for_each_split(doc.as_bytes(), 3, 45, |chunks| {
+        assert_eq!(
+            run_session(options, csv.as_bytes(), chunks),
+            (want.clone(), 3)
+        );
     });
-    let (doc_gz, csv_gz) = (gz(&doc), gz(&csv));
-    for_each_split(&doc_gz, 4, 42, |chunks| {
-        assert_eq!(run(&csv_gz, chunks), want);
+}
+
+/// The sidecar's power source (the CLI's rule, [`crate::sidecar::power_source`]) reaches the
+/// verdicts' evidence through `power_source`, as native's `--telemetry` gives it.
+#[test]
+fn trace_join_session_takes_the_sidecars_power_source() {
+    let csv = recording_csv(0..151, &[]);
+    let doc = trace_doc(Some(BASE), false, false);
+    let run = |options: &str| run_session(options, csv.as_bytes(), &[doc.as_bytes()]).0;
+    let sidecar = br#"{"gpus":[{"index":0,"gpu_power_w_source":"instant"}]}"#;
+    let source = crate::sidecar::power_source(sidecar).unwrap();
+    let options = format!(
+        r#"{{"source":"t.json","limits":"page","power_source":{}}}"#,
+        serde_json::to_string(&source).unwrap()
+    );
+    let with_sidecar = run(&options);
+    let mut b = RecordingBuilder::new(RecordingOptions {
+        power_source: PowerSource::Instant,
+        ..RecordingOptions::default()
     });
+    b.write(csv.as_bytes()).unwrap();
+    assert_eq!(
+        with_sidecar,
+        summary_and_passes(&doc, &opts(), &b.end().unwrap())
+    );
+    assert!(with_sidecar.contains("instantaneous power (NVML field 186)"));
+    assert_ne!(with_sidecar, run(r#"{"source":"t.json","limits":"page"}"#));
+    assert!(TraceJoin::from_json(r#"{"power_source":"fast"}"#).is_err());
 }
 
 #[test]
@@ -747,7 +1056,7 @@ fn trace_join_session_errors_and_timeline() {
     j.write(csv.as_bytes()).unwrap();
     j.end_file().unwrap();
     let doc = trace_doc(None, false, false);
-    for _ in 0..2 {
+    while j.next_file().is_some() {
         j.write(doc.as_bytes()).unwrap();
         j.end_file().unwrap();
     }

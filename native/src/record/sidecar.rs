@@ -105,6 +105,13 @@ pub fn path_for(csv: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Which NVML reading fills the recording `csv`'s `gpu_power_W`, as its sidecar names it:
+/// `None` without a readable sidecar, or one that names none. The rule is the core's
+/// (`flinch_core::sidecar::power_source`), the one the page applies to a dropped sidecar.
+pub fn power_source(csv: &Path) -> Option<PowerSource> {
+    flinch_core::sidecar::power_source(&std::fs::read(path_for(csv)).ok()?)
+}
+
 /// Host facts from uname and the CPU count.
 pub fn host_info() -> HostInfo {
     // SAFETY: a zeroed utsname is a valid out-parameter for uname.
@@ -130,17 +137,10 @@ pub fn host_info() -> HostInfo {
 
 impl Sidecar {
     /// Reads the sidecar of `csv`: `None` when there is none, or it does not parse as one.
+    #[cfg(test)]
     pub fn read(csv: &Path) -> Option<Sidecar> {
         let text = std::fs::read_to_string(path_for(csv)).ok()?;
         serde_json::from_str(&text).ok()
-    }
-
-    /// Which reading fills `gpu_power_W`: the first GPU's that says.
-    pub fn power_source(&self) -> Option<PowerSource> {
-        self.gpus
-            .iter()
-            .map(|g| g.gpu_power_w_source)
-            .find(|s| *s != PowerSource::Unknown)
     }
 
     /// Writes the sidecar atomically (temporary file, then rename).
@@ -180,12 +180,14 @@ mod tests {
         let h200 = Sidecar::read(&example("h200")).expect("the H200 sidecar parses");
         assert_eq!(h200.gpus.len(), 1);
         assert_eq!(h200.gpus[0].info.name.as_deref(), Some("NVIDIA H200"));
-        assert_eq!(h200.power_source(), Some(PowerSource::Instant));
+        assert_eq!(power_source(&example("h200")), Some(PowerSource::Instant));
         assert_eq!(h200.health.as_ref().map(|h| h.ticks), Some(1450));
         let host_only = Sidecar::read(&example("host-only")).expect("the host-only sidecar parses");
         assert!(host_only.gpus.is_empty());
-        assert_eq!(host_only.power_source(), None);
-        assert!(Sidecar::read(Path::new("tests/analyze/does-not-exist.csv")).is_none());
+        assert_eq!(power_source(&example("host-only")), None);
+        let missing = Path::new("tests/analyze/does-not-exist.csv");
+        assert!(Sidecar::read(missing).is_none());
+        assert_eq!(power_source(missing), None);
     }
 
     #[test]
@@ -197,7 +199,7 @@ mod tests {
         let csv = dir.join("trace.csv");
         side.write(&csv).unwrap();
         let back = Sidecar::read(&csv).unwrap();
-        assert_eq!(back.power_source(), Some(PowerSource::Average));
+        assert_eq!(power_source(&csv), Some(PowerSource::Average));
         assert_eq!(
             serde_json::to_string(&back).unwrap(),
             serde_json::to_string(&side).unwrap()

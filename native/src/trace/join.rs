@@ -92,9 +92,8 @@ impl JoinArgs {
         let Some(path) = &self.telemetry else {
             return Ok(None);
         };
-        let power_source = crate::record::sidecar::Sidecar::read(path)
-            .and_then(|s| s.power_source())
-            .unwrap_or(PowerSource::Unknown);
+        let power_source =
+            crate::record::sidecar::power_source(path).unwrap_or(PowerSource::Unknown);
         let mut b = RecordingBuilder::new(RecordingOptions {
             power_source,
             ..RecordingOptions::default()

@@ -1,0 +1,121 @@
+"""flinch-trace from Python: the command line's JSON results as dicts, and marks for its recorder.
+
+``trace_summary``, ``analyze`` and ``summarize`` call the same Rust code as ``flinch-trace trace
+--json``, ``analyze --json`` and ``summarize`` and return the same JSON, parsed. The work runs with
+the GIL released, so threads (and Dask's threaded workers) run several at once. Bad input raises
+``ValueError`` with the command line's message (it names the byte offset or line); a path that
+cannot be opened raises ``OSError`` (``FileNotFoundError``, ...). See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
+
+from . import _native
+from ._marks import mark, window
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "trace_summary",
+    "trace_summary_json",
+    "analyze",
+    "summarize",
+    "merge",
+    "merge_json",
+    "mark",
+    "window",
+    "DEFAULT_TOP",
+    "__version__",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: How many ops ``trace_summary`` lists by default (``--top``).
+DEFAULT_TOP: int = _native.DEFAULT_TOP
+
+
+def trace_summary(
+    path: PathLike,
+    top: Optional[int] = None,
+    exactness: str = "native",
+    mergeable: bool = False,
+) -> Dict[str, Any]:
+    """``flinch-trace trace PATH --json [--top N] [--bounded | --exact] [--mergeable]`` as a dict.
+
+    ``top``: how many ops to list (default ``DEFAULT_TOP``, as the command line). ``exactness``:
+    ``"native"`` (the default: exact in bounded memory, spilling to a temporary file),
+    ``"bounded"`` (``--bounded``) or ``"exact"`` (``--exact``). ``mergeable``: add the
+    ``"mergeable"`` section (``--mergeable``) that ``merge`` combines across ranks.
+    """
+    return json.loads(trace_summary_json(path, top, exactness, mergeable))
+
+
+def trace_summary_json(
+    path: PathLike,
+    top: Optional[int] = None,
+    exactness: str = "native",
+    mergeable: bool = False,
+) -> str:
+    """``trace_summary`` as the command line's JSON text: cheaper to send between processes and to
+    ``merge_json`` than a dict (no ``json.loads`` / ``json.dumps`` of the thousands of ops)."""
+    return _native.trace_summary_json(os.fspath(path), top, exactness, mergeable)
+
+
+def analyze(
+    csv: PathLike,
+    start: Optional[str] = None,
+    end: Optional[str] = None,
+    *,
+    occurrence: int = 1,
+    spans: bool = False,
+    gpu: Optional[int] = None,
+    max_gap_ms: int = 5000,
+    power_source: Optional[str] = None,
+) -> Dict[str, Any]:
+    """``flinch-trace analyze --csv CSV --start START --end END --json`` as a dict.
+
+    Without ``start`` and ``end``: the recording-level analysis (every span, mark and the plot
+    series). A missing or misplaced mark raises ``ValueError`` with the command line's message.
+    """
+    text = _native.analyze_json(
+        os.fspath(csv), start, end, occurrence, spans, gpu, max_gap_ms, power_source
+    )
+    return json.loads(text)
+
+
+def summarize(
+    runs: PathLike, *, skip_traces: bool = False, exact: bool = False
+) -> Dict[str, Any]:
+    """``flinch-trace summarize --runs RUNS --out FILE`` as a dict: what it writes to FILE."""
+    text = _native.summarize_json(os.fspath(runs), skip_traces, exact)
+    return json.loads(text)
+
+
+def merge(
+    summaries: Iterable[Union[Mapping[str, Any], str, bytes]], top: Optional[int] = None
+) -> Dict[str, Any]:
+    """``flinch-trace merge S1 S2 ... --json`` as a dict (docs/merge.md).
+
+    ``summaries``: ``trace_summary(path, mergeable=True)`` results, earlier ``merge`` results
+    (a merge merges again), or their JSON texts (``trace_summary_json``, ``merge_json``), in any
+    mix. Counts and duration sums are exact; per-op percentiles come from mergeable log-bucket
+    histograms, within the stated ``quantile_relative_error``; busy unions stay per rank. A
+    summary without the mergeable section, or a malformed one, raises ``ValueError`` naming its
+    index and the key at fault.
+    """
+    return json.loads(merge_json(summaries, top))
+
+
+def merge_json(
+    summaries: Iterable[Union[Mapping[str, Any], str, bytes]], top: Optional[int] = None
+) -> str:
+    """``merge`` as the command line's JSON text (``merge --json``)."""
+    texts = []
+    for s in summaries:
+        if isinstance(s, bytes):
+            s = s.decode()
+        texts.append(s if isinstance(s, str) else json.dumps(s))
+    return _native.merge_json(texts, top)

@@ -1,0 +1,189 @@
+//! `flinch_trace._native`: the wheel's compiled module. Each function calls the library function
+//! the command line calls (`flinch_trace::{trace, analyze, summarize}`, `flinch_core::merge`), so
+//! the JSON text is the same bytes; `flinch_trace/__init__.py` turns it into dicts. The work runs
+//! with the GIL released (`Python::detach`), and a panic inside it becomes a `RuntimeError`
+//! rather than unwinding into the interpreter.
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use flinch_core::merge::{MergeOptions, merge_json_with};
+use flinch_core::summary::DEFAULT_TOP_OPS;
+use flinch_core::window::PowerSource;
+use flinch_trace::analyze;
+use flinch_trace::summarize;
+use flinch_trace::trace::{self, Exactness, SummaryOptions};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+/// Runs `work` without the GIL, turning a panic into a `RuntimeError`.
+fn detached<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<T, String> + Send,
+) -> PyResult<T> {
+    let done = py.detach(|| catch_unwind(AssertUnwindSafe(work)));
+    match done {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(message)) => Err(PyValueError::new_err(message)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            Err(PyRuntimeError::new_err(format!(
+                "flinch-trace: internal error: {what}"
+            )))
+        }
+    }
+}
+
+/// `OSError(errno, strerror, filename)` when `path` cannot be looked at (Python picks the
+/// subclass from errno: `FileNotFoundError`, `PermissionError`, ...), or when it is not a file
+/// (`want_dir` false) or not a folder (`want_dir` true).
+fn check_path(path: &Path, want_dir: bool) -> PyResult<()> {
+    let name = path.display().to_string();
+    match std::fs::metadata(path) {
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(0);
+            // Rust's text ends in " (os error N)"; Python's strerror does not.
+            let text = e.to_string();
+            let strerror = text
+                .strip_suffix(&format!(" (os error {errno})"))
+                .unwrap_or(&text)
+                .to_string();
+            Err(PyOSError::new_err((errno, strerror, name)))
+        }
+        Ok(m) if want_dir && !m.is_dir() => Err(PyOSError::new_err((
+            20, // ENOTDIR
+            "Not a directory".to_string(),
+            name,
+        ))),
+        Ok(m) if !want_dir && m.is_dir() => Err(PyOSError::new_err((
+            21, // EISDIR
+            "Is a directory".to_string(),
+            name,
+        ))),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// `trace PATH --json [--top N] [--bounded | --exact] [--mergeable]` as text.
+#[pyfunction]
+#[pyo3(signature = (path, top = None, exactness = "native", mergeable = false))]
+fn trace_summary_json(
+    py: Python<'_>,
+    path: PathBuf,
+    top: Option<usize>,
+    exactness: &str,
+    mergeable: bool,
+) -> PyResult<String> {
+    let exactness = match exactness {
+        "native" => Exactness::Native,
+        "bounded" => Exactness::Bounded,
+        "exact" => Exactness::Exact,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "exactness must be 'native', 'bounded' or 'exact', not {other:?}"
+            )));
+        }
+    };
+    check_path(&path, false)?;
+    let opts = SummaryOptions {
+        top: top.unwrap_or(DEFAULT_TOP_OPS),
+        exactness,
+        mergeable,
+    };
+    detached(py, || {
+        trace::summary_json(&path, &opts)
+            .map_err(|msg| format!("flinch-trace trace: {}: {msg}", path.display()))
+    })
+}
+
+/// `analyze --csv CSV [--start A --end B] --json ...` as text.
+#[pyfunction]
+#[pyo3(signature = (csv, start = None, end = None, occurrence = 1, spans = false, gpu = None,
+                    max_gap_ms = analyze::DEFAULT_MAX_GAP_MS, power_source = None))]
+#[allow(clippy::too_many_arguments)] // one per command-line option
+fn analyze_json(
+    py: Python<'_>,
+    csv: PathBuf,
+    start: Option<String>,
+    end: Option<String>,
+    occurrence: u32,
+    spans: bool,
+    gpu: Option<i64>,
+    max_gap_ms: u64,
+    power_source: Option<&str>,
+) -> PyResult<String> {
+    if occurrence == 0 {
+        return Err(PyValueError::new_err(
+            "occurrence counts from 1 (the first mark of each label)",
+        ));
+    }
+    let power_source = match power_source {
+        None => None,
+        Some("instant") => Some(PowerSource::Instant),
+        Some("average") => Some(PowerSource::Average),
+        Some("unknown") => Some(PowerSource::Unknown),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "power_source must be 'instant', 'average' or 'unknown', not {other:?}"
+            )));
+        }
+    };
+    check_path(&csv, false)?;
+    let mut args = analyze::Args::json_for(csv);
+    args.start = start;
+    args.end = end;
+    args.occurrence = occurrence;
+    args.spans = spans;
+    args.gpu = gpu;
+    args.max_gap_ms = max_gap_ms;
+    args.power_source = power_source;
+    let out = detached(py, || analyze::json(&args))?;
+    if let Some(message) = out.selection_error {
+        return Err(PyValueError::new_err(message));
+    }
+    String::from_utf8(out.json).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// `summarize --runs RUNS [--skip-traces] [--exact]`: the text written to `--out`.
+#[pyfunction]
+#[pyo3(signature = (runs, skip_traces = false, exact = false))]
+fn summarize_json(
+    py: Python<'_>,
+    runs: PathBuf,
+    skip_traces: bool,
+    exact: bool,
+) -> PyResult<String> {
+    check_path(&runs, true)?;
+    detached(py, || {
+        summarize::summary(&runs, skip_traces, exact).map(|s| s.json)
+    })
+}
+
+/// `merge --json` of summaries given as JSON texts (`trace --json --mergeable` outputs or merge
+/// outputs): the merged summary's text. A bad summary is a `ValueError` naming its index in the
+/// list and the key at fault.
+#[pyfunction]
+#[pyo3(signature = (summaries, top = None))]
+fn merge_json(py: Python<'_>, summaries: Vec<String>, top: Option<usize>) -> PyResult<String> {
+    let options = MergeOptions {
+        top: top.unwrap_or(DEFAULT_TOP_OPS),
+    };
+    detached(py, || {
+        merge_json_with(&summaries, &options).map_err(|e| format!("flinch-trace merge: {e}"))
+    })
+}
+
+/// The compiled half of `flinch_trace`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(trace_summary_json, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_json, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize_json, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_json, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_TOP", DEFAULT_TOP_OPS)?;
+    Ok(())
+}
