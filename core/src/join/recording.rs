@@ -6,8 +6,9 @@
 //! and the readings up to the first after `t1` go through the same accumulator as
 //! `analyze --json` ([`GpuAcc`]), one signal at a time, so `gpu_energy_j` is the same
 //! edge-interpolated trapezoid, to the bit, that `analyze` gives as `energy_edge_j` for that
-//! window. The verdict uses each GPU's idle floor from the same rows through
-//! [`WindowAnalyzer`] (on `t_mono_ns`, whose floor does not depend on the clock).
+//! window. The verdict uses each GPU's idle floor from the same rows, as
+//! [`WindowAnalyzer`](crate::window::WindowAnalyzer) gives it (on `t_mono_ns`, whose floor
+//! does not depend on the clock), kept by `idle::IdleFloors` without the analyzer's windows.
 //!
 //! # Memory
 //! At most `max_readings` readings in all (power, utilization and counter each count one):
@@ -18,11 +19,16 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::csv::Row;
 use crate::csv::{Col, CsvEvent, RowKind, TraceCsvReader};
 use crate::window::{
-    AnalyzeOptions, GpuAcc, GpuSummary, ParsedKind, ParsedRow, PowerSource, Prev, Sample, Verdict,
-    VerdictContext, WindowAnalyzer,
+    GpuAcc, GpuSummary, ParsedKind, ParsedRow, PowerSource, Prev, Sample, Verdict, VerdictContext,
 };
+
+mod idle;
+#[cfg(test)]
+mod tests;
+use idle::IdleFloors;
 
 /// Options of a [`RecordingBuilder`].
 #[derive(Clone, Copy, Debug)]
@@ -54,6 +60,10 @@ struct RecGpu {
     power: Vec<(i64, f64)>,
     util: Vec<(i64, f64)>,
     counter: Vec<(i64, f64)>,
+    /// The latest time of a row kept so far, and whether an earlier one followed it (the
+    /// series then need sorting).
+    last_t: Option<i64>,
+    out_of_order: bool,
 }
 
 /// Streams a trace.csv into a [`Recording`]: [`write`](Self::write) chunks, then
@@ -61,7 +71,7 @@ struct RecGpu {
 pub struct RecordingBuilder {
     opts: RecordingOptions,
     reader: TraceCsvReader,
-    analyzer: WindowAnalyzer,
+    floors: IdleFloors,
     gpus: Vec<RecGpu>,
     readings: usize,
     samples: u64,
@@ -70,7 +80,17 @@ pub struct RecordingBuilder {
     dropped_gpu_samples: u64,
     span: Option<(i64, i64)>,
     error: Option<String>,
+    /// Bytes the whole input holds, when the caller knows ([`size_hint`](Self::size_hint)).
+    total_bytes: Option<u64>,
+    /// Bytes written so far.
+    bytes_in: u64,
+    /// Whether the series were reserved from the size hint.
+    reserved: bool,
 }
+
+/// Bytes read before the series are reserved from the size hint: enough rows to estimate the
+/// bytes per row, a small share of a large file.
+const RESERVE_AFTER_BYTES: u64 = 256 << 10;
 
 impl RecordingBuilder {
     /// A builder with these options.
@@ -78,11 +98,7 @@ impl RecordingBuilder {
         RecordingBuilder {
             opts,
             reader: TraceCsvReader::new(),
-            analyzer: WindowAnalyzer::new(AnalyzeOptions {
-                max_gap_ns: opts.max_gap_ns,
-                power_source: opts.power_source,
-                ..AnalyzeOptions::default()
-            }),
+            floors: IdleFloors::new(),
             gpus: Vec::new(),
             readings: 0,
             samples: 0,
@@ -91,6 +107,41 @@ impl RecordingBuilder {
             dropped_gpu_samples: 0,
             span: None,
             error: None,
+            total_bytes: None,
+            bytes_in: 0,
+            reserved: false,
+        }
+    }
+
+    /// The size of the whole input, when known (a file's length). Once the first 256 KiB are
+    /// read, each GPU's series are reserved for the rows the rest of the file is expected to
+    /// hold at the same bytes per row (within `max_readings`), so they are not grown by
+    /// copying. Only capacity changes: the result is the same with or without the hint.
+    pub fn size_hint(&mut self, total_bytes: u64) {
+        self.total_bytes = Some(total_bytes);
+    }
+
+    /// Reserves each GPU's series for the rows expected in all, at the bytes per row so far.
+    fn reserve_from_hint(&mut self) {
+        self.reserved = true;
+        let Some(total) = self.total_bytes else {
+            return;
+        };
+        if self.bytes_in == 0 || total <= self.bytes_in {
+            return;
+        }
+        // Readings expected per reading so far, with 1/16 to spare; never past the bound.
+        let scale = |n: usize| -> usize {
+            let est = (n as u128 * total as u128 / self.bytes_in as u128) * 17 / 16;
+            usize::try_from(est).unwrap_or(usize::MAX)
+        };
+        let mut budget = self.opts.max_readings.saturating_add(1);
+        for g in &mut self.gpus {
+            for v in [&mut g.power, &mut g.util, &mut g.counter] {
+                let want = scale(v.len()).min(budget);
+                budget -= want;
+                v.reserve_exact(want.saturating_sub(v.len()));
+            }
         }
     }
 
@@ -99,6 +150,7 @@ impl RecordingBuilder {
     /// # Errors
     /// Past `max_readings` (and every call after).
     pub fn write(&mut self, mut chunk: &[u8]) -> Result<(), String> {
+        self.bytes_in += chunk.len() as u64;
         while !chunk.is_empty() {
             let (ev, n) = self.reader.read(chunk);
             chunk = &chunk[n..];
@@ -107,24 +159,29 @@ impl RecordingBuilder {
                 return Err(e.clone());
             }
         }
+        if !self.reserved && self.bytes_in >= RESERVE_AFTER_BYTES {
+            self.reserve_from_hint();
+        }
         Ok(())
     }
 
     fn on_event(&mut self, ev: CsvEvent) {
         match ev {
             CsvEvent::NeedsInput | CsvEvent::End => {}
-            CsvEvent::Header => self
-                .analyzer
-                .add_header(self.reader.header_line(), self.reader.header_usable()),
-            CsvEvent::BadRow { line } => self.analyzer.add_bad_row(line),
-            CsvEvent::UnbalancedQuote { line } => self.analyzer.add_unbalanced_quote(line),
+            // Headers and bad records matter to no figure the join reads.
+            CsvEvent::Header | CsvEvent::BadRow { .. } | CsvEvent::UnbalancedQuote { .. } => {}
             CsvEvent::Row => {
                 let row = self.reader.row();
-                // Each field is parsed once, for the analyzer and for the series.
-                let full = !self.analyzer.reference_only();
-                let p = ParsedRow::from_row(&row, full);
-                self.analyzer.push_parsed(&p, row.label());
-                if row.kind() != RowKind::Sample {
+                // Each field is parsed once, for the idle floor and for the series.
+                let p = parse_row(&row);
+                self.floors.push(&p);
+                // A SAMPLE row is `Sample` to the parse, or `Bad` without a `t_mono_ns`.
+                let sample = match p.kind {
+                    ParsedKind::Sample => true,
+                    ParsedKind::Bad => row.kind() == RowKind::Sample,
+                    ParsedKind::Mark | ParsedKind::Other => false,
+                };
+                if !sample {
                     return;
                 }
                 self.samples += 1;
@@ -133,8 +190,8 @@ impl RecordingBuilder {
                     self.first_without_wall.get_or_insert(row.line());
                     return;
                 };
-                // A sample row without a `t_mono_ns` is bad to the analyzer, which then parses
-                // nothing else of it.
+                // A sample row without a `t_mono_ns` is bad to the idle floor (as to the
+                // analyzer), and nothing else of it is parsed yet.
                 let parsed = p.kind == ParsedKind::Sample;
                 let key = if parsed {
                     p.gpu_index
@@ -156,8 +213,10 @@ impl RecordingBuilder {
                     }
                 };
                 let g = &mut self.gpus[slot];
+                g.out_of_order |= g.last_t.is_some_and(|l| t < l);
+                g.last_t = Some(t);
                 let before = g.power.len() + g.util.len() + g.counter.len();
-                let (power, util, energy) = if parsed && full {
+                let (power, util, energy) = if parsed {
                     (p.power_w, p.util_pct, p.energy_mj)
                 } else {
                     (
@@ -213,15 +272,20 @@ impl RecordingBuilder {
             ));
         }
         for g in &mut self.gpus {
+            // A recording is nearly always in time order already, and a stable sort would
+            // still take a scratch buffer of half the series.
+            if !g.out_of_order {
+                continue;
+            }
             // Stable: equal times keep file order, as the analyzer's reorder buffer does.
             g.power.sort_by_key(|r| r.0);
             g.util.sort_by_key(|r| r.0);
             g.counter.sort_by_key(|r| r.0);
         }
-        let analysis = self.analyzer.end();
+        let summaries = self.floors.end();
         Ok(Recording {
             gpus: self.gpus,
-            summaries: analysis.gpus,
+            summaries,
             max_gap_ns: self.opts.max_gap_ns,
             power_source: self.opts.power_source,
             span_ns: self.span,
@@ -231,6 +295,22 @@ impl RecordingBuilder {
             dropped_gpu_samples: self.dropped_gpu_samples,
         })
     }
+}
+
+/// The fields of a row the recording reads, each parsed once: what [`IdleFloors`] needs (as
+/// [`ParsedRow::from_row`] gives it) and the series' utilization and energy counter. The
+/// columns only the analyzer's windows and warnings read are not parsed.
+fn parse_row(row: &Row<'_>) -> ParsedRow {
+    let mut p = ParsedRow::from_row_deferred(row, false);
+    if p.kind == ParsedKind::Sample {
+        p.power_w = row.f64(Col::GpuPowerW);
+        p.util_pct = row.f64(Col::GpuUtilPct);
+        p.energy_mj = row.f64(Col::GpuEnergyMj);
+        p.rapl_uj = row
+            .i64(Col::RaplEnergyUj)
+            .and_then(|v| u64::try_from(v).ok());
+    }
+    p
 }
 
 /// A recording ready for windows.

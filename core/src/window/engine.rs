@@ -35,16 +35,48 @@ pub(super) enum Item {
     Rapl(Option<u64>, Option<u64>),
 }
 
-pub(super) struct GpuState {
-    pub(super) key: Option<i64>,
-    pub(super) prev: Prev,
-    pub(super) floor: PowerHistogram,
-    pub(super) series: Series,
-    pub(super) samples: u64,
-    pub(super) power_samples: u64,
-    pub(super) repeated: u64,
-    pub(super) first_power_t: Option<i64>,
-    pub(super) last_power_t: Option<i64>,
+pub(crate) struct GpuState {
+    pub(crate) key: Option<i64>,
+    pub(crate) prev: Prev,
+    pub(crate) floor: PowerHistogram,
+    pub(crate) series: Series,
+    pub(crate) samples: u64,
+    pub(crate) power_samples: u64,
+    pub(crate) repeated: u64,
+    pub(crate) first_power_t: Option<i64>,
+    pub(crate) last_power_t: Option<i64>,
+}
+
+impl GpuState {
+    pub(crate) fn new(key: Option<i64>, series: Series) -> GpuState {
+        GpuState {
+            key,
+            prev: Prev::default(),
+            floor: PowerHistogram::new(),
+            series,
+            samples: 0,
+            power_samples: 0,
+            repeated: 0,
+            first_power_t: None,
+            last_power_t: None,
+        }
+    }
+
+    /// A sample in time order, for the GPU's summary ([`summarize_gpu`]): `finite_power` is its
+    /// power reading when a finite number. `prev.power` is the caller's to move on after.
+    #[inline]
+    pub(crate) fn add_reading(&mut self, t_ns: i64, finite_power: Option<f64>) {
+        self.samples += 1;
+        if let Some(p) = finite_power {
+            self.power_samples += 1;
+            self.floor.add(p);
+            if matches!(self.prev.power, Some((_, pp)) if pp.to_bits() == p.to_bits()) {
+                self.repeated += 1;
+            }
+            self.first_power_t.get_or_insert(t_ns);
+            self.last_power_t = Some(t_ns);
+        }
+    }
 }
 
 pub(super) struct ActiveWindow {
@@ -285,17 +317,8 @@ impl Engine {
         if self.gpus.len() >= self.opts.limits.max_gpus.min(u16::MAX as usize) {
             return None;
         }
-        self.gpus.push(GpuState {
-            key,
-            prev: Prev::default(),
-            floor: PowerHistogram::new(),
-            series: Series::new(self.opts.series_points),
-            samples: 0,
-            power_samples: 0,
-            repeated: 0,
-            first_power_t: None,
-            last_power_t: None,
-        });
+        self.gpus
+            .push(GpuState::new(key, Series::new(self.opts.series_points)));
         Some((self.gpus.len() - 1) as u16)
     }
 
@@ -603,16 +626,7 @@ impl Engine {
         let finite_power = s.power_w.filter(|p| p.is_finite());
         {
             let g = &mut self.gpus[slot];
-            g.samples += 1;
-            if let Some(p) = finite_power {
-                g.power_samples += 1;
-                g.floor.add(p);
-                if matches!(g.prev.power, Some((_, pp)) if pp.to_bits() == p.to_bits()) {
-                    g.repeated += 1;
-                }
-                g.first_power_t.get_or_insert(s.t_ns);
-                g.last_power_t = Some(s.t_ns);
-            }
+            g.add_reading(s.t_ns, finite_power);
             g.series.add(s.t_ns, finite_power, s.util_pct);
         }
         let prev = self.gpus[slot].prev;
@@ -938,7 +952,7 @@ impl Engine {
     }
 }
 
-pub(super) fn summarize_gpu(g: &GpuState) -> GpuSummary {
+pub(crate) fn summarize_gpu(g: &GpuState) -> GpuSummary {
     let floor = g.floor.quantile(IDLE_FLOOR_Q);
     let p99 = g.floor.quantile(POWER_HIGH_Q);
     let threshold = busy_threshold_w(floor, p99);

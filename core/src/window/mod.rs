@@ -57,6 +57,10 @@ pub use verdict::{PowerSource, Signal};
 // For the trace join (`crate::join`), which judges its own windows the same way.
 #[cfg(feature = "alloc")]
 pub(crate) use verdict::{Context as VerdictContext, combine as combine_verdicts};
+// For the join's recording (`crate::join::recording`), which keeps each GPU's summary without
+// the analyzer's windows.
+#[cfg(feature = "alloc")]
+pub(crate) use engine::{GpuState, summarize_gpu};
 
 #[cfg(feature = "alloc")]
 use alloc::collections::BTreeMap;
