@@ -138,7 +138,7 @@ fn sections(index: usize, inputs: Vec<Input>) -> Result<MergeState, MergeError> 
             message: String::from("an empty array of summaries"),
         });
     };
-    state::fold(scale, states).map_err(|p| at(index, p))
+    state::fold(scale, states).map_err(|(_, p)| at(index, p))
 }
 
 fn is_array(json: &[u8]) -> bool {
@@ -148,25 +148,52 @@ fn is_array(json: &[u8]) -> bool {
 /// Parses one summary's JSON (a per-rank summary, a merge's output, or an array of them as
 /// `trace --json --mergeable` prints for several files, folded into one) to its checked state.
 ///
+/// The bytes go straight into the typed state; only when that fails are they parsed again
+/// through `serde_path_to_error`, whose key path the error then names (tracking the path costs
+/// most of the parse, so the good summaries do without it).
+///
 /// # Errors
 /// Bad JSON, a missing or malformed `mergeable` section, naming `index` and the key.
 pub fn parse_state(index: usize, json: &[u8]) -> Result<MergeState, MergeError> {
-    let mut de = serde_json::Deserializer::from_slice(json);
     let parsed = if is_array(json) {
-        serde_path_to_error::deserialize(&mut de).map(|Inputs(v)| Err(v))
+        serde_json::from_slice(json).map(|Inputs(v)| Err(v))
     } else {
-        serde_path_to_error::deserialize(&mut de).map(Ok)
+        serde_json::from_slice(json).map(Ok)
     };
-    let parsed = parsed.map_err(|e| parse_error(index, e))?;
+    match parsed {
+        Ok(Ok(one)) => section(index, one),
+        Ok(Err(many)) => sections(index, many),
+        Err(fast) => Err(parse_error_at_path(index, json, fast)),
+    }
+}
+
+/// The error of a summary the fast parse rejected: the same parse again, tracking the key path.
+/// `fast` is kept should the second parse disagree (it cannot: both run the same deserializer).
+fn parse_error_at_path(index: usize, json: &[u8], fast: serde_json::Error) -> MergeError {
+    match parse_tracked(index, json) {
+        Err(e) => e,
+        Ok(()) => MergeError {
+            index: Some(index),
+            path: String::new(),
+            message: fast.to_string(),
+        },
+    }
+}
+
+/// [`parse_state`]'s parse with the key path tracked, checks left out: the error, if any.
+fn parse_tracked(index: usize, json: &[u8]) -> Result<(), MergeError> {
+    let mut de = serde_json::Deserializer::from_slice(json);
+    if is_array(json) {
+        serde_path_to_error::deserialize::<_, Inputs>(&mut de).map(drop)
+    } else {
+        serde_path_to_error::deserialize::<_, Input>(&mut de).map(drop)
+    }
+    .map_err(|e| parse_error(index, e))?;
     de.end().map_err(|e| MergeError {
         index: Some(index),
         path: String::new(),
         message: e.to_string(),
-    })?;
-    match parsed {
-        Ok(one) => section(index, one),
-        Err(many) => sections(index, many),
-    }
+    })
 }
 
 /// [`parse_state`] for a summary already parsed as a `serde_json::Value` (integers above
@@ -197,16 +224,8 @@ pub fn merge_states(states: Vec<MergeState>) -> Result<MergeState, MergeError> {
             message: String::from("no summaries to merge"),
         });
     };
-    // Folded one at a time, so that an overflow names its summary.
-    let mut acc: Option<MergeState> = None;
-    for (i, s) in states.into_iter().enumerate() {
-        let next = match acc.take() {
-            None => state::fold(scale, [s]),
-            Some(a) => state::fold(scale, [a, s]),
-        };
-        acc = Some(next.map_err(|p| at(i, p))?);
-    }
-    Ok(acc.expect("at least one state"))
+    // An overflow names the summary whose addition overflowed.
+    state::fold(scale, states).map_err(|(i, p)| at(i, p))
 }
 
 /// Merges summaries given as JSON texts (per-rank `trace --json --mergeable` outputs, or merge

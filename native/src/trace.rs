@@ -129,7 +129,7 @@ pub fn summary_json(path: &Path, opts: &SummaryOptions) -> Result<String, String
     let (limits, exact_io) = opts.exactness.limits();
     let source = path.display().to_string();
     let summary = if opts.mergeable {
-        crate::merge::per_rank::summarize_mergeable(path, &source, limits, opts.top, exact_io)
+        summarize_file_mergeable(path, &source, limits, opts.top, exact_io, false)
     } else {
         summarize_file(path, &source, limits, opts.top, exact_io, false)
     };
@@ -175,9 +175,7 @@ pub fn run(args: Args) -> CmdResult {
                 .as_ref()
                 .map(|o| join::first_pass(o, args.join.has_telemetry()));
             let summary = if args.mergeable {
-                crate::merge::per_rank::summarize_mergeable(
-                    path, &source, limits, args.top, exact_io,
-                )
+                summarize_file_mergeable(path, &source, limits, args.top, exact_io, true)
             } else {
                 summarize_file_joined(
                     path,
@@ -299,6 +297,31 @@ pub fn summarize_file(
     summarize_file_joined(path, source, limits, top, exact_io, show_progress, None)
 }
 
+/// [`summarize_file`] with the mergeable section (`--mergeable`, docs/merge.md), through the
+/// same threads: the bytes of `flinch_core::analyzer`'s mergeable summary.
+///
+/// # Errors
+/// As [`summarize_file`].
+pub fn summarize_file_mergeable(
+    path: &Path,
+    source: &str,
+    limits: Limits,
+    top: usize,
+    exact_io: bool,
+    show_progress: bool,
+) -> Result<TraceSummaryResult, String> {
+    summarize_file_with(
+        path,
+        source,
+        limits,
+        top,
+        exact_io,
+        show_progress,
+        None,
+        true,
+    )
+}
+
 /// [`summarize_file`], also feeding the join's first pass `join` from the same scan: every
 /// event in order, then `baseTimeNanoseconds` (docs/join.md).
 pub fn summarize_file_joined(
@@ -309,6 +332,30 @@ pub fn summarize_file_joined(
     exact_io: bool,
     show_progress: bool,
     join: Option<&mut FirstPass>,
+) -> Result<TraceSummaryResult, String> {
+    summarize_file_with(
+        path,
+        source,
+        limits,
+        top,
+        exact_io,
+        show_progress,
+        join,
+        false,
+    )
+}
+
+/// [`summarize_file_joined`]; `mergeable` adds the mergeable section (without the join).
+#[allow(clippy::too_many_arguments)] // the public entries above each fix some of them
+fn summarize_file_with(
+    path: &Path,
+    source: &str,
+    limits: Limits,
+    top: usize,
+    exact_io: bool,
+    show_progress: bool,
+    join: Option<&mut FirstPass>,
+    mergeable: bool,
 ) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
     // bytes are scanned on a second thread and summarized on this one (pipeline), so reading,
@@ -327,6 +374,9 @@ pub fn summarize_file_joined(
             Some(first) => {
                 parallel::summarize_joined(plan, source, limits, Some(top), exact_io, first, update)
             }
+            None if mergeable => {
+                parallel::summarize_mergeable(plan, source, limits, Some(top), exact_io, update)
+            }
             None => parallel::summarize(plan, source, limits, Some(top), exact_io, update),
         };
     }
@@ -343,10 +393,13 @@ pub fn summarize_file_joined(
     // join's first pass takes the pipeline, whose scan it shares, instead of inflating again.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let replay = exact_io.then_some(path);
+    let top = Some(top);
     if input.is_gzip() && cores <= 2 && join.is_none() {
-        pipeline::summarize_sequential(input, source, limits, Some(top), replay, update)
+        pipeline::summarize_sequential(input, source, limits, top, replay, mergeable, update)
+    } else if mergeable && join.is_none() {
+        pipeline::summarize_mergeable(input, source, limits, top, replay, update)
     } else {
-        pipeline::summarize_joined(input, source, limits, Some(top), replay, join, update)
+        pipeline::summarize_joined(input, source, limits, top, replay, join, update)
     }
 }
 

@@ -113,9 +113,20 @@ def merge_json(
     summaries: Iterable[Union[Mapping[str, Any], str, bytes]], top: Optional[int] = None
 ) -> str:
     """``merge`` as the command line's JSON text (``merge --json``)."""
-    texts = []
-    for s in summaries:
-        if isinstance(s, bytes):
-            s = s.decode()
-        texts.append(s if isinstance(s, str) else json.dumps(s))
-    return _native.merge_json(texts, top)
+    return _native.merge_json([_merge_text(s) for s in summaries], top)
+
+
+# What the merge reads of a summary dict: its section, or the error of a file that failed. The
+# other keys are views of the section; leaving them out spares dumping and parsing them.
+_MERGE_KEYS = ("mergeable", "error")
+
+
+def _merge_text(s: Union[Mapping[str, Any], str, bytes]) -> str:
+    """One summary as the text the merge parses."""
+    if isinstance(s, bytes):
+        return s.decode()
+    if isinstance(s, str):
+        return s
+    if isinstance(s, Mapping):
+        s = {k: s[k] for k in _MERGE_KEYS if k in s}
+    return json.dumps(s, separators=(",", ":"), check_circular=False)

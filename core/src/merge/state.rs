@@ -172,26 +172,27 @@ impl MergeState {
     /// Puts every list in its canonical order, folding duplicate keys (as a merge of one).
     pub fn canonical(self) -> Result<MergeState, Problem> {
         let scale = self.scale;
-        fold(scale, [self])
+        fold(scale, [self]).map_err(|(_, p)| p)
     }
 }
 
 /// Folds states (already checked) into one at `scale` (at most each state's): counts and sums
-/// added exactly, ranks kept and sorted, histograms brought to `scale` and added. On overflow,
-/// the problem names the key; the caller names the input.
+/// added exactly, ranks kept and sorted, histograms brought to `scale` and added, in one pass.
+/// On overflow: the position (in `states`) of the state whose addition overflowed, and the
+/// problem naming the key.
 pub fn fold(
     scale: u8,
     states: impl IntoIterator<Item = MergeState>,
-) -> Result<MergeState, Problem> {
+) -> Result<MergeState, (usize, Problem)> {
     let mut ranks = Vec::new();
     let mut categories: BTreeMap<String, (u64, u128)> = BTreeMap::new();
     let mut phase_counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut warning_counts: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut ops_folded = false;
     let mut cats_folded = false;
-    let mut ops: BTreeMap<(String, String), OpSum> = BTreeMap::new();
-    let overflow = |key: String| problem(key, "a sum overflows");
-    for state in states {
+    let mut ops = Ops::Sorted(Vec::new());
+    for (position, state) in states.into_iter().enumerate() {
+        let overflow = |key: String| (position, problem(key, "a sum overflows"));
         let by = state.scale.saturating_sub(scale);
         ranks.extend(state.ranks);
         for c in state.categories {
@@ -220,32 +221,14 @@ pub fn fold(
         }
         ops_folded |= state.ops_folded_into_other;
         cats_folded |= state.categories_folded_into_other;
-        for mut op in state.ops {
-            op.histogram = op.histogram.map(|h| h.downscaled(by));
-            let key = (
-                core::mem::take(&mut op.category),
-                core::mem::take(&mut op.name),
-            );
-            match ops.get_mut(&key) {
-                None => {
-                    ops.insert(key, op);
-                }
-                Some(acc) => {
-                    let at = |k: &str| overflow(format!("mergeable.ops.{k}"));
-                    acc.n = acc.n.checked_add(op.n).ok_or_else(|| at("n"))?;
-                    acc.duration_sum_ns = acc
-                        .duration_sum_ns
-                        .checked_add(op.duration_sum_ns)
-                        .ok_or_else(|| at("duration_sum_ns"))?;
-                    acc.min_ns = acc.min_ns.min(op.min_ns);
-                    acc.max_ns = acc.max_ns.max(op.max_ns);
-                    acc.histogram = match (&acc.histogram, &op.histogram) {
-                        (Some(a), Some(b)) => Some(a.merged(b).ok_or_else(|| at("histogram"))?),
-                        _ => None,
-                    };
-                }
+        let mut state_ops = state.ops;
+        if by > 0 {
+            for op in &mut state_ops {
+                op.histogram = op.histogram.as_ref().map(|h| h.downscaled(by));
             }
         }
+        ops.add(state_ops)
+            .map_err(|key| overflow(format!("mergeable.ops.{key}")))?;
     }
     ranks.sort();
     Ok(MergeState {
@@ -264,13 +247,113 @@ pub fn fold(
         warning_counts,
         ops_folded_into_other: ops_folded,
         categories_folded_into_other: cats_folded,
-        ops: ops
-            .into_iter()
-            .map(|((category, name), op)| OpSum {
-                category,
-                name,
-                ..op
-            })
-            .collect(),
+        ops: ops.into_vec(),
     })
+}
+
+/// The ops folded so far: a list in (category, name) order while every state's list came in
+/// that order without duplicates (as summaries and merges write them), merged linearly; else a
+/// map.
+enum Ops {
+    Sorted(Vec<OpSum>),
+    Keyed(BTreeMap<(String, String), OpSum>),
+}
+
+fn key(op: &OpSum) -> (&str, &str) {
+    (&op.category, &op.name)
+}
+
+/// Adds `op` into `acc` (the same key); on overflow, the key that overflowed.
+fn add_op(acc: &mut OpSum, op: &OpSum) -> Result<(), &'static str> {
+    acc.n = acc.n.checked_add(op.n).ok_or("n")?;
+    acc.duration_sum_ns = acc
+        .duration_sum_ns
+        .checked_add(op.duration_sum_ns)
+        .ok_or("duration_sum_ns")?;
+    acc.min_ns = acc.min_ns.min(op.min_ns);
+    acc.max_ns = acc.max_ns.max(op.max_ns);
+    acc.histogram = match (&acc.histogram, &op.histogram) {
+        (Some(a), Some(b)) => Some(a.merged(b).ok_or("histogram")?),
+        _ => None,
+    };
+    Ok(())
+}
+
+impl Ops {
+    /// Adds one state's ops (histograms at the fold's scale), in their order.
+    fn add(&mut self, next: Vec<OpSum>) -> Result<(), &'static str> {
+        let sorted = next.windows(2).all(|w| key(&w[0]) < key(&w[1]));
+        if let (Ops::Sorted(acc), true) = (&mut *self, sorted) {
+            *acc = merge_sorted(core::mem::take(acc), next)?;
+            return Ok(());
+        }
+        if let Ops::Sorted(acc) = self {
+            let keyed = core::mem::take(acc)
+                .into_iter()
+                .map(|op| ((op.category.clone(), op.name.clone()), op))
+                .collect();
+            *self = Ops::Keyed(keyed);
+        }
+        let Ops::Keyed(map) = self else {
+            unreachable!("made keyed above")
+        };
+        for mut op in next {
+            let k = (
+                core::mem::take(&mut op.category),
+                core::mem::take(&mut op.name),
+            );
+            match map.get_mut(&k) {
+                None => {
+                    map.insert(k, op);
+                }
+                Some(acc) => add_op(acc, &op)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn into_vec(self) -> Vec<OpSum> {
+        match self {
+            Ops::Sorted(v) => v,
+            Ops::Keyed(map) => map
+                .into_iter()
+                .map(|((category, name), op)| OpSum {
+                    category,
+                    name,
+                    ..op
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Two lists in strictly increasing key order merged into one, equal keys added.
+fn merge_sorted(acc: Vec<OpSum>, next: Vec<OpSum>) -> Result<Vec<OpSum>, &'static str> {
+    if acc.is_empty() {
+        return Ok(next);
+    }
+    let mut out = Vec::with_capacity(acc.len().max(next.len()));
+    let mut a = acc.into_iter().peekable();
+    let mut b = next.into_iter().peekable();
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => key(x).cmp(&key(y)),
+            (Some(_), None) => core::cmp::Ordering::Less,
+            (None, Some(_)) => core::cmp::Ordering::Greater,
+            (None, None) => break,
+        };
+        let op = match order {
+            core::cmp::Ordering::Less => a.next(),
+            core::cmp::Ordering::Greater => b.next(),
+            core::cmp::Ordering::Equal => {
+                let (mut x, y) = (a.next(), b.next());
+                if let (Some(x), Some(y)) = (&mut x, &y) {
+                    add_op(x, y)?;
+                }
+                x
+            }
+        };
+        out.extend(op);
+    }
+    Ok(out)
 }

@@ -331,6 +331,59 @@ fn mutated_summaries_never_panic() {
     }
 }
 
+/// The parse with the key path tracked throughout (the oracle of the fast parse).
+fn parse_state_tracked(index: usize, json: &[u8]) -> Result<MergeState, MergeError> {
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let parsed = if is_array(json) {
+        serde_path_to_error::deserialize(&mut de).map(|Inputs(v)| Err(v))
+    } else {
+        serde_path_to_error::deserialize(&mut de).map(Ok)
+    };
+    let parsed = parsed.map_err(|e| parse_error(index, e))?;
+    de.end().map_err(|e| MergeError {
+        index: Some(index),
+        path: String::new(),
+        message: e.to_string(),
+    })?;
+    match parsed {
+        Ok(one) => section(index, one),
+        Err(many) => sections(index, many),
+    }
+}
+
+#[test]
+fn fast_parse_agrees_with_the_tracked_parse() {
+    let mut rng = Rng::from_env(41);
+    let (doc, _) = rank_doc(&mut rng, 60);
+    let good = summarize(&doc, "a.json", true);
+    let array = format!("[{good}, {good}]");
+    let mut failed = 0;
+    for base in [good.as_bytes(), array.as_bytes()] {
+        assert_eq!(parse_state(3, base), parse_state_tracked(3, base));
+        assert!(parse_state(3, base).is_ok());
+        for _ in 0..3000 {
+            let mut bad = base.to_vec();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(bad.len() as u64) as usize;
+                bad[at] = b"0123456789-{}[],:\"ae "[rng.below(21) as usize];
+            }
+            if rng.below(8) == 0 {
+                bad.extend_from_slice(b" x");
+            }
+            let got = parse_state(3, &bad);
+            failed += usize::from(got.is_err());
+            assert_eq!(
+                got,
+                parse_state_tracked(3, &bad),
+                "{}",
+                String::from_utf8_lossy(&bad)
+            );
+        }
+    }
+    // Most mutations break the parse: the error path is what is compared.
+    assert!(failed > 3000, "{failed}");
+}
+
 #[test]
 fn scales_merge_at_the_smaller() {
     let mut rng = Rng::from_env(3);
@@ -356,4 +409,40 @@ fn scales_merge_at_the_smaller() {
             .sum::<u64>(),
         2 * durs.len() as u64
     );
+}
+
+#[test]
+fn ops_out_of_order_fold_as_in_order() {
+    let mut rng = Rng::from_env(8);
+    let (doc, _) = rank_doc(&mut rng, 400);
+    let text = summarize(&doc, "a.json", true);
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let state: MergeState = serde_json::from_value(v["mergeable"].take()).unwrap();
+    assert!(state.ops.len() > 3);
+    let mut reversed = state.clone();
+    reversed.ops.reverse();
+    // One op split in two entries of the same key.
+    let mut split = state.clone();
+    let mut half = split.ops[1].clone();
+    half.n = 1;
+    half.duration_sum_ns = u128::from(half.min_ns);
+    half.max_ns = half.min_ns;
+    half.histogram = None;
+    split.ops.push(half);
+    let want = merge_states(vec![state.clone(), state.clone()]).unwrap();
+    assert_eq!(reversed.clone().canonical().unwrap(), state);
+    assert_eq!(
+        merge_states(vec![state.clone(), reversed.clone()]).unwrap(),
+        want
+    );
+    assert_eq!(
+        merge_states(vec![reversed.clone(), state.clone()]).unwrap(),
+        want
+    );
+    let with_split = merge_states(vec![state.clone(), split.clone()]).unwrap();
+    let op = &with_split.ops[1];
+    assert_eq!(op.n, 2 * state.ops[1].n + 1);
+    assert_eq!(op.histogram, None);
+    assert_eq!(with_split.ops.len(), state.ops.len());
+    assert_eq!(merge_states(vec![split, state]).unwrap(), with_split);
 }

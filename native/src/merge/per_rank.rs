@@ -1,6 +1,7 @@
-//! `trace --json --mergeable`: one file's summary with the mergeable section, through the core's
-//! one-thread `Analyzer` (the same result as the other paths, plus the section), with the
-//! temporary file and further reads that keep it exact (`trace::exact_io`).
+//! One file's summary with the mergeable section through the core's one-thread `Analyzer` (the
+//! page's entry point), with the temporary file and further reads that keep it exact
+//! (`trace::exact_io`): the reference the CLI's threaded paths (`trace --json --mergeable`,
+//! `trace::summarize_file_mergeable`) are tested against, byte for byte.
 use std::path::Path;
 
 use flinch_core::Limits;

@@ -189,6 +189,7 @@ fn past_the_limits_every_path_stays_exact() {
         tight,
         top,
         Some(&gz),
+        false,
         || {},
     )
     .unwrap();
@@ -239,4 +240,72 @@ fn the_page_prints_the_native_answer() {
     };
     assert_equals_oracle(&r, &o, "page");
     assert_eq!(r.to_json(), native.to_json());
+}
+
+/// `--mergeable` through every input path (the file's own choice, the scan-thread pipeline, the
+/// one-thread sequential path, two scan threads on small segments), within and past the limits,
+/// prints the bytes of the core analyzer's mergeable summary (`merge::per_rank`).
+#[test]
+fn mergeable_on_every_path_equals_the_analyzer() {
+    let dir = with_stack("tight", 2_500_000);
+    let json = dir.join("trace.json");
+    let gz = dir.join("trace.json.gz");
+    let tight = Limits {
+        max_intervals: 300,
+        max_exact_values: 3000,
+        ..Limits::NATIVE
+    };
+    let top = Some(DEFAULT_TOP_OPS);
+    for (limits, exact_io) in [(Limits::NATIVE, false), (tight, true), (tight, false)] {
+        for path in [&json, &gz] {
+            let analyzer = crate::merge::per_rank::summarize_mergeable(
+                path,
+                "t",
+                limits,
+                DEFAULT_TOP_OPS,
+                exact_io,
+            )
+            .unwrap()
+            .to_json();
+            assert!(analyzer.contains("\n  \"mergeable\": {"), "no section");
+            let replay = exact_io.then_some(path.as_path());
+            let input = || open_input(path).unwrap();
+            let paths = [
+                super::summarize_file_mergeable(
+                    path,
+                    "t",
+                    limits,
+                    DEFAULT_TOP_OPS,
+                    exact_io,
+                    false,
+                ),
+                super::pipeline::summarize_mergeable(input(), "t", limits, top, replay, || {}),
+                super::pipeline::summarize_sequential(
+                    input(),
+                    "t",
+                    limits,
+                    top,
+                    replay,
+                    true,
+                    || {},
+                ),
+            ];
+            for (k, r) in paths.into_iter().enumerate() {
+                let what = format!("{} {exact_io} path {k}", path.display());
+                assert!(r.unwrap().to_json() == analyzer, "{what}");
+            }
+            if path == &json {
+                let plan = super::parallel::plan_with(&json, 64 << 10, 0).unwrap();
+                let r = super::parallel::summarize_mergeable(
+                    plan,
+                    "t",
+                    limits,
+                    top,
+                    exact_io,
+                    |_, _| {},
+                );
+                assert!(r.unwrap().to_json() == analyzer, "parallel {exact_io}");
+            }
+        }
+    }
 }

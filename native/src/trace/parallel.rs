@@ -324,7 +324,7 @@ pub fn summarize(
     exact_io: bool,
     progress: impl FnMut(u64, u64),
 ) -> Result<TraceSummaryResult, String> {
-    summarize_counting(plan, source, limits, top, exact_io, None, progress).0
+    summarize_counting(plan, source, limits, top, exact_io, None, false, progress).0
 }
 
 /// [`summarize`], also giving every event, in order, to the join's first pass `join` (and
@@ -341,10 +341,37 @@ pub fn summarize_joined(
     join: &mut FirstPass,
     progress: impl FnMut(u64, u64),
 ) -> Result<TraceSummaryResult, String> {
-    summarize_counting(plan, source, limits, top, exact_io, Some(join), progress).0
+    summarize_counting(
+        plan,
+        source,
+        limits,
+        top,
+        exact_io,
+        Some(join),
+        false,
+        progress,
+    )
+    .0
 }
 
-/// [`summarize`], also returning how many segments were rescanned because their guess failed.
+/// [`summarize`] with the mergeable section (`trace --json --mergeable`, docs/merge.md).
+///
+/// # Errors
+/// As [`summarize`].
+pub fn summarize_mergeable(
+    plan: Plan,
+    source: &str,
+    limits: Limits,
+    top: Option<usize>,
+    exact_io: bool,
+    progress: impl FnMut(u64, u64),
+) -> Result<TraceSummaryResult, String> {
+    summarize_counting(plan, source, limits, top, exact_io, None, true, progress).0
+}
+
+/// [`summarize`], also returning how many segments were rescanned because their guess failed;
+/// `mergeable` adds the mergeable section.
+#[allow(clippy::too_many_arguments)] // the public entries above each fix some of them
 fn summarize_counting(
     plan: Plan,
     source: &str,
@@ -352,6 +379,7 @@ fn summarize_counting(
     top: Option<usize>,
     exact_io: bool,
     mut join: Option<&mut FirstPass>,
+    mergeable: bool,
     mut progress: impl FnMut(u64, u64),
 ) -> (Result<TraceSummaryResult, String>, usize) {
     let mut rescanned = 0;
@@ -389,7 +417,7 @@ fn summarize_counting(
             Some(e) => Err(e),
             None => collect(
                 plan,
-                (limits, exact_io),
+                (limits, exact_io, mergeable),
                 speculate,
                 (&rxs, &frees),
                 &mut progress,
@@ -429,7 +457,7 @@ type Collected = (
 /// scanners before it.
 fn collect(
     plan: &Plan,
-    (limits, exact_io): (Limits, bool),
+    (limits, exact_io, mergeable): (Limits, bool, bool),
     speculate: &AtomicBool,
     (rxs, frees): (&[Receiver<Msg>], &[SyncSender<Batch>]),
     progress: &mut impl FnMut(u64, u64),
@@ -440,6 +468,7 @@ fn collect(
     let stopped = || "a trace scan thread stopped unexpectedly".to_string();
     let m = plan.starts.len();
     let mut summary = TraceSummary::new(limits);
+    summary.set_mergeable(mergeable);
     if exact_io {
         super::exact_io::equip(&mut summary, &plan.path, limits);
     }

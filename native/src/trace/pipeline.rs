@@ -468,7 +468,37 @@ pub fn summarize_joined(
     limits: Limits,
     top: Option<usize>,
     exact_io: Option<&Path>,
+    join: Option<&mut FirstPass>,
+    progress: impl FnMut(),
+) -> Result<TraceSummaryResult, String> {
+    summarize_with(input, source, limits, top, exact_io, join, false, progress)
+}
+
+/// [`summarize`] with the mergeable section (`trace --json --mergeable`, docs/merge.md).
+///
+/// # Errors
+/// As [`summarize`].
+pub fn summarize_mergeable(
+    input: Input,
+    source: &str,
+    limits: Limits,
+    top: Option<usize>,
+    exact_io: Option<&Path>,
+    progress: impl FnMut(),
+) -> Result<TraceSummaryResult, String> {
+    summarize_with(input, source, limits, top, exact_io, None, true, progress)
+}
+
+/// [`summarize_joined`]; `mergeable` adds the mergeable section.
+#[allow(clippy::too_many_arguments)] // the public entries above each fix some of them
+fn summarize_with(
+    input: Input,
+    source: &str,
+    limits: Limits,
+    top: Option<usize>,
+    exact_io: Option<&Path>,
     mut join: Option<&mut FirstPass>,
+    mergeable: bool,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
     let (tx, rx) = sync_channel::<Msg>(RING_BATCHES);
@@ -483,6 +513,7 @@ pub fn summarize_joined(
         .spawn(move || scan_thread(input, limits, &tx, &free_rx))
         .map_err(|e| format!("cannot start the scan thread: {e}"))?;
     let mut summary = TraceSummary::new(limits);
+    summary.set_mergeable(mergeable);
     #[cfg(unix)]
     if let Some(path) = exact_io {
         super::exact_io::equip(&mut summary, path, limits);
@@ -533,6 +564,8 @@ pub fn summarize_joined(
 /// thread then only adds hand-over costs (BENCHMARKS.md, "Trace engine"). The same result, byte
 /// for byte.
 ///
+/// `mergeable` adds the mergeable section.
+///
 /// # Errors
 /// As [`summarize`].
 pub fn summarize_sequential(
@@ -541,6 +574,7 @@ pub fn summarize_sequential(
     limits: Limits,
     top: Option<usize>,
     exact_io: Option<&Path>,
+    mergeable: bool,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
     let options = AnalyzerOptions {
@@ -548,6 +582,7 @@ pub fn summarize_sequential(
         custom_limits: Some(limits),
         source: source.to_string(),
         top,
+        mergeable,
         ..AnalyzerOptions::default()
     };
     let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());

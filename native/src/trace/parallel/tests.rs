@@ -40,10 +40,18 @@ fn oracle(doc: &[u8], limits: Limits) -> Result<String, String> {
 fn parallel(path: &Path, segment: u64, limits: Limits) -> (Result<String, String>, usize, usize) {
     let plan = plan_with(path, segment, 0).expect("a plain, non-empty file");
     let segments = plan.starts.len();
-    let (r, rescanned) =
-        summarize_counting(plan, "s", limits, Some(40), false, None, |done, total| {
+    let (r, rescanned) = summarize_counting(
+        plan,
+        "s",
+        limits,
+        Some(40),
+        false,
+        None,
+        false,
+        |done, total| {
             assert!(done <= total);
-        });
+        },
+    );
     (r.map(|r| r.to_json()), segments, rescanned)
 }
 

@@ -25,7 +25,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 /// (still used for gzip on two cores or fewer).
 fn oracle(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
     let input = open_input_with(path, options)?;
-    summarize_sequential(input, "s", limits, Some(40), None, || {}).map(|r| r.to_json())
+    summarize_sequential(input, "s", limits, Some(40), None, false, || {}).map(|r| r.to_json())
 }
 
 fn piped(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
