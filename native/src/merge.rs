@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use flinch_core::merge::{MergeError, MergedSummary, merge_states, parse_state, render, to_json};
 
 use crate::CmdResult;
+use crate::trace::write_op_row;
 
 pub mod per_rank;
 
@@ -108,18 +109,16 @@ fn render_text(m: &MergedSummary) -> String {
         );
         for o in &m.largest_ops_by_duration_sum {
             let st = &o.duration_us;
-            let f = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.3}"));
-            let _ = writeln!(
-                s,
-                "  {:>12.3} {:>9} {:>10} {:>10} {:>10} {:>10}  {:<14} {}",
-                o.duration_sum_us / 1000.0,
+            let max = st.max.map(|m| m.to_f64());
+            let stats = [st.mean, st.p50, st.p99, max];
+            write_op_row(
+                &mut s,
+                9,
+                o.duration_sum_us,
                 st.n,
-                f(st.mean),
-                f(st.p50),
-                f(st.p99),
-                f(st.max.map(|m| m.to_f64())),
-                clip(&o.category, 14),
-                clip(&o.name, 80)
+                stats,
+                &o.category,
+                &o.name,
             );
         }
     }
@@ -134,14 +133,4 @@ fn render_text(m: &MergedSummary) -> String {
         );
     }
     s
-}
-
-fn clip(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
-        out.push('…');
-        out
-    }
 }

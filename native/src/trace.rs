@@ -461,18 +461,16 @@ pub fn render_table(r: &TraceSummaryResult) -> String {
         );
         for o in &r.largest_ops_by_duration_sum {
             let st = &o.duration_us;
-            let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
-            let _ = writeln!(
-                s,
-                "  {:>12.3} {:>8} {:>10} {:>10} {:>10} {:>10}  {:<14} {}",
-                o.duration_sum_us / 1000.0,
+            let max = st.max.map(|m| m.to_f64());
+            let stats = [st.mean, st.p50, st.p99, max];
+            write_op_row(
+                &mut s,
+                8,
+                o.duration_sum_us,
                 st.n,
-                f(st.mean),
-                f(st.p50),
-                f(st.p99),
-                f(st.max.map(|m| m.to_f64())),
-                clip(&o.category, 14),
-                clip(&o.name, 80)
+                stats,
+                &o.category,
+                &o.name,
             );
         }
     }
@@ -487,6 +485,33 @@ pub fn render_table(r: &TraceSummaryResult) -> String {
         );
     }
     s
+}
+
+/// One row of a top-ops table: the duration sum in ms, `n` right-aligned in `n_width`, then the
+/// mean, p50, p99 and max in µs (`-` where absent), the category and the name, clipped.
+pub(crate) fn write_op_row(
+    s: &mut String,
+    n_width: usize,
+    duration_sum_us: f64,
+    n: u64,
+    [mean, p50, p99, max]: [Option<f64>; 4],
+    category: &str,
+    name: &str,
+) {
+    use std::fmt::Write;
+    let f = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.3}"));
+    let _ = writeln!(
+        s,
+        "  {:>12.3} {:>n_width$} {:>10} {:>10} {:>10} {:>10}  {:<14} {}",
+        duration_sum_us / 1000.0,
+        n,
+        f(mean),
+        f(p50),
+        f(p99),
+        f(max),
+        clip(category, 14),
+        clip(name, 80)
+    );
 }
 
 fn clip(s: &str, width: usize) -> String {
