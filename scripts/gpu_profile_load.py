@@ -14,16 +14,9 @@ any machine. Its energy figures mean nothing.
 """
 import argparse
 import json
-import os
 import time
 
-
-def mark(label):
-    fifo = os.environ.get("FLINCH_MARKS")
-    if not fifo:
-        raise SystemExit("FLINCH_MARKS is not set: run me under `flinch-trace record -- ...`")
-    with open(fifo, "w") as f:
-        f.write(f"@{time.perf_counter_ns()} {label}\n")
+from gpu_load import mark
 
 
 def real(out, steps, pause_s):

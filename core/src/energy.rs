@@ -169,6 +169,14 @@ pub struct WindowIntegral {
 }
 
 impl WindowIntegral {
+    /// Nothing added yet (`Default`, usable in a `const`).
+    pub const NEW: WindowIntegral = WindowIntegral {
+        integral: 0.0,
+        covered_ns: 0,
+        skipped_ns: 0,
+        max_interval_ns: 0,
+    };
+
     /// Adds the interval from reading `(ta, va)` to reading `(tb, vb)` for the window
     /// `[t0, t1]`: skipped when longer than `max_gap_ns`, else integrated with time counted in
     /// units of `ns_per_unit` ns (1e9: seconds). Returns the kept part inside the window, if any.
@@ -323,6 +331,14 @@ pub struct WindowCounter {
 }
 
 impl WindowCounter {
+    /// Nothing added yet (`Default`, usable in a `const`).
+    pub const NEW: WindowCounter = WindowCounter {
+        delta: 0.0,
+        covered_ns: 0,
+        wraps: 0,
+        resets: 0,
+    };
+
     /// Adds the interval between two readings of a counter read as f64 that does not wrap (NVML
     /// total energy, mJ).
     #[inline]

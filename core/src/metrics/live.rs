@@ -112,18 +112,8 @@ struct GpuWindow {
 }
 
 const GPU_WINDOW: GpuWindow = GpuWindow {
-    power: WindowIntegral {
-        integral: 0.0,
-        covered_ns: 0,
-        skipped_ns: 0,
-        max_interval_ns: 0,
-    },
-    counter: WindowCounter {
-        delta: 0.0,
-        covered_ns: 0,
-        wraps: 0,
-        resets: 0,
-    },
+    power: WindowIntegral::NEW,
+    counter: WindowCounter::NEW,
     past_end: false,
 };
 
