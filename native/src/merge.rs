@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use flinch_core::merge::{MergeError, MergedSummary, merge_states, parse_state, render, to_json};
 
 use crate::CmdResult;
-use crate::trace::write_op_row;
+use crate::trace::write_op_table;
 
 pub mod per_rank;
 
@@ -94,34 +94,13 @@ fn render_text(m: &MergedSummary) -> String {
     for (src, us) in m.ranks.sources.iter().zip(&t.busy_union_us_by_rank) {
         let _ = writeln!(s, "  {:>16.3}  {src}", us / 1000.0);
     }
-    if !m.largest_ops_by_duration_sum.is_empty() {
-        let _ = writeln!(
-            s,
-            "  top ops by duration sum (percentiles within {:.3}%):\n  {:>12} {:>9} {:>10} {:>10} {:>10} {:>10}  {:<14} name",
-            m.quantile_relative_error * 100.0,
-            "sum_ms",
-            "n",
-            "mean_us",
-            "p50_us",
-            "p99_us",
-            "max_us",
-            "category"
-        );
-        for o in &m.largest_ops_by_duration_sum {
-            let st = &o.duration_us;
-            let max = st.max.map(|m| m.to_f64());
-            let stats = [st.mean, st.p50, st.p99, max];
-            write_op_row(
-                &mut s,
-                9,
-                o.duration_sum_us,
-                st.n,
-                stats,
-                &o.category,
-                &o.name,
-            );
-        }
-    }
+    let title = format!(
+        "top ops by duration sum (percentiles within {:.3}%)",
+        m.quantile_relative_error * 100.0
+    );
+    let rows = m.largest_ops_by_duration_sum.iter();
+    let rows = rows.map(|o| (o.duration_sum_us, &o.duration_us, &*o.category, &*o.name));
+    write_op_table(&mut s, &title, 9, rows);
     for w in &m.warnings {
         let _ = writeln!(s, "  warning: {w}");
     }

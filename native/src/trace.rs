@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use flinch_core::Limits;
 use flinch_core::join::FirstPass;
+use flinch_core::stats::Stats;
 use flinch_core::summary::TraceSummaryResult;
 
 use crate::CmdResult;
@@ -453,27 +454,9 @@ pub fn render_table(r: &TraceSummaryResult) -> String {
         t.duration_sum_us / 1000.0,
         t.busy_union_us / 1000.0
     );
-    if !r.largest_ops_by_duration_sum.is_empty() {
-        let _ = writeln!(
-            s,
-            "  top ops by duration sum:\n  {:>12} {:>8} {:>10} {:>10} {:>10} {:>10}  {:<14} name",
-            "sum_ms", "n", "mean_us", "p50_us", "p99_us", "max_us", "category"
-        );
-        for o in &r.largest_ops_by_duration_sum {
-            let st = &o.duration_us;
-            let max = st.max.map(|m| m.to_f64());
-            let stats = [st.mean, st.p50, st.p99, max];
-            write_op_row(
-                &mut s,
-                8,
-                o.duration_sum_us,
-                st.n,
-                stats,
-                &o.category,
-                &o.name,
-            );
-        }
-    }
+    let rows = r.largest_ops_by_duration_sum.iter();
+    let rows = rows.map(|o| (o.duration_sum_us, &o.duration_us, &*o.category, &*o.name));
+    write_op_table(&mut s, "top ops by duration sum", 8, rows);
     for w in &r.warnings {
         let _ = writeln!(s, "  warning: {w}");
     }
@@ -487,31 +470,39 @@ pub fn render_table(r: &TraceSummaryResult) -> String {
     s
 }
 
-/// One row of a top-ops table: the duration sum in ms, `n` right-aligned in `n_width`, then the
-/// mean, p50, p99 and max in µs (`-` where absent), the category and the name, clipped.
-pub(crate) fn write_op_row(
+/// A top-ops table: `title`, the column heads, then one row per op: the duration sum in ms, `n`
+/// right-aligned in `n_width`, the mean, p50, p99 and max in µs (`-` where absent), the category
+/// and the name, clipped. Nothing when there is no op.
+pub(crate) fn write_op_table<'a>(
     s: &mut String,
+    title: &str,
     n_width: usize,
-    duration_sum_us: f64,
-    n: u64,
-    [mean, p50, p99, max]: [Option<f64>; 4],
-    category: &str,
-    name: &str,
+    ops: impl ExactSizeIterator<Item = (f64, &'a Stats, &'a str, &'a str)>,
 ) {
     use std::fmt::Write;
-    let f = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.3}"));
+    if ops.len() == 0 {
+        return;
+    }
     let _ = writeln!(
         s,
-        "  {:>12.3} {:>n_width$} {:>10} {:>10} {:>10} {:>10}  {:<14} {}",
-        duration_sum_us / 1000.0,
-        n,
-        f(mean),
-        f(p50),
-        f(p99),
-        f(max),
-        clip(category, 14),
-        clip(name, 80)
+        "  {title}:\n  {:>12} {:>n_width$} {:>10} {:>10} {:>10} {:>10}  {:<14} name",
+        "sum_ms", "n", "mean_us", "p50_us", "p99_us", "max_us", "category"
     );
+    let f = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.3}"));
+    for (duration_sum_us, st, category, name) in ops {
+        let _ = writeln!(
+            s,
+            "  {:>12.3} {:>n_width$} {:>10} {:>10} {:>10} {:>10}  {:<14} {}",
+            duration_sum_us / 1000.0,
+            st.n,
+            f(st.mean),
+            f(st.p50),
+            f(st.p99),
+            f(st.max.map(|m| m.to_f64())),
+            clip(category, 14),
+            clip(name, 80)
+        );
+    }
 }
 
 fn clip(s: &str, width: usize) -> String {
