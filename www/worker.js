@@ -144,6 +144,7 @@ async function join(options, files) {
   try {
     if (files.sidecar) options = { ...options, power_source: (powerSource = await sidecarSource(files.sidecar)) };
     j = new TraceJoin(JSON.stringify(options));
+    j.recordingSizeHint(files.recording.size);
     // The core says which file it reads next: the recording, then the trace once or twice.
     let traceReads = 0;
     const give = async (blob) => {

@@ -92,3 +92,51 @@ fn trace_join_allocates_nothing_per_chunk_or_event_after_warm_up() {
     let r = j.report().unwrap();
     assert_eq!(r.pauses.len(), 11);
 }
+
+/// Reads the recording into a fresh join, with or without its length given first; the
+/// allocations while the recording's rows past its first 256 KiB arrive.
+fn recording_allocs(hint: bool) -> u64 {
+    let mut csv = csv_doc();
+    // A longer recording (12 000 rows), so that most of it comes after the first 256 KiB.
+    let extra = csv_doc();
+    let body = extra.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let rows_ns = 6000 * 10_000_000u64;
+    for line in extra[body..]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+    {
+        let text = std::str::from_utf8(line).unwrap();
+        let mut f: Vec<String> = text.split(',').map(String::from).collect();
+        f[0] = (f[0].parse::<u64>().unwrap() + 6000).to_string();
+        f[1] = (f[1].parse::<u64>().unwrap() + rows_ns).to_string();
+        csv.extend_from_slice(f.join(",").as_bytes());
+        csv.push(b'\n');
+    }
+    let mut j = TraceJoin::from_json(r#"{"source":"t.json","limits":"page"}"#).unwrap();
+    if hint {
+        j.recording_size_hint(csv.len() as u64);
+    }
+    let warm = 300 * 1024;
+    for c in csv[..warm].chunks(4096) {
+        j.write(c).unwrap();
+    }
+    let ((), n) = count_allocs(|| {
+        for c in csv[warm..].chunks(4096) {
+            j.write(c).unwrap();
+        }
+    });
+    j.end_file().unwrap();
+    n
+}
+
+#[test]
+fn a_recording_whose_length_is_given_is_reserved_once() {
+    let with = recording_allocs(true);
+    let without = recording_allocs(false);
+    eprintln!("recording past 300 KiB: {with} allocations with its length, {without} without");
+    // The series are reserved from the length instead of grown by copying as rows arrive.
+    assert!(
+        with < without,
+        "{with} allocations with the length, {without} without"
+    );
+}

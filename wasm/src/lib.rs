@@ -233,6 +233,13 @@ impl TraceJoin {
         self.inner.write(chunk).map_err(|e| JsError::new(&e))
     }
 
+    /// The recording `File`'s size, before its first chunk: a plain recording's series are then
+    /// reserved once, not grown by copying (the result is the same either way).
+    #[wasm_bindgen(js_name = recordingSizeHint)]
+    pub fn recording_size_hint(&mut self, bytes: f64) {
+        self.inner.recording_size_hint(bytes as u64);
+    }
+
     /// Before a read of the trace: undefined to give the whole file, or `[start0, end0, start1,
     /// end1, ...]`, the byte ranges of a plain trace to give instead, each after `seek(start)`.
     #[wasm_bindgen(js_name = wantedRanges)]

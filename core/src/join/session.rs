@@ -450,6 +450,7 @@ pub struct TraceJoin {
     json: Option<String>,
     failed: Option<String>,
     trace_reads: u32,
+    recording_bytes: Option<u64>,
 }
 
 impl TraceJoin {
@@ -498,6 +499,7 @@ impl TraceJoin {
             json: None,
             failed: None,
             trace_reads: 0,
+            recording_bytes: None,
         })
     }
 
@@ -530,7 +532,21 @@ impl TraceJoin {
         r
     }
 
+    /// The recording file's length in bytes, when the caller knows it (before its first
+    /// chunk). A plain recording's series are then reserved once instead of grown by copying
+    /// (`RecordingBuilder::size_hint`); a gzip one ignores it. Only capacity changes: the result
+    /// is the same with or without the hint.
+    pub fn recording_size_hint(&mut self, total_bytes: u64) {
+        self.recording_bytes = Some(total_bytes);
+    }
+
     fn write_inner(&mut self, chunk: &[u8]) -> Result<(), String> {
+        if let (Phase::Recording(b), false) = (&mut self.phase, self.decode.started)
+            && let Some(total) = self.recording_bytes.take()
+            && !crate::gzip::is_gzip(chunk)
+        {
+            b.size_hint(total);
+        }
         let TraceJoin { decode, phase, .. } = self;
         decode.write(chunk, &mut |bytes, gzip| feed(phase, bytes, gzip))
     }

@@ -785,6 +785,36 @@ fn trace_join_session_equals_the_passes_in_any_split() {
     }
 }
 
+/// The recording's length given first (`recording_size_hint`, as the page gives its `File`'s
+/// size) changes nothing in the result, for a plain recording (series reserved) and a gzip one
+/// (the hint ignored), with a long recording whose reservation happens mid-file.
+#[test]
+fn trace_join_session_is_the_same_with_the_recording_length() {
+    let csv = recording_csv(0..6000, &[]);
+    assert!(
+        csv.len() > 256 * 1024,
+        "the reservation happens after 256 KiB"
+    );
+    let doc = trace_doc(Some(BASE), false, false);
+    let options = r#"{"source":"t.json","limits":"page","min_gap_ms":100}"#;
+    let (want, _) = run_session(options, csv.as_bytes(), &[doc.as_bytes()]);
+    for rec in [csv.as_bytes().to_vec(), gz(&csv)] {
+        for total in [rec.len() as u64, 1, 10 * rec.len() as u64] {
+            let mut j = TraceJoin::from_json(options).unwrap();
+            j.recording_size_hint(total);
+            for c in rec.chunks(4096) {
+                j.write(c).unwrap();
+            }
+            j.end_file().unwrap();
+            while j.next_file().is_some() {
+                j.write(doc.as_bytes()).unwrap();
+                j.end_file().unwrap();
+            }
+            assert_eq!(j.result_json().unwrap(), want, "hint {total}");
+        }
+    }
+}
+
 /// Past the caps of the first pass's copy of the annotation spans (here its 4 MiB of names),
 /// the session reads the trace a second time even without a pause to list, with the same result.
 #[test]
