@@ -51,6 +51,8 @@ step "Python wheel: pip install ./python into target/py-env (maturin from the re
 cargo build -p flinch-trace
 target/py-env/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./python
 FLINCH_TRACE_BIN=target/debug/flinch-trace target/py-env/bin/python -m pytest -q -p no:cacheprovider python/tests
+# And in a fresh virtual environment: nothing but pip, which fetches the build backend itself.
+python/tests/fresh_venv.sh target/debug/flinch-trace
 
 step "Prometheus scrapes record --metrics (tests/record/prometheus.sh; skipped loudly without prometheus unless CI=true)"
 cargo build -p flinch-trace
