@@ -48,6 +48,30 @@ pub(crate) struct GpuState {
 }
 
 impl GpuState {
+    /// The slot of the GPU `key` in `gpus`, added (with a series of `series_points`) when new and
+    /// fewer than `max_gpus` are held; `None` past that cap. The analyzer and the join's
+    /// `IdleFloors` share it, so both give a GPU the same slot and drop the same GPUs.
+    #[inline]
+    pub(crate) fn slot(
+        gpus: &mut Vec<GpuState>,
+        key: Option<i64>,
+        max_gpus: usize,
+        series_points: usize,
+    ) -> Option<u16> {
+        // Nearly always the first GPU (one GPU, or the first of a few).
+        if gpus.first().is_some_and(|g| g.key == key) {
+            return Some(0);
+        }
+        if let Some(i) = gpus.iter().position(|g| g.key == key) {
+            return Some(i as u16);
+        }
+        if gpus.len() >= max_gpus.min(u16::MAX as usize) {
+            return None;
+        }
+        gpus.push(GpuState::new(key, Series::new(series_points)));
+        Some((gpus.len() - 1) as u16)
+    }
+
     pub(crate) fn new(key: Option<i64>, series: Series) -> GpuState {
         GpuState {
             key,
@@ -307,19 +331,8 @@ impl Engine {
 
     #[inline]
     fn slot(&mut self, key: Option<i64>) -> Option<u16> {
-        // Nearly always the first GPU (one GPU, or the first of a few).
-        if self.gpus.first().is_some_and(|g| g.key == key) {
-            return Some(0);
-        }
-        if let Some(i) = self.gpus.iter().position(|g| g.key == key) {
-            return Some(i as u16);
-        }
-        if self.gpus.len() >= self.opts.limits.max_gpus.min(u16::MAX as usize) {
-            return None;
-        }
-        self.gpus
-            .push(GpuState::new(key, Series::new(self.opts.series_points)));
-        Some((self.gpus.len() - 1) as u16)
+        let (max_gpus, points) = (self.opts.limits.max_gpus, self.opts.series_points);
+        GpuState::slot(&mut self.gpus, key, max_gpus, points)
     }
 
     fn add_mark(

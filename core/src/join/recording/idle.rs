@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 
 use crate::Limits;
 use crate::window::{
-    AnalyzeOptions, GpuState, GpuSummary, GrowReorder, ParsedKind, ParsedRow, Series, summarize_gpu,
+    AnalyzeOptions, GpuState, GpuSummary, GrowReorder, ParsedKind, ParsedRow, summarize_gpu,
 };
 
 /// What the reorder buffer holds for a row.
@@ -86,17 +86,7 @@ impl IdleFloors {
 
     #[inline]
     fn slot(&mut self, key: Option<i64>) -> Option<u16> {
-        if self.gpus.first().is_some_and(|g| g.key == key) {
-            return Some(0);
-        }
-        if let Some(i) = self.gpus.iter().position(|g| g.key == key) {
-            return Some(i as u16);
-        }
-        if self.gpus.len() >= self.limits.max_gpus.min(u16::MAX as usize) {
-            return None;
-        }
-        self.gpus.push(GpuState::new(key, Series::new(0)));
-        Some((self.gpus.len() - 1) as u16)
+        GpuState::slot(&mut self.gpus, key, self.limits.max_gpus, 0)
     }
 
     #[inline]
