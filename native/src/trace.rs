@@ -129,11 +129,12 @@ impl Default for SummaryOptions {
 pub fn summary_json(path: &Path, opts: &SummaryOptions) -> Result<String, String> {
     let (limits, exact_io) = opts.exactness.limits();
     let source = path.display().to_string();
-    let summary = if opts.mergeable {
-        summarize_file_mergeable(path, &source, limits, opts.top, exact_io, false)
+    let also = if opts.mergeable {
+        Also::Mergeable
     } else {
-        summarize_file(path, &source, limits, opts.top, exact_io, false)
+        Also::Nothing
     };
+    let summary = summarize_file_also(path, &source, limits, opts.top, exact_io, false, also);
     summary.map(|r| result_json(&r))
 }
 
@@ -175,19 +176,13 @@ pub fn run(args: Args) -> CmdResult {
             let mut first = join_opts
                 .as_ref()
                 .map(|o| join::first_pass(o, args.join.has_telemetry()));
-            let summary = if args.mergeable {
-                summarize_file_mergeable(path, &source, limits, args.top, exact_io, true)
-            } else {
-                summarize_file_joined(
-                    path,
-                    &source,
-                    limits,
-                    args.top,
-                    exact_io,
-                    true,
-                    first.as_mut(),
-                )
+            let also = match first.as_mut() {
+                Some(first) => Also::Join(first),
+                None if args.mergeable => Also::Mergeable,
+                None => Also::Nothing,
             };
+            let summary =
+                summarize_file_also(path, &source, limits, args.top, exact_io, true, also);
             if let Some(h) = reading.take() {
                 recording = h
                     .join()
@@ -295,68 +290,53 @@ pub fn summarize_file(
     exact_io: bool,
     show_progress: bool,
 ) -> Result<TraceSummaryResult, String> {
-    summarize_file_joined(path, source, limits, top, exact_io, show_progress, None)
+    summarize_file_also(
+        path,
+        source,
+        limits,
+        top,
+        exact_io,
+        show_progress,
+        Also::Nothing,
+    )
 }
 
-/// [`summarize_file`] with the mergeable section (`--mergeable`, docs/merge.md), through the
-/// same threads: the bytes of `flinch_core::analyzer`'s mergeable summary.
+/// What a trace's summary also does on its own scan. The two never go together: `--mergeable`
+/// summarizes traces alone.
+pub enum Also<'a> {
+    /// The summary alone.
+    Nothing,
+    /// Every event, in order, then `baseTimeNanoseconds`, also to the join's first pass
+    /// (docs/join.md).
+    Join(&'a mut FirstPass),
+    /// The mergeable section (`--mergeable`, docs/merge.md): the bytes of
+    /// `flinch_core::analyzer`'s mergeable summary.
+    Mergeable,
+}
+
+impl<'a> Also<'a> {
+    /// The join's first pass, if any, and whether the summary is mergeable.
+    fn into_parts(self) -> (Option<&'a mut FirstPass>, bool) {
+        match self {
+            Also::Nothing => (None, false),
+            Also::Join(first) => (Some(first), false),
+            Also::Mergeable => (None, true),
+        }
+    }
+}
+
+/// [`summarize_file`], also doing `also` on the same scan.
 ///
 /// # Errors
 /// As [`summarize_file`].
-pub fn summarize_file_mergeable(
+pub fn summarize_file_also(
     path: &Path,
     source: &str,
     limits: Limits,
     top: usize,
     exact_io: bool,
     show_progress: bool,
-) -> Result<TraceSummaryResult, String> {
-    summarize_file_with(
-        path,
-        source,
-        limits,
-        top,
-        exact_io,
-        show_progress,
-        None,
-        true,
-    )
-}
-
-/// [`summarize_file`], also feeding the join's first pass `join` from the same scan: every
-/// event in order, then `baseTimeNanoseconds` (docs/join.md).
-pub fn summarize_file_joined(
-    path: &Path,
-    source: &str,
-    limits: Limits,
-    top: usize,
-    exact_io: bool,
-    show_progress: bool,
-    join: Option<&mut FirstPass>,
-) -> Result<TraceSummaryResult, String> {
-    summarize_file_with(
-        path,
-        source,
-        limits,
-        top,
-        exact_io,
-        show_progress,
-        join,
-        false,
-    )
-}
-
-/// [`summarize_file_joined`]; `mergeable` adds the mergeable section (without the join).
-#[allow(clippy::too_many_arguments)] // the public entries above each fix some of them
-fn summarize_file_with(
-    path: &Path,
-    source: &str,
-    limits: Limits,
-    top: usize,
-    exact_io: bool,
-    show_progress: bool,
-    join: Option<&mut FirstPass>,
-    mergeable: bool,
+    also: Also<'_>,
 ) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
     // bytes are scanned on a second thread and summarized on this one (pipeline), so reading,
@@ -371,15 +351,7 @@ fn summarize_file_with(
                 p.update(done);
             }
         };
-        return match join {
-            Some(first) => {
-                parallel::summarize_joined(plan, source, limits, Some(top), exact_io, first, update)
-            }
-            None if mergeable => {
-                parallel::summarize_mergeable(plan, source, limits, Some(top), exact_io, update)
-            }
-            None => parallel::summarize(plan, source, limits, Some(top), exact_io, update),
-        };
+        return parallel::summarize(plan, source, limits, Some(top), exact_io, also, update);
     }
     let input = open_input(path)?;
     let read = input.progress();
@@ -395,12 +367,12 @@ fn summarize_file_with(
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let replay = exact_io.then_some(path);
     let top = Some(top);
-    if input.is_gzip() && cores <= 2 && join.is_none() {
-        pipeline::summarize_sequential(input, source, limits, top, replay, mergeable, update)
-    } else if mergeable && join.is_none() {
-        pipeline::summarize_mergeable(input, source, limits, top, replay, update)
-    } else {
-        pipeline::summarize_joined(input, source, limits, top, replay, join, update)
+    match also {
+        Also::Nothing | Also::Mergeable if input.is_gzip() && cores <= 2 => {
+            let mergeable = matches!(also, Also::Mergeable);
+            pipeline::summarize_sequential(input, source, limits, top, replay, mergeable, update)
+        }
+        also => pipeline::summarize(input, source, limits, top, replay, also, update),
     }
 }
 

@@ -1,7 +1,7 @@
 //! One file's summary with the mergeable section through the core's one-thread `Analyzer` (the
 //! page's entry point), with the temporary file and further reads that keep it exact
 //! (`trace::exact_io`): the reference the CLI's threaded paths (`trace --json --mergeable`,
-//! `trace::summarize_file_mergeable`) are tested against, byte for byte.
+//! `trace::summarize_file_also` with `Also::Mergeable`) are tested against, byte for byte.
 use std::path::Path;
 
 use flinch_core::Limits;

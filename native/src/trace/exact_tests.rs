@@ -201,16 +201,27 @@ fn past_the_limits_every_path_stays_exact() {
             tight,
             top,
             Some(path),
+            super::Also::Nothing,
             || {},
         )
         .unwrap();
         assert_equals_oracle(&r, &o, "pipeline");
     }
     let plan = super::parallel::plan_with(&json, 64 << 10, 0).unwrap();
-    let r = super::parallel::summarize(plan, "t", tight, top, true, |_, _| {}).unwrap();
+    let r =
+        super::parallel::summarize(plan, "t", tight, top, true, super::Also::Nothing, |_, _| {})
+            .unwrap();
     assert_equals_oracle(&r, &o, "parallel");
-    let r = super::pipeline::summarize(open_input(&json).unwrap(), "t", tight, top, None, || {})
-        .unwrap();
+    let r = super::pipeline::summarize(
+        open_input(&json).unwrap(),
+        "t",
+        tight,
+        top,
+        None,
+        super::Also::Nothing,
+        || {},
+    )
+    .unwrap();
     let a = r.approximations.expect("limits too small for the trace");
     assert!(a.busy_union_error_bound_us > 0.0);
     assert!(a.ops_with_sketched_stats + a.listed_ops_without_percentiles > 0);
@@ -271,15 +282,24 @@ fn mergeable_on_every_path_equals_the_analyzer() {
             let replay = exact_io.then_some(path.as_path());
             let input = || open_input(path).unwrap();
             let paths = [
-                super::summarize_file_mergeable(
+                super::summarize_file_also(
                     path,
                     "t",
                     limits,
                     DEFAULT_TOP_OPS,
                     exact_io,
                     false,
+                    super::Also::Mergeable,
                 ),
-                super::pipeline::summarize_mergeable(input(), "t", limits, top, replay, || {}),
+                super::pipeline::summarize(
+                    input(),
+                    "t",
+                    limits,
+                    top,
+                    replay,
+                    super::Also::Mergeable,
+                    || {},
+                ),
                 super::pipeline::summarize_sequential(
                     input(),
                     "t",
@@ -296,12 +316,13 @@ fn mergeable_on_every_path_equals_the_analyzer() {
             }
             if path == &json {
                 let plan = super::parallel::plan_with(&json, 64 << 10, 0).unwrap();
-                let r = super::parallel::summarize_mergeable(
+                let r = super::parallel::summarize(
                     plan,
                     "t",
                     limits,
                     top,
                     exact_io,
+                    super::Also::Mergeable,
                     |_, _| {},
                 );
                 assert!(r.unwrap().to_json() == analyzer, "parallel {exact_io}");

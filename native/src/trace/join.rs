@@ -3,9 +3,9 @@
 //!
 //! The join's first pass ([`FirstPass`]: each device's GPU idle gaps, `baseTimeNanoseconds`,
 //! a bounded copy of the annotation spans, and the trace's byte ranges with the time hulls of
-//! their host events) rides on the summary's own scan (`super::summarize_file_joined`). The
-//! second pass attributes host events to the longest gaps and, with a recording, judges each
-//! gap and sums energy per annotation ([`finish`]). With a pause to list it scans again only
+//! their host events) rides on the summary's own scan (`super::summarize_file_also` with
+//! `Also::Join`). The second pass attributes host events to the longest gaps and, with a
+//! recording, judges each gap and sums energy per annotation ([`finish`]). With a pause to list it scans again only
 //! the byte ranges whose hull meets one (`rescan`), replaying the copied spans of the others;
 //! it reads the whole trace again only for a merged file, for more annotation spans than the
 //! copy holds, or where a range cannot be resumed; without a pause to list it replays the

@@ -9,7 +9,7 @@ use flinch_core::Limits;
 use flinch_core::join::{JoinOptions, PauseOptions, Recording, RecordingBuilder, RecordingOptions};
 
 use super::test_files::temp;
-use super::{join, parallel, summarize_file, summarize_file_joined};
+use super::{Also, join, parallel, summarize_file, summarize_file_also};
 
 const BASE: i64 = 1_700_000_000_000_000_000;
 
@@ -110,14 +110,14 @@ fn recording() -> Recording {
 /// The summary and the join report through the summary's scan, as JSON.
 fn joined(path: &Path, opts: &JoinOptions, rec: Option<&Recording>) -> (String, String) {
     let mut first = join::first_pass(opts, rec.is_some());
-    let summary = summarize_file_joined(
+    let summary = summarize_file_also(
         path,
         "s",
         Limits::NATIVE,
         40,
         false,
         false,
-        Some(&mut first),
+        Also::Join(&mut first),
     )
     .unwrap();
     let (report, _) = join::finish(path, first.finish(), opts, rec, None).unwrap();
@@ -155,13 +155,13 @@ fn check(name: &str, doc: &[u8], rec: Option<&Recording>) {
                     for segment in [997, 20_000] {
                         let plan = parallel::plan_with(&path, segment, 0).unwrap();
                         let mut first = join::first_pass(&opts, rec.is_some());
-                        let s = parallel::summarize_joined(
+                        let s = parallel::summarize(
                             plan,
                             "s",
                             Limits::NATIVE,
                             Some(40),
                             false,
-                            &mut first,
+                            Also::Join(&mut first),
                             |_, _| {},
                         )
                         .unwrap();
@@ -308,26 +308,26 @@ fn both(
     match segment {
         Some(s) => {
             let plan = parallel::plan_with(path, s, 0).unwrap();
-            parallel::summarize_joined(
+            parallel::summarize(
                 plan,
                 "s",
                 Limits::NATIVE,
                 Some(40),
                 false,
-                &mut first,
+                Also::Join(&mut first),
                 |_, _| {},
             )
             .unwrap();
         }
         None => {
-            summarize_file_joined(
+            summarize_file_also(
                 path,
                 "s",
                 Limits::NATIVE,
                 40,
                 false,
                 false,
-                Some(&mut first),
+                Also::Join(&mut first),
             )
             .unwrap();
         }

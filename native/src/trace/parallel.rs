@@ -43,6 +43,7 @@ use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
 
 use flinch_core::join::{FirstPass, Resume};
 
+use super::Also;
 use super::pipeline::{Batch, scan_error};
 
 /// Files smaller than this take the one-scan-thread pipeline.
@@ -311,7 +312,8 @@ fn scan_thread(
     }
 }
 
-/// Summarizes the planned file (see the module docs); `progress` gets the bytes done so far.
+/// Summarizes the planned file (see the module docs), also doing `also` on the same scans;
+/// `progress` gets the bytes done so far.
 ///
 /// # Errors
 /// A read error or malformed JSON outside events, with its byte offset: the message the
@@ -322,66 +324,23 @@ pub fn summarize(
     limits: Limits,
     top: Option<usize>,
     exact_io: bool,
+    also: Also<'_>,
     progress: impl FnMut(u64, u64),
 ) -> Result<TraceSummaryResult, String> {
-    summarize_counting(plan, source, limits, top, exact_io, None, false, progress).0
+    summarize_counting(plan, source, limits, top, exact_io, also, progress).0
 }
 
-/// [`summarize`], also giving every event, in order, to the join's first pass `join` (and
-/// `baseTimeNanoseconds` at the end), from the same scans: the events the summary keeps.
-///
-/// # Errors
-/// As [`summarize`].
-pub fn summarize_joined(
-    plan: Plan,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: bool,
-    join: &mut FirstPass,
-    progress: impl FnMut(u64, u64),
-) -> Result<TraceSummaryResult, String> {
-    summarize_counting(
-        plan,
-        source,
-        limits,
-        top,
-        exact_io,
-        Some(join),
-        false,
-        progress,
-    )
-    .0
-}
-
-/// [`summarize`] with the mergeable section (`trace --json --mergeable`, docs/merge.md).
-///
-/// # Errors
-/// As [`summarize`].
-pub fn summarize_mergeable(
-    plan: Plan,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: bool,
-    progress: impl FnMut(u64, u64),
-) -> Result<TraceSummaryResult, String> {
-    summarize_counting(plan, source, limits, top, exact_io, None, true, progress).0
-}
-
-/// [`summarize`], also returning how many segments were rescanned because their guess failed;
-/// `mergeable` adds the mergeable section.
-#[allow(clippy::too_many_arguments)] // the public entries above each fix some of them
+/// [`summarize`], also returning how many segments were rescanned because their guess failed.
 fn summarize_counting(
     plan: Plan,
     source: &str,
     limits: Limits,
     top: Option<usize>,
     exact_io: bool,
-    mut join: Option<&mut FirstPass>,
-    mergeable: bool,
+    also: Also<'_>,
     mut progress: impl FnMut(u64, u64),
 ) -> (Result<TraceSummaryResult, String>, usize) {
+    let (mut join, mergeable) = also.into_parts();
     let mut rescanned = 0;
     let mut rxs = Vec::new();
     let mut frees = Vec::new();

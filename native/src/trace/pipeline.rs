@@ -33,6 +33,7 @@ use flinch_core::json::{
 use flinch_core::summary::batch::{OpMemo, fields_read};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
 
+use super::Also;
 use crate::input::{Input, InputError};
 
 /// Events per batch at most.
@@ -439,68 +440,23 @@ enum Msg {
     Fail(String),
 }
 
-/// Summarizes the trace read from `input` (scan thread plus this thread); `progress` is called
-/// after each batch. Returns the result, or the error message for the file.
+/// Summarizes the trace read from `input` (scan thread plus this thread), also doing `also` on
+/// the same scan; `progress` is called after each batch. Returns the result, or the error
+/// message for the file.
 ///
 /// # Errors
 /// A read or gzip error, or malformed JSON outside events: one line naming the byte offset, as
 /// the core analyzer words it.
-#[cfg(test)]
 pub fn summarize(
     input: Input,
     source: &str,
     limits: Limits,
     top: Option<usize>,
     exact_io: Option<&Path>,
-    progress: impl FnMut(),
-) -> Result<TraceSummaryResult, String> {
-    summarize_joined(input, source, limits, top, exact_io, None, progress)
-}
-
-/// [`summarize`], also giving every event, in order, to the join's first pass `join` (and the
-/// scanner's `baseTimeNanoseconds` at the end), from the same scan.
-///
-/// # Errors
-/// As [`summarize`].
-pub fn summarize_joined(
-    input: Input,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: Option<&Path>,
-    join: Option<&mut FirstPass>,
-    progress: impl FnMut(),
-) -> Result<TraceSummaryResult, String> {
-    summarize_with(input, source, limits, top, exact_io, join, false, progress)
-}
-
-/// [`summarize`] with the mergeable section (`trace --json --mergeable`, docs/merge.md).
-///
-/// # Errors
-/// As [`summarize`].
-pub fn summarize_mergeable(
-    input: Input,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: Option<&Path>,
-    progress: impl FnMut(),
-) -> Result<TraceSummaryResult, String> {
-    summarize_with(input, source, limits, top, exact_io, None, true, progress)
-}
-
-/// [`summarize_joined`]; `mergeable` adds the mergeable section.
-#[allow(clippy::too_many_arguments)] // the public entries above each fix some of them
-fn summarize_with(
-    input: Input,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: Option<&Path>,
-    mut join: Option<&mut FirstPass>,
-    mergeable: bool,
+    also: Also<'_>,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
+    let (mut join, mergeable) = also.into_parts();
     let (tx, rx) = sync_channel::<Msg>(RING_BATCHES);
     let (free_tx, free_rx) = sync_channel::<Batch>(RING_BATCHES);
     for _ in 0..RING_BATCHES {

@@ -46,8 +46,7 @@ fn parallel(path: &Path, segment: u64, limits: Limits) -> (Result<String, String
         limits,
         Some(40),
         false,
-        None,
-        false,
+        Also::Nothing,
         |done, total| {
             assert!(done <= total);
         },

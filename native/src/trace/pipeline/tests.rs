@@ -31,7 +31,9 @@ fn oracle(path: &Path, limits: Limits, options: InputOptions) -> Result<String, 
 fn piped(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
     let input = open_input_with(path, options)?;
     let mut batches = 0;
-    let r = summarize(input, "s", limits, Some(40), None, || batches += 1)?;
+    let r = summarize(input, "s", limits, Some(40), None, Also::Nothing, || {
+        batches += 1
+    })?;
     Ok(r.to_json())
 }
 
