@@ -58,5 +58,9 @@ step "Prometheus scrapes record --metrics (tests/record/prometheus.sh; skipped l
 cargo build -p flinch-trace
 tests/record/prometheus.sh
 
+step "adversarial scripts (tests/robustness: FIFOs, pipes, signals during writes, a full tmpfs, hard links, many ranks)"
+cargo build -p flinch-trace
+FLINCH_BIN=target/debug/flinch-trace tests/robustness/run.sh
+
 echo
 echo "test-all: every check passed"
