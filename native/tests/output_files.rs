@@ -332,3 +332,43 @@ fn a_full_disk_is_a_clear_error_with_no_output_left_and_the_old_target_kept() {
         std::panic::resume_unwind(p);
     }
 }
+
+/// `record` refuses an output that is its `--scripted-gpu` input, and `--out` and
+/// `--host-jsonl` that are one file, before recording anything.
+#[test]
+fn record_refuses_an_output_that_is_an_input_or_the_other_output() {
+    let d = dir("record");
+    let script = write(&d, "gpu.script", "gpus 1\n200,90,30,1900,60,1000,5000,0\n");
+    std::fs::hard_link(&script, d.join("hard.csv")).unwrap();
+    let csv = d.join("trace.csv");
+    std::os::unix::fs::symlink(&csv, d.join("jsonl-link")).unwrap();
+    std::fs::write(&csv, "").unwrap();
+    let cases: [(Vec<PathBuf>, &str); 3] = [
+        (vec![script.clone()], "is the same file as --scripted-gpu"),
+        (vec![d.join("hard.csv")], "is the same file as --scripted-gpu"),
+        (
+            vec![csv.clone(), d.join("jsonl-link")],
+            "is the same file as --host-jsonl",
+        ),
+    ];
+    for (outs, want) in cases {
+        let mut c = bin();
+        c.args(["record", "--no-rapl", "--seconds", "0.2", "--scripted-gpu"])
+            .arg(&script)
+            .arg("--out")
+            .arg(&outs[0]);
+        if let Some(j) = outs.get(1) {
+            c.arg("--host-jsonl").arg(j);
+        }
+        let o = c.output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{outs:?}: {e}");
+        assert!(e.starts_with("error: --out") && e.contains(want), "{outs:?}: {e}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&script).unwrap(),
+        "gpus 1\n200,90,30,1900,60,1000,5000,0\n"
+    );
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), "");
+    let _ = std::fs::remove_dir_all(&d);
+}
