@@ -218,7 +218,10 @@ impl Target {
             let path = dir.join(format!(".{base}.flinch-{}.tmp", random_tag()));
             // Registered before it exists, so that no signal can leave it behind.
             let slot = signals::register(&path).ok_or_else(|| {
-                format!("{} {p}: too many output files open at once", self.name.option)
+                format!(
+                    "{} {p}: too many output files open at once",
+                    self.name.option
+                )
             })?;
             match OpenOptions::new()
                 .write(true)
@@ -305,7 +308,9 @@ fn random_tag() -> String {
     let mut v = h.finish();
     let mut s = String::with_capacity(6);
     for _ in 0..6 {
-        s.push(char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[(v % 36) as usize]));
+        s.push(char::from(
+            b"abcdefghijklmnopqrstuvwxyz0123456789"[(v % 36) as usize],
+        ));
         v /= 36;
     }
     s

@@ -88,7 +88,11 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
     let d = dir("same");
     let trace = write(&d, "t.json", &trace_text(50));
     let csv = write(&d, "rec.csv", &recording_text());
-    let sidecar = write(&d, "rec.csv.meta.json", "{\"power_source\":\"nvml_power\"}\n");
+    let sidecar = write(
+        &d,
+        "rec.csv.meta.json",
+        "{\"power_source\":\"nvml_power\"}\n",
+    );
     std::fs::hard_link(&trace, d.join("link.json")).unwrap();
     std::os::unix::fs::symlink(&csv, d.join("soft.json")).unwrap();
     let cases: [(&str, &str); 5] = [
@@ -119,7 +123,9 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
         "{\"power_source\":\"nvml_power\"}\n"
     );
     // Another file is written, and only it appears.
-    let o = perfetto(&trace, &csv, &d.join("merged.json")).output().unwrap();
+    let o = perfetto(&trace, &csv, &d.join("merged.json"))
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let merged: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("merged.json")).unwrap()).unwrap();
@@ -221,7 +227,10 @@ fn stopped_mid_write(out_dir: &Path, sig: i32) -> std::process::ExitStatus {
             child.try_wait().unwrap().is_none(),
             "the merge ended before a signal could be sent"
         );
-        assert!(start.elapsed() < Duration::from_secs(120), "no output after 120 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no output after 120 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: kill has no memory-safety preconditions.
@@ -271,8 +280,10 @@ fn a_file_size_limit_is_a_clear_error_with_no_output_left() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{:?} {e}", o.status);
     assert!(
-        e.contains(&format!("--perfetto {}", out_dir.join("merged.json").display()))
-            && e.contains("File too large")
+        e.contains(&format!(
+            "--perfetto {}",
+            out_dir.join("merged.json").display()
+        )) && e.contains("File too large")
             && e.contains("was not created"),
         "{e}"
     );
@@ -345,7 +356,10 @@ fn record_refuses_an_output_that_is_an_input_or_the_other_output() {
     std::fs::write(&csv, "").unwrap();
     let cases: [(Vec<PathBuf>, &str); 3] = [
         (vec![script.clone()], "is the same file as --scripted-gpu"),
-        (vec![d.join("hard.csv")], "is the same file as --scripted-gpu"),
+        (
+            vec![d.join("hard.csv")],
+            "is the same file as --scripted-gpu",
+        ),
         (
             vec![csv.clone(), d.join("jsonl-link")],
             "is the same file as --host-jsonl",
@@ -363,7 +377,10 @@ fn record_refuses_an_output_that_is_an_input_or_the_other_output() {
         let o = c.output().unwrap();
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{outs:?}: {e}");
-        assert!(e.starts_with("error: --out") && e.contains(want), "{outs:?}: {e}");
+        assert!(
+            e.starts_with("error: --out") && e.contains(want),
+            "{outs:?}: {e}"
+        );
     }
     assert_eq!(
         std::fs::read_to_string(&script).unwrap(),

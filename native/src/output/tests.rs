@@ -127,12 +127,18 @@ fn an_uncommitted_file_is_removed_and_the_target_left_as_it_was() {
 
 #[test]
 fn write_errors_name_the_output_and_the_os_error() {
-    let t = Target::resolve("--out", Path::new("/tmp/flinch-new.json")).unwrap();
+    let d = dir("message");
+    let out = d.join("new.json");
+    let t = Target::resolve("--out", &out).unwrap();
     let e = std::io::Error::from_raw_os_error(libc::ENOSPC);
     let msg = t.name().write_error(&e);
+    let want = format!(
+        "--out {}: cannot write: No space left on device",
+        out.display()
+    );
     assert!(
-        msg.starts_with("--out /tmp/flinch-new.json: cannot write: No space left on device")
-            && msg.contains("was not created"),
+        msg.starts_with(&want) && msg.contains("was not created"),
         "{msg}"
     );
+    let _ = std::fs::remove_dir_all(&d);
 }
