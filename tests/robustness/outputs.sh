@@ -54,10 +54,15 @@ only() {
     [[ "$got" == "$want" ]]
 }
 
-# Runs the rest of the line, bounded; stdout+stderr in $T/err, status in $rc.
+# Runs the rest of the line, bounded; stderr in $T/err, status in $rc. The inputs of the first
+# cases are put back first (in place, keeping their links), so one defect fails one case only.
 run() {
+    if [[ -f $T/t.orig ]]; then
+        cp "$T/t.orig" "$S/t.json"
+        cp "$T/rec.orig" "$S/rec.csv"
+    fi
     rc=0
-    timeout 120 "$@" >"$T/out" 2>"$T/err" || rc=$?
+    timeout 60 "$@" >"$T/out" 2>"$T/err" || rc=$?
 }
 
 S=$T/same
