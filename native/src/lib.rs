@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod input;
 pub mod mark;
 pub mod merge;
+pub mod output;
 pub mod progress;
 pub mod record;
 pub mod summarize;

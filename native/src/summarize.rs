@@ -5,15 +5,16 @@
 //! reads the files the core asks for, and summarizes the traces on threads.
 //!
 //! Exit status: 0 when the summary was written (warnings inside it), 1 when the output file
-//! cannot be written, 2 for command-line usage errors.
+//! cannot be written or is one of the inputs, 2 for command-line usage errors. `--out` is
+//! written through `crate::output` (a temporary file renamed over it on success).
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use flinch_core::runs::{
-    FileRead, MAX_LINE_BYTES, MAX_WHOLE_FILE_BYTES, PyPath, RunRecord, RunSummarizer, RunsSummary,
-    TOO_LARGE, host_run_name,
+    FileRead, MAX_LINE_BYTES, MAX_WHOLE_FILE_BYTES, PyPath, RunPaths, RunRecord, RunSummarizer,
+    RunsSummary, TOO_LARGE, host_run_name, report_path,
 };
 
 use crate::CmdResult;
@@ -50,11 +51,38 @@ pub fn run(args: Args) -> CmdResult {
             args.runs.to_string_lossy()
         );
     }
+    // Before any work: --out is a path an output may take, and none of the files read.
+    let target = output_target(&args.out, &args.runs).map_err(|e| format!("summarize: {e}"))?;
     let summary = summary(&args.runs, args.skip_traces, args.exact)?;
-    fs::write(&args.out, summary.json)
-        .map_err(|e| format!("summarize: cannot write {}: {e}", args.out.display()))?;
+    crate::output::write_all(target, summary.json.as_bytes())
+        .map_err(|e| format!("summarize: {e}"))?;
     println!("{}", summary.message);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--out`, checked (`crate::output`): refused when it is one of the files a summary of `runs`
+/// reads (device and inode), so that a hard or symbolic link to an input is refused too.
+fn output_target(out: &Path, runs: &Path) -> Result<crate::output::Target, String> {
+    let target = crate::output::Target::resolve("--out", out)?;
+    if !target.replaces_a_file() {
+        return Ok(target);
+    }
+    let runs_text = runs.to_string_lossy().into_owned();
+    let runs = PyPath::new(&runs_text);
+    for host in list_dir_sorted(&runs) {
+        let Some(name) = host.parts().last().and_then(|n| host_run_name(n)) else {
+            continue;
+        };
+        let p = RunPaths::new(&runs, name);
+        for file in [p.telemetry, p.report, p.status, p.requests, p.log] {
+            target.refuse_input("an input", &fs_path(&file))?;
+        }
+    }
+    for trace in traces::discover(&runs) {
+        target.refuse_input("an input", &fs_path(&trace))?;
+        target.refuse_input("an input", &fs_path(&report_path(&runs, &trace)))?;
+    }
+    Ok(target)
 }
 
 /// What `summarize` gives.

@@ -164,6 +164,10 @@ pub fn run(args: Args) -> CmdResult {
     if args.join.perfetto().is_some() && args.files.len() > 1 {
         return Err("--perfetto writes one merged file: give one trace".into());
     }
+    // Before any work: the merged file is none of the inputs, and a path an output may take.
+    if let (Some((out, csv)), Some(trace)) = (args.join.perfetto(), args.files.first()) {
+        perfetto::check(out, trace, csv).map_err(|e| format!("error: {e}"))?;
+    }
     // The recording is read on a thread of its own while the first trace is summarized.
     std::thread::scope(|scope| {
         let mut reading = join_opts

@@ -270,7 +270,7 @@ fn unwritable_output_is_one_line_and_exit_1() {
     assert_eq!(r.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert!(
-        stderr.starts_with("summarize: cannot write basic: "),
+        stderr.starts_with("summarize: --out basic is a directory; "),
         "{stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

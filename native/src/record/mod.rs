@@ -3,7 +3,7 @@
 //!
 //! Threads: the sampler (absolute deadlines), the writer (owns the files), the marks reader, the
 //! signal taker, and the main thread (which runs and waits for the command, if any).
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -188,6 +188,31 @@ fn validate(a: &Args) -> Result<(), String> {
     }
     if let Some(j) = &a.host_jsonl {
         writer::check_output_path(j)?;
+    }
+    // The same file (device and inode) as an input, or both outputs one file, is refused.
+    let inputs = [
+        ("--scripted-gpu", a.scripted_gpu.as_deref()),
+        ("--rapl", a.rapl.as_deref()),
+    ];
+    let mut pairs: Vec<(&str, &Path, &str, &Path)> = Vec::new();
+    for (option, out) in [("--out", &a.out), ("--host-jsonl", &a.host_jsonl)] {
+        for (input, path) in inputs {
+            if let (Some(o), Some(i)) = (out, path) {
+                pairs.push((option, o, input, i));
+            }
+        }
+    }
+    if let (Some(o), Some(j)) = (&a.out, &a.host_jsonl) {
+        pairs.push(("--out", o, "--host-jsonl", j));
+    }
+    for (option, o, other, i) in pairs {
+        if crate::output::same_file(o, i) {
+            return Err(format!(
+                "error: {option} {} is the same file as {other} {}; refusing to overwrite it",
+                o.display(),
+                i.display()
+            ));
+        }
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! unchanged while the join's second pass scans them, and right after the first event the
 //! recording is read row by row and written as counter and instant events
 //! (`flinch_core::join::perfetto`) on the trace's own `ts` clock. OUT ending in `.gz` is gzip.
-use std::fs::File;
+//! OUT is written through `crate::output`: never one of the inputs, never left cut.
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -12,10 +12,11 @@ use flinch_core::join::perfetto::CounterEvents;
 use flinch_core::join::{Alignment, GpuMap};
 
 use crate::input::open_input;
+use crate::output::{OutputFile, OutputName, Target};
 
 enum Sink {
-    Plain(BufWriter<File>),
-    Gz(Box<flate2::write::GzEncoder<BufWriter<File>>>),
+    Plain(BufWriter<OutputFile>),
+    Gz(Box<flate2::write::GzEncoder<BufWriter<OutputFile>>>),
 }
 
 impl Sink {
@@ -29,19 +30,29 @@ impl Sink {
 
 /// The merged file being written.
 pub struct Merger {
-    path: PathBuf,
+    name: OutputName,
     sink: Sink,
     csv: PathBuf,
     events: CounterEvents,
     injected: bool,
 }
 
-fn io(path: &Path, e: std::io::Error) -> String {
-    format!("--perfetto {}: {e}", path.display())
+/// Checks `out` as the merged file of `trace` and the recording `csv`: a path an output may
+/// take (`crate::output`), and none of the inputs (the trace, the recording, its sidecar), by
+/// device and inode. `trace` runs it before any work starts; [`Merger::create`] again.
+pub fn check(out: &Path, trace: &Path, csv: &Path) -> Result<Target, String> {
+    let target = Target::resolve("--perfetto", out)?;
+    target.refuse_input("the trace being read", trace)?;
+    target.refuse_input("the --telemetry input", csv)?;
+    target.refuse_input(
+        "the --telemetry recording's sidecar",
+        &crate::record::sidecar::path_for(csv),
+    )?;
+    Ok(target)
 }
 
 impl Merger {
-    /// Creates `out` (refusing the trace itself).
+    /// Starts writing `out` (checked by [`check`]).
     pub fn create(
         out: &Path,
         trace: &Path,
@@ -49,15 +60,9 @@ impl Merger {
         align: Alignment,
         map: GpuMap,
     ) -> Result<Merger, String> {
-        if let (Ok(a), Ok(b)) = (out.canonicalize(), trace.canonicalize())
-            && a == b
-        {
-            return Err(format!(
-                "--perfetto {}: that is the trace being read",
-                out.display()
-            ));
-        }
-        let f = BufWriter::with_capacity(1 << 20, File::create(out).map_err(|e| io(out, e))?);
+        let target = check(out, trace, csv)?;
+        let name = target.name().clone();
+        let f = BufWriter::with_capacity(1 << 20, target.create()?);
         let sink = if out.extension().is_some_and(|e| e == "gz") {
             Sink::Gz(Box::new(flate2::write::GzEncoder::new(
                 f,
@@ -67,7 +72,7 @@ impl Merger {
             Sink::Plain(f)
         };
         Ok(Merger {
-            path: out.to_path_buf(),
+            name,
             sink,
             csv: csv.to_path_buf(),
             events: CounterEvents::new(align, map),
@@ -80,7 +85,7 @@ impl Merger {
         self.sink
             .out()
             .write_all(bytes)
-            .map_err(|e| io(&self.path, e))
+            .map_err(|e| self.name.write_error(&e))
     }
 
     /// After the first event: the recording's events (once).
@@ -123,29 +128,29 @@ impl Merger {
             self.sink
                 .out()
                 .write_all(text.as_bytes())
-                .map_err(|e| io(&self.path, e))?;
+                .map_err(|e| self.name.write_error(&e))?;
         }
         Ok(())
     }
 
-    /// Flushes; an error when the trace had no event to merge after.
+    /// Flushes and puts the file in place; an error when the trace had no event to merge
+    /// after (then, as on every error, no file is left: the temporary one is removed on drop).
     pub fn finish(self) -> Result<u64, String> {
-        let path = self.path.clone();
+        let name = self.name;
         if !self.injected {
-            let _ = std::fs::remove_file(&path);
             return Err(format!(
                 "--perfetto {}: the trace has no event to merge the recording after",
-                path.display()
+                name.shown().display()
             ));
         }
-        match self.sink {
-            Sink::Plain(mut w) => w.flush().map_err(|e| io(&path, e))?,
-            Sink::Gz(w) => {
-                w.finish()
-                    .and_then(|mut f| f.flush())
-                    .map_err(|e| io(&path, e))?;
-            }
-        }
+        let buffered = match self.sink {
+            Sink::Plain(w) => w,
+            Sink::Gz(w) => w.finish().map_err(|e| name.write_error(&e))?,
+        };
+        let file = buffered
+            .into_inner()
+            .map_err(|e| name.write_error(e.error()))?;
+        file.commit()?;
         Ok(self.events.events)
     }
 }
