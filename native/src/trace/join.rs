@@ -299,9 +299,9 @@ pub fn render(r: &JoinReport) -> String {
                 .collect();
             let _ = writeln!(
                 s,
-                "  {:>6} {:>18.3} {:>12.3} {:>10} {:>7} {:>6} {:<8}  {} | {}",
+                "  {:>6} {:>18} {:>12.3} {:>10} {:>7} {:>6} {:<8}  {} | {}",
                 p.device,
-                p.start_ts_us,
+                p.start_ts_us.fixed(),
                 p.duration_ms,
                 f(t.and_then(|t| t.gpu_energy_j), 3),
                 f(t.and_then(|t| t.avg_power_w), 1),
