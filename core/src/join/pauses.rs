@@ -8,7 +8,8 @@
 //!
 //! Annotations are context, never host activity: a `user_annotation`, a
 //! `gpu_user_annotation` of the pause's own device, the profiler's `Trace` span and any
-//! `ProfilerStep#N` (whatever its category). One that covers the pause, all but at most
+//! `ProfilerStep#N` (whatever its category), and a mark range of a merged Perfetto file
+//! (`flinch_mark`). One that covers the pause, all but at most
 //! [`within_tolerance_ns`] of it (1 µs or 0.1 % of the pause, whichever is larger: a step that
 //! begins 100 ns after the GPU went idle still holds the pause), goes to `within` (e.g.
 //! `ProfilerStep#107`), innermost first; one that covers less goes to the pause's
@@ -54,12 +55,14 @@ const USER_ANNOTATION: &[u8] = b"user_annotation";
 const GPU_USER_ANNOTATION: &[u8] = b"gpu_user_annotation";
 
 /// Whether an event is an annotation (context, not host activity): `user_annotation`,
-/// `gpu_user_annotation`, the profiler's `Trace` span, or a `ProfilerStep#N` of any category.
+/// `gpu_user_annotation`, the profiler's `Trace` span, a `ProfilerStep#N` of any category, or
+/// a recording's mark range in a merged file (`flinch_mark`).
 pub fn is_annotation(cat: Option<&[u8]>, name: Option<&[u8]>) -> bool {
     let cat = cat.unwrap_or(b"");
     cat == USER_ANNOTATION
         || cat == GPU_USER_ANNOTATION
         || cat == b"Trace"
+        || cat == b"flinch_mark"
         || name.is_some_and(|n| n.starts_with(b"ProfilerStep#"))
 }
 

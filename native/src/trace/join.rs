@@ -133,12 +133,16 @@ fn scan_file(
 ) -> Result<Option<i64>, String> {
     let mut input = open_input(path)?;
     let mut sc = EventScanner::new(Limits::NATIVE);
+    let mut cut = None;
     loop {
         let chunk = match input.next_chunk() {
             Ok(Some(c)) => c,
             Ok(None) => break,
             // A cut .gz: the summary says so; the join uses what was read, as the summary does.
-            Err(_) => break,
+            Err(e) => {
+                cut = Some(e.to_string());
+                break;
+            }
         };
         let mut pos = 0;
         loop {
@@ -151,6 +155,7 @@ fn scan_file(
                 Scan::Event => {
                     f(&sc.event());
                     if let Some(m) = merge.as_deref_mut() {
+                        m.event_end()?;
                         m.inject()?;
                     }
                 }
@@ -158,7 +163,10 @@ fn scan_file(
             }
         }
     }
-    sc.finish();
+    let end = sc.finish();
+    if let Some(m) = merge {
+        m.trace_end(&end, cut);
+    }
     Ok(sc.base_time_ns())
 }
 
@@ -244,7 +252,12 @@ pub fn finish(
         scan_file(path, |e| pass.add(e), merger.as_mut())?;
     }
     let merged = merger.map(Merger::finish).transpose()?;
-    Ok((pass.finish(), merged))
+    let mut report = pass.finish();
+    let merged = merged.map(|m| {
+        report.join_warnings.extend(m.warnings);
+        m.events
+    });
+    Ok((report, merged))
 }
 
 /// The text tables: the top pauses, then energy per annotation, then warnings.
