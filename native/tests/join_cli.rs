@@ -600,3 +600,37 @@ fn epoch_scale_timestamps_print_exactly() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("1712195495505582.988"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A base that is not an integer says what it is; a base plus an overflowing offset says that
+/// it overflows (exit 1, one line naming --clock-offset-ms).
+#[test]
+fn base_time_errors_say_what_was_found() {
+    let d = dir("basetext");
+    let c = write(&d, "trace.csv", &recording());
+    let c = c.to_str().unwrap();
+    let body = trace(None);
+    let with = |v: &str| body.replacen("\"traceName\":\"t\"", &format!("\"traceName\":\"t\",\"baseTimeNanoseconds\":{v}"), 1);
+    for (v, said) in [
+        ("1.76e18", "baseTimeNanoseconds is 1.76e18, not an integer: give --clock-offset-ms"),
+        ("\"1764000000000000000\"", "baseTimeNanoseconds is a string, not an integer"),
+        ("1764000000000000000.25", "baseTimeNanoseconds is 1764000000000000000.25, not an integer"),
+        ("17640000000000000000", "baseTimeNanoseconds is 17640000000000000000, past the i64 range"),
+    ] {
+        let t = write(&d, "t.json", &with(v));
+        let t = t.to_str().unwrap();
+        for extra in [&[][..], &["--perfetto", d.join("m.json").to_str().unwrap()]] {
+            let mut args = vec!["trace", t, "--telemetry", c, "--json"];
+            args.extend_from_slice(extra);
+            let out = run(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{v}: {err}");
+            assert!(err.contains(said), "{v} {extra:?}: {err}");
+        }
+    }
+    let t = write(&d, "t.json", &trace(Some(BASE)));
+    let out = run(&["trace", t.to_str().unwrap(), "--telemetry", c, "--clock-offset-ms", "8000000000000", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("plus --clock-offset-ms 8000000000000.0 overflows"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

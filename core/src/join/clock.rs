@@ -140,6 +140,28 @@ impl Alignment {
     }
 }
 
+/// Why there is no [`Alignment`] for a trace whose base is `base_time_ns` (with `problem`: what
+/// its `baseTimeNanoseconds` held when that was not an integer) and whose hand-set offset is
+/// `clock_offset_ns`: the base and the offset overflow together, or there is no usable base.
+pub fn alignment_error(
+    base_time_ns: Option<i64>,
+    problem: Option<&crate::json::BaseTimeProblem>,
+    clock_offset_ns: Option<i64>,
+) -> alloc::string::String {
+    match (base_time_ns, clock_offset_ns, problem) {
+        (Some(b), Some(o), _) => alloc::format!(
+            "baseTimeNanoseconds {b} plus --clock-offset-ms {} overflows the i64 range of ns",
+            NsMs::from(NsDecimal::<6>(o))
+        ),
+        (None, _, Some(p)) => alloc::format!(
+            "{p}: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording"
+        ),
+        _ => alloc::string::String::from(
+            "the trace has no baseTimeNanoseconds: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording",
+        ),
+    }
+}
+
 /// Parses a decimal number of milliseconds (`-12.5`, `3`, `0.000001`) to exact ns. More than six
 /// decimals, or a value outside ±2^63 ns, is an error.
 pub fn parse_offset_ms(text: &str) -> Result<i64, &'static str> {

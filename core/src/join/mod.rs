@@ -33,7 +33,10 @@ use alloc::vec::Vec;
 use serde::Serialize;
 
 pub use annotation_energy::{AnnotationEnergy, AnnotationEnergyAcc};
-pub use clock::{Alignment, AlignmentSource, FixedDecimal, GpuMap, NsDecimal, NsMs, TsUs, parse_offset_ms};
+pub use clock::{
+    Alignment, AlignmentSource, FixedDecimal, GpuMap, NsDecimal, NsMs, TsUs, alignment_error,
+    parse_offset_ms,
+};
 pub use first_pass::{
     ByteRange, ByteRanges, FirstPass, FirstPassResult, KeptAnnotations, Resume, SecondPassStep,
 };
@@ -205,16 +208,20 @@ impl<'r> JoinPass<'r> {
     ) -> Result<JoinPass<'r>, String> {
         let align = Alignment::new(base_time_ns, opts.clock_offset_ns);
         let mut warnings = Vec::new();
-        if rec.is_some() && align.is_none() {
-            return Err(
-                if base_time_ns.is_none() && opts.clock_offset_ns.is_some() {
-                    String::from("--clock-offset-ms and baseTimeNanoseconds leave the i64 ns range")
-                } else {
-                    String::from(
-                        "the trace has no baseTimeNanoseconds: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording",
-                    )
-                },
+        if align.is_none() {
+            let why = clock::alignment_error(
+                base_time_ns,
+                found.base_time_problem.as_ref(),
+                opts.clock_offset_ns,
             );
+            if rec.is_some() {
+                return Err(why);
+            }
+            // Without a recording the pauses stand on the trace's clock alone; a base or an
+            // offset that was given but gives no Unix time is said.
+            if opts.clock_offset_ns.is_some() || found.base_time_problem.is_some() {
+                warnings.push(format!("{why}: no Unix times"));
+            }
         }
         let host = PauseHost::new(&found, opts.pauses);
         let energy = match (&rec, align) {

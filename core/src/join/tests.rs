@@ -280,6 +280,70 @@ fn base_time_before_and_after_trace_events_in_any_split() {
     }
 }
 
+/// A `baseTimeNanoseconds` that is not an integer is named with what it holds, in any split;
+/// a base plus an offset past the i64 range says that it overflows.
+#[test]
+fn base_time_errors_say_what_was_found() {
+    let rec = recording(&recording_csv(0..10, &[]));
+    let first_pass = |chunks: &[&[u8]]| {
+        let mut sc = EventScanner::new(Limits::EXACT);
+        let mut first = FirstPass::new(opts().gaps, true);
+        for chunk in chunks {
+            let mut pos = 0;
+            loop {
+                let (what, n) = sc.scan(&chunk[pos..]).unwrap();
+                pos += n;
+                match what {
+                    Scan::Event => first.add(&sc.event()),
+                    Scan::NeedsInput => break,
+                }
+            }
+        }
+        first.set_base_time_ns(sc.base_time());
+        first.finish()
+    };
+    let ev = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"ts":1,"dur":1}"#;
+    for (value, said) in [
+        ("1.76e18", "baseTimeNanoseconds is 1.76e18, not an integer: give --clock-offset-ms"),
+        ("1764000000000000000.5", "baseTimeNanoseconds is 1764000000000000000.5, not an integer"),
+        ("99999999999999999999", "baseTimeNanoseconds is 99999999999999999999, past the i64 range"),
+        ("\"1764000000000000000\"", "baseTimeNanoseconds is a string, not an integer"),
+        ("null", "baseTimeNanoseconds is null, not an integer"),
+    ] {
+        for before in [true, false] {
+            let doc = if before {
+                format!(r#"{{"baseTimeNanoseconds":{value},"traceEvents":[{ev}]}}"#)
+            } else {
+                format!(r#"{{"traceEvents":[{ev}],"baseTimeNanoseconds":{value}}}"#)
+            };
+            for_each_split(doc.as_bytes(), 4, 2, |chunks| {
+                let f = first_pass(chunks);
+                assert_eq!(f.base_time_ns, None);
+                let err = JoinPass::new(f.found.clone(), None, opts(), Some(&rec))
+                    .err()
+                    .unwrap();
+                assert!(err.contains(said), "{doc}: {err}");
+                // Without a recording the pauses stand; a warning says why there is no Unix time.
+                let r = JoinPass::new(f.found, None, opts(), None).unwrap().finish();
+                assert!(r.join_warnings[0].contains(said), "{:?}", r.join_warnings);
+            });
+        }
+    }
+    // No key at all: the plain text.
+    let f = first_pass(&[format!(r#"{{"traceEvents":[{ev}]}}"#).as_bytes()]);
+    let err = JoinPass::new(f.found, None, opts(), Some(&rec)).err().unwrap();
+    assert!(err.starts_with("the trace has no baseTimeNanoseconds"), "{err}");
+    // A base and an offset that overflow together.
+    let f = first_pass(&[format!(r#"{{"traceEvents":[{ev}],"baseTimeNanoseconds":{BASE}}}"#).as_bytes()]);
+    let mut o = opts();
+    o.clock_offset_ns = Some(parse_offset_ms("8000000000000").unwrap());
+    let err = JoinPass::new(f.found, f.base_time_ns, o, Some(&rec)).err().unwrap();
+    assert_eq!(
+        err,
+        format!("baseTimeNanoseconds {BASE} plus --clock-offset-ms 8000000000000.0 overflows the i64 range of ns")
+    );
+}
+
 fn opts() -> JoinOptions {
     JoinOptions::default()
 }

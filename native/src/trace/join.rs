@@ -18,7 +18,7 @@ use flinch_core::Limits;
 pub use flinch_core::join::merge_json;
 use flinch_core::join::{
     Alignment, AlignmentSource, FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport,
-    Recording, RecordingBuilder, RecordingOptions, join_options,
+    Recording, RecordingBuilder, RecordingOptions, alignment_error, join_options,
 };
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::window::PowerSource;
@@ -221,9 +221,14 @@ pub fn finish(
     } = first;
     let mut merger = match perfetto {
         Some((out, csv)) => {
-            let align = Alignment::new(base, opts.clock_offset_ns).ok_or(
-                "--perfetto: the trace has no baseTimeNanoseconds: give --clock-offset-ms",
-            )?;
+            let align = Alignment::new(base, opts.clock_offset_ns).ok_or_else(|| {
+                let why = alignment_error(
+                    base,
+                    found.base_time_problem.as_ref(),
+                    opts.clock_offset_ns,
+                );
+                format!("--perfetto: {why}")
+            })?;
             Some(Merger::create(out, path, csv, align, opts.gpu_map.clone())?)
         }
         None => None,
