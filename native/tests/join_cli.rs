@@ -408,13 +408,19 @@ fn perfetto_merge_reads_back() {
         // marks' process), not two instants.
         let marks: Vec<&Value> = evs.iter().filter(|e| e["cat"] == "flinch_mark").collect();
         assert_eq!(marks.len(), 1, "{marks:?}");
-        assert_eq!((&marks[0]["ph"], &marks[0]["name"]), (&Value::from("X"), &Value::from("b")));
+        assert_eq!(
+            (&marks[0]["ph"], &marks[0]["name"]),
+            (&Value::from("X"), &Value::from("b"))
+        );
         assert_eq!(marks[0]["pid"], 2_147_483_645);
         assert_eq!(marks[0]["tid"], 1 << 30);
         assert_eq!(marks[0]["ts"], 1_700_000.5);
         assert_eq!(marks[0]["dur"], 724_000.0);
         let text = String::from_utf8_lossy(&bytes);
-        assert!(text.contains(r#""ts":1700000.500,"dur":724000.000}"#), "exact ts and dur");
+        assert!(
+            text.contains(r#""ts":1700000.500,"dur":724000.000}"#),
+            "exact ts and dur"
+        );
         // Read back: the original categories unchanged, the same pauses.
         let back = json(&run(&["trace", o, "--pauses", "--json"]));
         let cats = |v: &Value| -> Vec<(String, Value)> {
@@ -492,8 +498,16 @@ fn perfetto_from_a_cut_trace_is_valid_json_with_a_note() {
     let gz = gzip(object.as_bytes());
     let cases: [(&str, Vec<u8>, bool); 3] = [
         ("cut.json.gz", gz[..gz.len() * 2 / 3].to_vec(), false),
-        ("cut.json", object.as_bytes()[..object.len() / 2].to_vec(), false),
-        ("cutbare.json", bare.as_bytes()[..bare.len() / 2].to_vec(), true),
+        (
+            "cut.json",
+            object.as_bytes()[..object.len() / 2].to_vec(),
+            false,
+        ),
+        (
+            "cutbare.json",
+            bare.as_bytes()[..bare.len() / 2].to_vec(),
+            true,
+        ),
     ];
     for (name, bytes, is_bare) in cases {
         let t = d.join(name);
@@ -506,12 +520,21 @@ fn perfetto_from_a_cut_trace_is_valid_json_with_a_note() {
             args.extend(["--clock-offset-ms", "1764000000000"]);
         }
         let r = run(&args);
-        assert_eq!(r.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
         let v: Value = serde_json::from_slice(&r.stdout).unwrap();
         assert_eq!(v["truncated"], true, "{name}");
         let text = std::fs::read_to_string(&out).unwrap();
-        let merged: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{name}: the merged file is not JSON: {e}; ends {:?}", &text[text.len().saturating_sub(200)..]));
+        let merged: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!(
+                "{name}: the merged file is not JSON: {e}; ends {:?}",
+                &text[text.len().saturating_sub(200)..]
+            )
+        });
         let evs = if is_bare {
             merged.as_array().unwrap().clone()
         } else {
@@ -533,7 +556,11 @@ fn perfetto_from_a_cut_trace_is_valid_json_with_a_note() {
         if name.ends_with(".gz") {
             assert!(said.contains("gzip"), "{said}");
         }
-        assert!(v["join_warnings"].to_string().contains("the merged file ends after the last whole event"));
+        assert!(
+            v["join_warnings"]
+                .to_string()
+                .contains("the merged file ends after the last whole event")
+        );
         // The merged file reads back whole.
         let back = json(&run(&["trace", o, "--json"]));
         assert_eq!(back["truncated"], false, "{name}");
@@ -564,11 +591,20 @@ fn perfetto_skips_rows_outside_the_trace_clock() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["cat"].as_str().is_some_and(|c| c.starts_with("flinch_")) && e.get("ts").is_some())
+        .filter(|e| {
+            e["cat"].as_str().is_some_and(|c| c.starts_with("flinch_")) && e.get("ts").is_some()
+        })
         .collect();
-    assert!(ours.is_empty(), "no recording row fits the clock: {:?}", ours.first());
+    assert!(
+        ours.is_empty(),
+        "no recording row fits the clock: {:?}",
+        ours.first()
+    );
     let w = v["join_warnings"].to_string();
-    assert!(w.contains("153 recording rows fall outside the trace's clock"), "{w}");
+    assert!(
+        w.contains("153 recording rows fall outside the trace's clock"),
+        "{w}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -582,7 +618,11 @@ fn epoch_scale_timestamps_print_exactly() {
         r#"{"ph":"X","cat":"kernel","name":"b","pid":0,"tid":7,"ts":1712195495705582.001,"dur":10}"#,
         r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","pid":1,"tid":1,"ts":1712195495400000.5,"dur":900000}"#,
     ];
-    let t = write(&d, "epoch.json", &format!("{{\"traceEvents\":[{}]}}", evs.join(",")));
+    let t = write(
+        &d,
+        "epoch.json",
+        &format!("{{\"traceEvents\":[{}]}}", evs.join(",")),
+    );
     let out = run(&["trace", t.to_str().unwrap(), "--pauses", "--json"]);
     let text = String::from_utf8_lossy(&out.stdout);
     for want in [
@@ -609,12 +649,30 @@ fn base_time_errors_say_what_was_found() {
     let c = write(&d, "trace.csv", &recording());
     let c = c.to_str().unwrap();
     let body = trace(None);
-    let with = |v: &str| body.replacen("\"traceName\":\"t\"", &format!("\"traceName\":\"t\",\"baseTimeNanoseconds\":{v}"), 1);
+    let with = |v: &str| {
+        body.replacen(
+            "\"traceName\":\"t\"",
+            &format!("\"traceName\":\"t\",\"baseTimeNanoseconds\":{v}"),
+            1,
+        )
+    };
     for (v, said) in [
-        ("1.76e18", "baseTimeNanoseconds is 1.76e18, not an integer: give --clock-offset-ms"),
-        ("\"1764000000000000000\"", "baseTimeNanoseconds is a string, not an integer"),
-        ("1764000000000000000.25", "baseTimeNanoseconds is 1764000000000000000.25, not an integer"),
-        ("17640000000000000000", "baseTimeNanoseconds is 17640000000000000000, past the i64 range"),
+        (
+            "1.76e18",
+            "baseTimeNanoseconds is 1.76e18, not an integer: give --clock-offset-ms",
+        ),
+        (
+            "\"1764000000000000000\"",
+            "baseTimeNanoseconds is a string, not an integer",
+        ),
+        (
+            "1764000000000000000.25",
+            "baseTimeNanoseconds is 1764000000000000000.25, not an integer",
+        ),
+        (
+            "17640000000000000000",
+            "baseTimeNanoseconds is 17640000000000000000, past the i64 range",
+        ),
     ] {
         let t = write(&d, "t.json", &with(v));
         let t = t.to_str().unwrap();
@@ -628,9 +686,20 @@ fn base_time_errors_say_what_was_found() {
         }
     }
     let t = write(&d, "t.json", &trace(Some(BASE)));
-    let out = run(&["trace", t.to_str().unwrap(), "--telemetry", c, "--clock-offset-ms", "8000000000000", "--json"]);
+    let out = run(&[
+        "trace",
+        t.to_str().unwrap(),
+        "--telemetry",
+        c,
+        "--clock-offset-ms",
+        "8000000000000",
+        "--json",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
-    assert!(err.contains("plus --clock-offset-ms 8000000000000.0 overflows"), "{err}");
+    assert!(
+        err.contains("plus --clock-offset-ms 8000000000000.0 overflows"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -258,8 +258,14 @@ mod tests {
         assert_eq!(show(-500), "-0.5");
         assert_eq!(show(1), "0.001");
         assert_eq!(show(i64::MIN), "-9223372036854775.808");
-        assert_eq!(std::format!("{:>10}", NsDecimal::<3>(-1500).fixed()), "    -1.500");
-        assert_eq!(std::format!("{}", NsDecimal::<6>(1_700_000_000_000_123_456)), "1700000000000.123456");
+        assert_eq!(
+            std::format!("{:>10}", NsDecimal::<3>(-1500).fixed()),
+            "    -1.500"
+        );
+        assert_eq!(
+            std::format!("{}", NsDecimal::<6>(1_700_000_000_000_123_456)),
+            "1700000000000.123456"
+        );
         // JSON: the exact text, where an f64 would print 1712195495505583.0.
         let json = serde_json::to_string(&[NsDecimal::<3>(1_712_195_495_505_582_988)]).unwrap();
         assert_eq!(json, "[1712195495505582.988]");

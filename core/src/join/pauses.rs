@@ -186,11 +186,7 @@ impl PauseHost {
                     }
                     continue;
                 }
-                let table = if ann {
-                    &mut l.annotations
-                } else {
-                    &mut l.host
-                };
+                let table = if ann { &mut l.annotations } else { &mut l.host };
                 let (c, n) = (names.id(e.cat), names.id(e.name));
                 add_row(table, opts.max_host_keys, c, n, overlap, t - s);
             }

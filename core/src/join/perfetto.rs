@@ -209,8 +209,11 @@ impl CounterEvents {
             .any(|o| o.key == key && o.seq > seq);
         self.name.clear();
         let o = &self.open[i];
-        self.name
-            .push_str(if o.stem_len == 0 { &o.label } else { &o.label[..o.stem_len] });
+        self.name.push_str(if o.stem_len == 0 {
+            &o.label
+        } else {
+            &o.label[..o.stem_len]
+        });
         let dur = ts_ns.checked_sub(start).filter(|&d| d >= 0);
         let thread = key.filter(|&k| k < 1 << 32).map(|k| k as i64);
         let tid = match (dur, thread) {
@@ -273,9 +276,7 @@ impl CounterEvents {
         };
         if kind == RowKind::Mark {
             let label = String::from_utf8_lossy(row.label());
-            let key = row
-                .i64(Col::MarkThread)
-                .and_then(|v| u64::try_from(v).ok());
+            let key = row.i64(Col::MarkThread).and_then(|v| u64::try_from(v).ok());
             self.mark(&label, key, ts);
             return &self.buf;
         }

@@ -875,7 +875,12 @@ impl Timeline {
                     .pauses
                     .iter()
                     .filter(|p| p.device == d.device)
-                    .map(|p| [p.start_ts_us.as_f64(), p.start_ts_us.as_f64() + p.duration_ms * 1e3])
+                    .map(|p| {
+                        [
+                            p.start_ts_us.as_f64(),
+                            p.start_ts_us.as_f64() + p.duration_ms * 1e3,
+                        ]
+                    })
                     .collect(),
                 pauses_not_listed: d.pauses_found - d.pauses_listed,
             })

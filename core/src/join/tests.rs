@@ -304,10 +304,22 @@ fn base_time_errors_say_what_was_found() {
     };
     let ev = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"ts":1,"dur":1}"#;
     for (value, said) in [
-        ("1.76e18", "baseTimeNanoseconds is 1.76e18, not an integer: give --clock-offset-ms"),
-        ("1764000000000000000.5", "baseTimeNanoseconds is 1764000000000000000.5, not an integer"),
-        ("99999999999999999999", "baseTimeNanoseconds is 99999999999999999999, past the i64 range"),
-        ("\"1764000000000000000\"", "baseTimeNanoseconds is a string, not an integer"),
+        (
+            "1.76e18",
+            "baseTimeNanoseconds is 1.76e18, not an integer: give --clock-offset-ms",
+        ),
+        (
+            "1764000000000000000.5",
+            "baseTimeNanoseconds is 1764000000000000000.5, not an integer",
+        ),
+        (
+            "99999999999999999999",
+            "baseTimeNanoseconds is 99999999999999999999, past the i64 range",
+        ),
+        (
+            "\"1764000000000000000\"",
+            "baseTimeNanoseconds is a string, not an integer",
+        ),
         ("null", "baseTimeNanoseconds is null, not an integer"),
     ] {
         for before in [true, false] {
@@ -331,16 +343,27 @@ fn base_time_errors_say_what_was_found() {
     }
     // No key at all: the plain text.
     let f = first_pass(&[format!(r#"{{"traceEvents":[{ev}]}}"#).as_bytes()]);
-    let err = JoinPass::new(f.found, None, opts(), Some(&rec)).err().unwrap();
-    assert!(err.starts_with("the trace has no baseTimeNanoseconds"), "{err}");
+    let err = JoinPass::new(f.found, None, opts(), Some(&rec))
+        .err()
+        .unwrap();
+    assert!(
+        err.starts_with("the trace has no baseTimeNanoseconds"),
+        "{err}"
+    );
     // A base and an offset that overflow together.
-    let f = first_pass(&[format!(r#"{{"traceEvents":[{ev}],"baseTimeNanoseconds":{BASE}}}"#).as_bytes()]);
+    let f = first_pass(&[
+        format!(r#"{{"traceEvents":[{ev}],"baseTimeNanoseconds":{BASE}}}"#).as_bytes(),
+    ]);
     let mut o = opts();
     o.clock_offset_ns = Some(parse_offset_ms("8000000000000").unwrap());
-    let err = JoinPass::new(f.found, f.base_time_ns, o, Some(&rec)).err().unwrap();
+    let err = JoinPass::new(f.found, f.base_time_ns, o, Some(&rec))
+        .err()
+        .unwrap();
     assert_eq!(
         err,
-        format!("baseTimeNanoseconds {BASE} plus --clock-offset-ms 8000000000000.0 overflows the i64 range of ns")
+        format!(
+            "baseTimeNanoseconds {BASE} plus --clock-offset-ms 8000000000000.0 overflows the i64 range of ns"
+        )
     );
 }
 
@@ -478,7 +501,10 @@ fn annotations_are_context_not_host_activity() {
         };
         assert_eq!(names(&p.host), [("checkpoint.py(88): save".into(), 700.0)]);
         let within: Vec<&str> = p.within.iter().map(|w| w.name.as_str()).collect();
-        assert_eq!(within, ["ProfilerStep#7", "ProfilerStep#109", "PyTorch Profiler (0)"]);
+        assert_eq!(
+            within,
+            ["ProfilerStep#7", "ProfilerStep#109", "PyTorch Profiler (0)"]
+        );
         assert_eq!(
             names(&p.overlapping_annotations),
             [("late step".into(), 723.275), ("gpu part".into(), 100.0)]

@@ -222,11 +222,8 @@ pub fn finish(
     let mut merger = match perfetto {
         Some((out, csv)) => {
             let align = Alignment::new(base, opts.clock_offset_ns).ok_or_else(|| {
-                let why = alignment_error(
-                    base,
-                    found.base_time_problem.as_ref(),
-                    opts.clock_offset_ns,
-                );
+                let why =
+                    alignment_error(base, found.base_time_problem.as_ref(), opts.clock_offset_ns);
                 format!("--perfetto: {why}")
             })?;
             Some(Merger::create(out, path, csv, align, opts.gpu_map.clone())?)
