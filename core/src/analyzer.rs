@@ -391,7 +391,7 @@ impl TraceEngine {
         options: &AnalyzerOptions,
         cut_gzip: Option<GzError>,
         gzip_warning: Option<String>,
-    ) -> (TraceSummaryResult, Option<i64>) {
+    ) -> (TraceSummaryResult, crate::json::BaseTime) {
         let end = self.scanner.finish();
         let warnings = *self.scanner.warnings();
         let top = options.top.unwrap_or(DEFAULT_TOP_OPS);
@@ -403,7 +403,7 @@ impl TraceEngine {
                 .insert(0, alloc::format!("{e}: summarized from what was read"));
         }
         result.warnings.extend(gzip_warning);
-        (result, self.scanner.base_time_ns())
+        (result, self.scanner.base_time())
     }
 }
 

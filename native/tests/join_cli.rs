@@ -404,13 +404,23 @@ fn perfetto_merge_reads_back() {
         assert_eq!(counters[0]["pid"], 0);
         assert_eq!(counters[0]["ts"], 1_000_000.5);
         assert_eq!(counters[0]["args"]["W"], 300.0);
-        let marks: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "i").collect();
-        assert_eq!(marks.len(), 2);
+        // The b_start/b_end pair is one slice (no mark_thread: on the first lane of the
+        // marks' process), not two instants.
+        let marks: Vec<&Value> = evs.iter().filter(|e| e["cat"] == "flinch_mark").collect();
+        assert_eq!(marks.len(), 1, "{marks:?}");
         assert_eq!(
-            (&marks[0]["name"], &marks[0]["s"]),
-            (&Value::from("b_start"), &Value::from("g"))
+            (&marks[0]["ph"], &marks[0]["name"]),
+            (&Value::from("X"), &Value::from("b"))
         );
+        assert_eq!(marks[0]["pid"], 2_147_483_645);
+        assert_eq!(marks[0]["tid"], 1 << 30);
         assert_eq!(marks[0]["ts"], 1_700_000.5);
+        assert_eq!(marks[0]["dur"], 724_000.0);
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            text.contains(r#""ts":1700000.500,"dur":724000.000}"#),
+            "exact ts and dur"
+        );
         // Read back: the original categories unchanged, the same pauses.
         let back = json(&run(&["trace", o, "--pauses", "--json"]));
         let cats = |v: &Value| -> Vec<(String, Value)> {
@@ -423,7 +433,13 @@ fn perfetto_merge_reads_back() {
                 .collect()
         };
         assert_eq!(cats(&back), cats(&plain));
-        assert_eq!(back["pauses"], plain["pauses"]);
+        // The same pauses; the marks' slice is context there (an annotation that covers it).
+        let mut pauses = back["pauses"].clone();
+        let p0 = pauses[0]["within"].as_array_mut().unwrap();
+        assert_eq!(p0[0]["name"], "b");
+        assert_eq!(p0[0]["category"], "flinch_mark");
+        p0.remove(0);
+        assert_eq!(pauses, plain["pauses"]);
     }
     // Without an alignment, or onto the trace itself: errors.
     let nobase = write(&d, "nobase.json", &trace(None));
@@ -443,6 +459,247 @@ fn perfetto_merge_reads_back() {
         json(&run(&["trace", t, "--json"]))["totals"],
         plain["totals"],
         "the trace is intact"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// A trace cut inside an event (a cut `.gz`, a cut plain file, a cut bare array): the merged
+/// file is still valid JSON, closed after the last whole event, with a note saying so; the exit
+/// status is the summary's for a cut input (0, `truncated: true`).
+#[test]
+fn perfetto_from_a_cut_trace_is_valid_json_with_a_note() {
+    let d = dir("perfetto-cut");
+    let c = write(&d, "trace.csv", &recording());
+    let c = c.to_str().unwrap();
+    // Many events, so that the cut falls well inside the events array.
+    let mut evs: Vec<String> = (0..4000)
+        .map(|i| {
+            format!(
+                r#"{{"ph":"X","cat":"kernel","name":"k{i}","pid":0,"tid":7,"ts":{},"dur":100,"args":{{"pad":"{}"}}}}"#,
+                1_000_000 + i * 300,
+                "x".repeat(40)
+            )
+        })
+        .collect();
+    evs.insert(
+        1,
+        r#"{"ph":"X","cat":"cpu_op","name":"host","pid":9,"tid":9,"ts":1000000,"dur":5}"#.into(),
+    );
+    let body = evs.join(",\n");
+    let object = format!("{{\"baseTimeNanoseconds\":{BASE},\"traceEvents\":[\n{body}\n]}}\n");
+    let bare = format!("[\n{body}\n]\n");
+    let gz = gzip(object.as_bytes());
+    let cases: [(&str, Vec<u8>, bool); 3] = [
+        ("cut.json.gz", gz[..gz.len() * 2 / 3].to_vec(), false),
+        (
+            "cut.json",
+            object.as_bytes()[..object.len() / 2].to_vec(),
+            false,
+        ),
+        (
+            "cutbare.json",
+            bare.as_bytes()[..bare.len() / 2].to_vec(),
+            true,
+        ),
+    ];
+    for (name, bytes, is_bare) in cases {
+        let t = d.join(name);
+        std::fs::write(&t, &bytes).unwrap();
+        let out = d.join("merged.json");
+        let mut args = vec!["trace", t.to_str().unwrap(), "--telemetry", c, "--json"];
+        let o = out.to_str().unwrap();
+        args.extend(["--perfetto", o]);
+        if is_bare {
+            args.extend(["--clock-offset-ms", "1764000000000"]);
+        }
+        let r = run(&args);
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+        assert_eq!(v["truncated"], true, "{name}");
+        let text = std::fs::read_to_string(&out).unwrap();
+        let merged: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!(
+                "{name}: the merged file is not JSON: {e}; ends {:?}",
+                &text[text.len().saturating_sub(200)..]
+            )
+        });
+        let evs = if is_bare {
+            merged.as_array().unwrap().clone()
+        } else {
+            assert_eq!(merged["baseTimeNanoseconds"], BASE);
+            merged["traceEvents"].as_array().unwrap().clone()
+        };
+        let note: Vec<&Value> = evs
+            .iter()
+            .filter(|e| e["name"] == "flinch_trace_truncated")
+            .collect();
+        assert_eq!(note.len(), 1, "{name}");
+        assert_eq!(note[0]["args"]["truncated"], true);
+        let kernels = evs.iter().filter(|e| e["cat"] == "kernel").count() as u64;
+        let n = v["totals"]["events"].as_u64().unwrap();
+        // Every whole event the summary read is kept (the cut one is not).
+        assert_eq!(kernels + 1, n, "{name}");
+        let said = note[0]["args"]["note"].as_str().unwrap();
+        assert!(said.contains(&format!("({n} events read)")), "{said}");
+        if name.ends_with(".gz") {
+            assert!(said.contains("gzip"), "{said}");
+        }
+        assert!(
+            v["join_warnings"]
+                .to_string()
+                .contains("the merged file ends after the last whole event")
+        );
+        // The merged file reads back whole.
+        let back = json(&run(&["trace", o, "--json"]));
+        assert_eq!(back["truncated"], false, "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A base of -9e18 ns: the recording's 2025 wall times leave the trace's i64 ns clock. Those
+/// rows are left out and counted, never written with a wrapped `ts`.
+#[test]
+fn perfetto_skips_rows_outside_the_trace_clock() {
+    let d = dir("perfetto-range");
+    let t = write(&d, "trace.json", &trace(Some(-9_000_000_000_000_000_000)));
+    let c = write(&d, "trace.csv", &recording());
+    let out = d.join("merged.json");
+    let r = run(&[
+        "trace",
+        t.to_str().unwrap(),
+        "--telemetry",
+        c.to_str().unwrap(),
+        "--perfetto",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    let v = json(&r);
+    let merged: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let ours: Vec<&Value> = merged["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["cat"].as_str().is_some_and(|c| c.starts_with("flinch_")) && e.get("ts").is_some()
+        })
+        .collect();
+    assert!(
+        ours.is_empty(),
+        "no recording row fits the clock: {:?}",
+        ours.first()
+    );
+    let w = v["join_warnings"].to_string();
+    assert!(
+        w.contains("153 recording rows fall outside the trace's clock"),
+        "{w}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Epoch-scale trace times print exactly, from their integer ns: an f64 would print
+/// 1712195495505582.988 as 1712195495505583.0.
+#[test]
+fn epoch_scale_timestamps_print_exactly() {
+    let d = dir("epoch");
+    let evs = [
+        r#"{"ph":"X","cat":"kernel","name":"a","pid":0,"tid":7,"ts":1712195495405582.988,"dur":100000}"#,
+        r#"{"ph":"X","cat":"kernel","name":"b","pid":0,"tid":7,"ts":1712195495705582.001,"dur":10}"#,
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","pid":1,"tid":1,"ts":1712195495400000.5,"dur":900000}"#,
+    ];
+    let t = write(
+        &d,
+        "epoch.json",
+        &format!("{{\"traceEvents\":[{}]}}", evs.join(",")),
+    );
+    let out = run(&["trace", t.to_str().unwrap(), "--pauses", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        r#""start_ts_us": 1712195495505582.988"#,
+        r#""busy_start_ts_us": 1712195495405582.988"#,
+        r#""busy_end_ts_us": 1712195495705592.001"#,
+        r#""start_ts_us": 1712195495400000.5"#,
+    ] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    let v = json(&out);
+    assert_eq!(v["pauses"][0]["duration_ms"], 199.999013);
+    // The text table shows the same digits.
+    let out = run(&["trace", t.to_str().unwrap(), "--pauses"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1712195495505582.988"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A base that is not an integer says what it is; a base plus an overflowing offset says that
+/// it overflows (exit 1, one line naming --clock-offset-ms).
+#[test]
+fn base_time_errors_say_what_was_found() {
+    let d = dir("basetext");
+    let c = write(&d, "trace.csv", &recording());
+    let c = c.to_str().unwrap();
+    let body = trace(None);
+    let with = |v: &str| {
+        body.replacen(
+            "\"traceName\":\"t\"",
+            &format!("\"traceName\":\"t\",\"baseTimeNanoseconds\":{v}"),
+            1,
+        )
+    };
+    for (v, said) in [
+        (
+            "1.76e18",
+            "baseTimeNanoseconds is 1.76e18, not an integer: give --clock-offset-ms",
+        ),
+        (
+            "\"1764000000000000000\"",
+            "baseTimeNanoseconds is a string, not an integer",
+        ),
+        (
+            "1764000000000000000.25",
+            "baseTimeNanoseconds is 1764000000000000000.25, not an integer",
+        ),
+        (
+            "17640000000000000000",
+            "baseTimeNanoseconds is 17640000000000000000, past the i64 range",
+        ),
+    ] {
+        let t = write(&d, "t.json", &with(v));
+        let t = t.to_str().unwrap();
+        for extra in [&[][..], &["--perfetto", d.join("m.json").to_str().unwrap()]] {
+            let mut args = vec!["trace", t, "--telemetry", c, "--json"];
+            args.extend_from_slice(extra);
+            let out = run(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{v}: {err}");
+            assert!(err.contains(said), "{v} {extra:?}: {err}");
+        }
+    }
+    let t = write(&d, "t.json", &trace(Some(BASE)));
+    let out = run(&[
+        "trace",
+        t.to_str().unwrap(),
+        "--telemetry",
+        c,
+        "--clock-offset-ms",
+        "8000000000000",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("plus --clock-offset-ms 8000000000000.0 overflows"),
+        "{err}"
     );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -8,7 +8,89 @@
 //! `--clock-offset-ms X` ([`parse_offset_ms`]) sets the offset by hand: without a base it is
 //! the whole offset (`unix_ns = ts_ns + X ms`), with one it corrects a known skew
 //! (`unix_ns = base + ts_ns + X ms`). Either way the source is `"clock_offset"`.
+//!
+//! Times on these clocks are integer ns; an f64 holds epoch-scale µs only to about 0.25 µs, so
+//! the results carry them as [`NsDecimal`] and print them exactly (docs/numerics.md).
+use core::fmt;
+
 use serde::Serialize;
+
+/// Integer ns shown in a coarser unit, `DIGITS` decimals of it exact: [`TsUs`] (µs, 3) and
+/// [`NsMs`] (ms, 6). It serializes as a JSON number written from the integer, with trailing
+/// zeros of the fraction trimmed but one digit kept (`1712195495505582.988`, `1700000.5`,
+/// `12.0`), so a value an f64 holds exactly prints as serde_json prints that f64.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NsDecimal<const DIGITS: u32>(pub i64);
+
+/// A time on the trace's clock, µs, exact to the ns.
+pub type TsUs = NsDecimal<3>;
+/// A time or an offset in ms, exact to the ns.
+pub type NsMs = NsDecimal<6>;
+
+impl<const DIGITS: u32> NsDecimal<DIGITS> {
+    /// The value in ns.
+    pub fn ns(self) -> i64 {
+        self.0
+    }
+
+    /// The value in its unit as the nearest f64 (for plotting and arithmetic, not for output).
+    pub fn as_f64(self) -> f64 {
+        self.0 as f64 / 10u64.pow(DIGITS) as f64
+    }
+
+    /// Written with exactly `DIGITS` decimals (`1.500`), as the text tables and the merged
+    /// Perfetto file print it.
+    pub fn fixed(self) -> FixedDecimal<DIGITS> {
+        FixedDecimal(self.0)
+    }
+}
+
+/// `ns` in a unit of 10^`digits` ns: the sign, the whole part, and `digits` decimals, trailing
+/// zeros trimmed down to `keep` digits.
+fn write_scaled(out: &mut dyn fmt::Write, ns: i64, digits: u32, keep: u32) -> fmt::Result {
+    let scale = 10u64.pow(digits);
+    let a = ns.unsigned_abs();
+    let (whole, mut frac, mut n) = (a / scale, a % scale, digits);
+    while n > keep && frac % 10 == 0 {
+        frac /= 10;
+        n -= 1;
+    }
+    let sign = if ns < 0 { "-" } else { "" };
+    if n == 0 {
+        write!(out, "{sign}{whole}")
+    } else {
+        write!(out, "{sign}{whole}.{frac:0w$}", w = n as usize)
+    }
+}
+
+impl<const DIGITS: u32> fmt::Display for NsDecimal<DIGITS> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_scaled(f, self.0, DIGITS, 1)
+    }
+}
+
+/// [`NsDecimal`] with all its decimals (see [`NsDecimal::fixed`]); honours a width.
+pub struct FixedDecimal<const DIGITS: u32>(i64);
+
+impl<const DIGITS: u32> fmt::Display for FixedDecimal<DIGITS> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut buf = heapless::String::<32>::new();
+        write_scaled(&mut buf, self.0, DIGITS, DIGITS)?;
+        f.pad(&buf)
+    }
+}
+
+impl<const DIGITS: u32> Serialize for NsDecimal<DIGITS> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // At most 20 characters: a sign, 19 digits and the point.
+        let mut buf = heapless::String::<32>::new();
+        write_scaled(&mut buf, self.0, DIGITS, 1).map_err(serde::ser::Error::custom)?;
+        // The number's own text, through serde_json's raw value: a float would round it.
+        let raw: &serde_json::value::RawValue =
+            serde_json::from_str(&buf).map_err(serde::ser::Error::custom)?;
+        raw.serialize(s)
+    }
+}
 
 /// Where the offset from trace `ts` to Unix time came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -55,6 +137,28 @@ impl Alignment {
     /// Unix ns of a trace time (ns), `None` past the `i64` range.
     pub fn unix_ns(&self, ts_ns: i64) -> Option<i64> {
         ts_ns.checked_add(self.offset_ns)
+    }
+}
+
+/// Why there is no [`Alignment`] for a trace whose base is `base_time_ns` (with `problem`: what
+/// its `baseTimeNanoseconds` held when that was not an integer) and whose hand-set offset is
+/// `clock_offset_ns`: the base and the offset overflow together, or there is no usable base.
+pub fn alignment_error(
+    base_time_ns: Option<i64>,
+    problem: Option<&crate::json::BaseTimeProblem>,
+    clock_offset_ns: Option<i64>,
+) -> alloc::string::String {
+    match (base_time_ns, clock_offset_ns, problem) {
+        (Some(b), Some(o), _) => alloc::format!(
+            "baseTimeNanoseconds {b} plus --clock-offset-ms {} overflows the i64 range of ns",
+            NsMs::from(NsDecimal::<6>(o))
+        ),
+        (None, _, Some(p)) => alloc::format!(
+            "{p}: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording"
+        ),
+        _ => alloc::string::String::from(
+            "the trace has no baseTimeNanoseconds: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording",
+        ),
     }
 }
 
@@ -143,6 +247,49 @@ impl GpuMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_decimals() {
+        let show = |ns: i64| std::format!("{}", NsDecimal::<3>(ns));
+        assert_eq!(show(1_712_195_495_505_582_988), "1712195495505582.988");
+        assert_eq!(show(1_700_000_500), "1700000.5");
+        assert_eq!(show(12_000), "12.0");
+        assert_eq!(show(0), "0.0");
+        assert_eq!(show(-500), "-0.5");
+        assert_eq!(show(1), "0.001");
+        assert_eq!(show(i64::MIN), "-9223372036854775.808");
+        assert_eq!(
+            std::format!("{:>10}", NsDecimal::<3>(-1500).fixed()),
+            "    -1.500"
+        );
+        assert_eq!(
+            std::format!("{}", NsDecimal::<6>(1_700_000_000_000_123_456)),
+            "1700000000000.123456"
+        );
+        // JSON: the exact text, where an f64 would print 1712195495505583.0.
+        let json = serde_json::to_string(&[NsDecimal::<3>(1_712_195_495_505_582_988)]).unwrap();
+        assert_eq!(json, "[1712195495505582.988]");
+        assert_eq!(
+            serde_json::to_string_pretty(&[NsDecimal::<3>(1_712_195_495_505_582_988)]).unwrap(),
+            "[\n  1712195495505582.988\n]"
+        );
+    }
+
+    /// Wherever an f64 of the same value is exact, the text is serde_json's for that f64.
+    #[test]
+    fn exact_values_print_as_their_f64() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Up to 2^43 ns (2.4 h) every ns/1000 is the nearest f64's shortest text.
+            let ns = (x >> 21) as i64 * if i % 2 == 0 { 1 } else { -1 };
+            let ours = serde_json::to_string(&NsDecimal::<3>(ns)).unwrap();
+            let f = serde_json::to_string(&(ns as f64 / 1e3)).unwrap();
+            assert_eq!(ours, f, "{ns}");
+        }
+    }
 
     #[test]
     fn offsets_parse_exactly() {

@@ -242,6 +242,7 @@ pub struct FirstPass {
     /// The kept spans; `None` when not asked for, or past the caps.
     kept: Option<KeptAnnotations>,
     base_time_ns: Option<i64>,
+    base_time_problem: Option<crate::json::BaseTimeProblem>,
     /// The byte ranges, when tracked.
     ranges: Option<ByteRanges>,
 }
@@ -342,6 +343,7 @@ impl FirstPass {
             finder: GapFinder::new(gaps),
             kept: keep_annotations.then(KeptAnnotations::default),
             base_time_ns: None,
+            base_time_problem: None,
             ranges: None,
         }
     }
@@ -485,15 +487,20 @@ impl FirstPass {
         });
     }
 
-    /// Sets `baseTimeNanoseconds` as the scanner read it.
-    pub fn set_base_time_ns(&mut self, base_time_ns: Option<i64>) {
-        self.base_time_ns = base_time_ns;
+    /// Sets `baseTimeNanoseconds` as the scanner read it (`EventScanner::base_time`, or the
+    /// integer alone).
+    pub fn set_base_time_ns(&mut self, base: impl Into<crate::json::BaseTime>) {
+        let base = base.into();
+        self.base_time_ns = base.ns;
+        self.base_time_problem = base.problem;
     }
 
     /// What the pass found.
     pub fn finish(self) -> FirstPassResult {
+        let mut found = self.finder.finish();
+        found.base_time_problem = self.base_time_problem;
         FirstPassResult {
-            found: self.finder.finish(),
+            found,
             base_time_ns: self.base_time_ns,
             annotations: self.kept,
             ranges: self.ranges,

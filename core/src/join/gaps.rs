@@ -168,6 +168,9 @@ pub struct GapsFound {
     /// First `ts` and last `ts + dur` over every timed event of the trace but metadata (`M`),
     /// trace ns.
     pub trace_span_ns: Option<(i64, i64)>,
+    /// What the trace's `baseTimeNanoseconds` held when it was not an integer (set by
+    /// [`FirstPass`](super::FirstPass)), for an error that says what was found.
+    pub base_time_problem: Option<crate::json::BaseTimeProblem>,
 }
 
 /// The first pass: feed every event with [`add`](Self::add), then [`finish`](Self::finish).
@@ -287,6 +290,7 @@ impl GapFinder {
             events_of_dropped_devices: self.dropped,
             events_without_device: self.no_device,
             trace_span_ns: self.span,
+            base_time_problem: None,
         }
     }
 }

@@ -33,7 +33,10 @@ use alloc::vec::Vec;
 use serde::Serialize;
 
 pub use annotation_energy::{AnnotationEnergy, AnnotationEnergyAcc};
-pub use clock::{Alignment, AlignmentSource, GpuMap, parse_offset_ms};
+pub use clock::{
+    Alignment, AlignmentSource, FixedDecimal, GpuMap, NsDecimal, NsMs, TsUs, alignment_error,
+    parse_offset_ms,
+};
 pub use first_pass::{
     ByteRange, ByteRanges, FirstPass, FirstPassResult, KeptAnnotations, Resume, SecondPassStep,
 };
@@ -70,8 +73,8 @@ pub struct AlignmentReport {
     pub offset_ns: i64,
     /// The trace's `baseTimeNanoseconds`, if any.
     pub base_time_ns: Option<i64>,
-    /// `--clock-offset-ms`, if given, ms.
-    pub clock_offset_ms: Option<f64>,
+    /// `--clock-offset-ms`, if given, ms (exact).
+    pub clock_offset_ms: Option<NsMs>,
     /// First and last event time of the trace, Unix ns.
     pub trace_start_unix_ns: Option<i64>,
     /// Last event end of the trace, Unix ns.
@@ -112,16 +115,19 @@ pub struct PauseTelemetry {
 pub struct PauseResult {
     /// The trace device (GPU `pid`).
     pub device: i64,
-    /// Start on the trace's clock, µs.
-    pub start_ts_us: f64,
+    /// Start on the trace's clock, µs (exact).
+    pub start_ts_us: TsUs,
     /// Start, Unix ns (when the alignment is known).
     pub start_unix_ns: Option<i64>,
     /// Length, ms.
     pub duration_ms: f64,
     /// Host events overlapping the pause, by overlap.
     pub host: Vec<HostEntry>,
-    /// Annotations enclosing the pause, innermost first.
+    /// Annotations that cover the pause (all but at most 1 µs or 0.1 % of it), innermost
+    /// first.
     pub within: Vec<WithinEntry>,
+    /// Annotations that overlap the pause without covering it, by overlap.
+    pub overlapping_annotations: Vec<HostEntry>,
     /// With a recording: what it says about the pause.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<PauseTelemetry>,
@@ -137,10 +143,10 @@ pub struct PauseDevice {
     pub gpu_index: Option<i64>,
     /// Busy events (kernel, gpu_memcpy, gpu_memset).
     pub busy_events: u64,
-    /// First busy start, trace µs.
-    pub busy_start_ts_us: f64,
-    /// Last busy end, trace µs.
-    pub busy_end_ts_us: f64,
+    /// First busy start, trace µs (exact).
+    pub busy_start_ts_us: TsUs,
+    /// Last busy end, trace µs (exact).
+    pub busy_end_ts_us: TsUs,
     /// The asked minimum gap, ms.
     pub min_gap_ms: f64,
     /// The minimum in force (above the asked one past the gap cap), ms.
@@ -202,16 +208,20 @@ impl<'r> JoinPass<'r> {
     ) -> Result<JoinPass<'r>, String> {
         let align = Alignment::new(base_time_ns, opts.clock_offset_ns);
         let mut warnings = Vec::new();
-        if rec.is_some() && align.is_none() {
-            return Err(
-                if base_time_ns.is_none() && opts.clock_offset_ns.is_some() {
-                    String::from("--clock-offset-ms and baseTimeNanoseconds leave the i64 ns range")
-                } else {
-                    String::from(
-                        "the trace has no baseTimeNanoseconds: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording",
-                    )
-                },
+        if align.is_none() {
+            let why = clock::alignment_error(
+                base_time_ns,
+                found.base_time_problem.as_ref(),
+                opts.clock_offset_ns,
             );
+            if rec.is_some() {
+                return Err(why);
+            }
+            // Without a recording the pauses stand on the trace's clock alone; a base or an
+            // offset that was given but gives no Unix time is said.
+            if opts.clock_offset_ns.is_some() || found.base_time_problem.is_some() {
+                warnings.push(format!("{why}: no Unix times"));
+            }
         }
         let host = PauseHost::new(&found, opts.pauses);
         let energy = match (&rec, align) {
@@ -284,7 +294,6 @@ impl<'r> JoinPass<'r> {
         } = self;
         let rec = rec.as_deref();
         let alignment = align.map(|a| alignment_report(&a, &found, rec, &mut warnings));
-        let us = |ns: i64| ns as f64 / 1e3;
         let ms = |ns: i64| ns as f64 / 1e6;
         let mut pause_devices = Vec::new();
         let mut pauses = Vec::new();
@@ -300,8 +309,8 @@ impl<'r> JoinPass<'r> {
                 device: d.device,
                 gpu_index,
                 busy_events: d.busy_events,
-                busy_start_ts_us: us(d.busy_start_ns),
-                busy_end_ts_us: us(d.busy_end_ns),
+                busy_start_ts_us: NsDecimal(d.busy_start_ns),
+                busy_end_ts_us: NsDecimal(d.busy_end_ns),
                 min_gap_ms: ms(opts.gaps.min_gap_ns),
                 min_gap_ms_effective: ms(d.min_gap_ns_effective),
                 pauses_found: d.gaps.len() as u64,
@@ -348,10 +357,10 @@ impl<'r> JoinPass<'r> {
                         };
                         if t.verdict.verdict == Some("compute") {
                             warnings.push(format!(
-                                "device {} pause of {:.3} ms at ts {:.3} us: the recording says GPU {} was busy (avg {:.0} W): another process, or work the profiler missed",
+                                "device {} pause of {:.3} ms at ts {} us: the recording says GPU {} was busy (avg {:.0} W): another process, or work the profiler missed",
                                 d.device,
                                 ms(g.dur_ns()),
-                                us(g.start_ns),
+                                TsUs::fixed(NsDecimal(g.start_ns)),
                                 t.gpu_index,
                                 t.avg_power_w.unwrap_or(f64::NAN)
                             ));
@@ -362,11 +371,12 @@ impl<'r> JoinPass<'r> {
                 };
                 pauses.push(PauseResult {
                     device: d.device,
-                    start_ts_us: us(g.start_ns),
+                    start_ts_us: NsDecimal(g.start_ns),
                     start_unix_ns: unix.map(|u| u.0),
                     duration_ms: ms(g.dur_ns()),
                     host: host.host_rows(l, &names),
                     within: PauseHost::within_rows(l, &names),
+                    overlapping_annotations: host.annotation_rows(l, &names),
                     telemetry,
                 });
             }
@@ -448,7 +458,7 @@ fn alignment_report(
         source: a.source,
         offset_ns: a.offset_ns,
         base_time_ns: a.base_time_ns,
-        clock_offset_ms: a.clock_offset_ns.map(|o| o as f64 / 1e6),
+        clock_offset_ms: a.clock_offset_ns.map(NsDecimal),
         trace_start_unix_ns: trace.map(|t| t.0),
         trace_end_unix_ns: trace.map(|t| t.1),
         recording_start_unix_ns: recording.map(|r| r.0),

@@ -2,21 +2,27 @@
 //!
 //! The pauses listed are the longest `max_pauses_per_device` gaps of each device from the first
 //! pass ([`GapsFound`]). Every complete (`X`) host event that overlaps one of them is added to
-//! that pause's table by (category, name): overlap time, count and the events' own durations. A
-//! `user_annotation` or the profiler's `Trace` span (any device), or a `gpu_user_annotation`
-//! (its own device), that encloses the whole pause goes to `within` instead (e.g.
-//! `ProfilerStep#107`), innermost first. Overlaps are summed per (category, name), so nested
-//! events of one name can sum past the pause's length (`n` says how many). Busy GPU
-//! categories are not host events; a `gpu_user_annotation` that only partly overlaps is left
-//! out too (it is GPU-side).
+//! that pause's `host` table by (category, name): overlap time, count and the events' own
+//! durations. Overlaps are summed per (category, name), so nested events of one name can sum
+//! past the pause's length (`n` says how many). Busy GPU categories are not host events.
+//!
+//! Annotations are context, never host activity: a `user_annotation`, a
+//! `gpu_user_annotation` of the pause's own device, the profiler's `Trace` span and any
+//! `ProfilerStep#N` (whatever its category), and a mark range of a merged Perfetto file
+//! (`flinch_mark`). One that covers the pause, all but at most
+//! [`within_tolerance_ns`] of it (1 µs or 0.1 % of the pause, whichever is larger: a step that
+//! begins 100 ns after the GPU went idle still holds the pause), goes to `within` (e.g.
+//! `ProfilerStep#107`), innermost first; one that covers less goes to the pause's
+//! `overlapping_annotations` table, kept as the host table is.
 //!
 //! # Memory
-//! Per listed pause at most `max_host_keys` (category, name) rows (later ones add to one
-//! `"(other)"` row, which is listed with the rest) and `max_within` enclosing annotations
-//! (the innermost kept). Per event: a binary search per device.
+//! Per listed pause at most `max_host_keys` (category, name) rows in each table (later ones
+//! add to one `"(other)"` row, which is listed with the rest) and `max_within` covering
+//! annotations (the innermost kept). Per event: a binary search per device.
 use alloc::vec::Vec;
 use serde::Serialize;
 
+use super::clock::{NsDecimal, TsUs};
 use super::gaps::{Gap, GapsFound, is_busy_category, span_ns};
 use super::names::{Names, OTHER_ID};
 use crate::json::{Event, IdField};
@@ -48,6 +54,24 @@ impl Default for PauseOptions {
 const USER_ANNOTATION: &[u8] = b"user_annotation";
 const GPU_USER_ANNOTATION: &[u8] = b"gpu_user_annotation";
 
+/// Whether an event is an annotation (context, not host activity): `user_annotation`,
+/// `gpu_user_annotation`, the profiler's `Trace` span, a `ProfilerStep#N` of any category, or
+/// a recording's mark range in a merged file (`flinch_mark`).
+pub fn is_annotation(cat: Option<&[u8]>, name: Option<&[u8]>) -> bool {
+    let cat = cat.unwrap_or(b"");
+    cat == USER_ANNOTATION
+        || cat == GPU_USER_ANNOTATION
+        || cat == b"Trace"
+        || cat == b"flinch_mark"
+        || name.is_some_and(|n| n.starts_with(b"ProfilerStep#"))
+}
+
+/// How much of a pause of `pause_ns` an annotation may leave uncovered and still hold it
+/// (`within`): 1 µs, or 0.1 % of the pause when that is more.
+pub fn within_tolerance_ns(pause_ns: i64) -> i64 {
+    (pause_ns / 1000).max(1000)
+}
+
 #[derive(Clone, Copy, Debug)]
 struct HostAcc {
     cat: u32,
@@ -61,6 +85,7 @@ struct HostAcc {
 pub(crate) struct Listed {
     pub gap: Gap,
     host: Vec<HostAcc>,
+    annotations: Vec<HostAcc>,
     within: Vec<(u32, u32, i64, i64)>,
 }
 
@@ -85,15 +110,15 @@ pub struct HostEntry {
     pub overlap_ms: f64,
 }
 
-/// An annotation enclosing a pause.
+/// An annotation covering a pause.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct WithinEntry {
     /// Category.
     pub category: alloc::string::String,
     /// Name.
     pub name: alloc::string::String,
-    /// Its start, trace µs.
-    pub start_ts_us: f64,
+    /// Its start, trace µs (exact).
+    pub start_ts_us: TsUs,
     /// Its length, ms.
     pub duration_ms: f64,
 }
@@ -112,6 +137,7 @@ impl PauseHost {
                     .map(|&gap| Listed {
                         gap,
                         host: Vec::new(),
+                        annotations: Vec::new(),
                         within: Vec::new(),
                     })
                     .collect();
@@ -130,12 +156,11 @@ impl PauseHost {
         if t <= s || is_busy_category(e.cat) {
             return;
         }
-        let cat = e.cat.unwrap_or(b"");
-        let gpu_ann = cat == GPU_USER_ANNOTATION;
-        // The profiler's own span (`Trace`, "PyTorch Profiler (0)") encloses every pause too.
-        let ann = gpu_ann || cat == USER_ANNOTATION || cat == b"Trace";
+        let gpu_ann = e.cat == Some(GPU_USER_ANNOTATION);
+        let ann = is_annotation(e.cat, e.name);
         let opts = self.opts;
         for (device, listed) in &mut self.devices {
+            // A GPU-side annotation belongs to its own device only.
             if gpu_ann && e.pid != IdField::Int(*device) {
                 continue;
             }
@@ -144,7 +169,9 @@ impl PauseHost {
                 let l = &mut listed[k];
                 k += 1;
                 let (a, b) = (l.gap.start_ns, l.gap.end_ns);
-                if ann && s <= a && t >= b {
+                let overlap = t.min(b).saturating_sub(s.max(a));
+                let len = b.saturating_sub(a);
+                if ann && len.saturating_sub(overlap) <= within_tolerance_ns(len) {
                     let item = (names.id(e.cat), names.id(e.name), s, t);
                     l.within.push(item);
                     if l.within.len() > opts.max_within {
@@ -159,49 +186,25 @@ impl PauseHost {
                     }
                     continue;
                 }
-                if gpu_ann {
-                    continue;
-                }
-                let overlap = t.min(b).saturating_sub(s.max(a));
+                let table = if ann { &mut l.annotations } else { &mut l.host };
                 let (c, n) = (names.id(e.cat), names.id(e.name));
-                let idx = match l.host.iter().position(|h| h.cat == c && h.name == n) {
-                    Some(i) => i,
-                    None if l.host.len() < opts.max_host_keys => {
-                        l.host.push(HostAcc {
-                            cat: c,
-                            name: n,
-                            overlap_ns: 0,
-                            n: 0,
-                            dur_ns: 0,
-                        });
-                        l.host.len() - 1
-                    }
-                    None => match l
-                        .host
-                        .iter()
-                        .position(|h| h.cat == OTHER_ID && h.name == OTHER_ID)
-                    {
-                        Some(i) => i,
-                        None => {
-                            // The last row makes room: it joins "(other)".
-                            let last = l.host.len() - 1;
-                            l.host[last].cat = OTHER_ID;
-                            l.host[last].name = OTHER_ID;
-                            last
-                        }
-                    },
-                };
-                let h = &mut l.host[idx];
-                h.overlap_ns = h.overlap_ns.saturating_add(overlap);
-                h.n += 1;
-                h.dur_ns = h.dur_ns.saturating_add(t - s);
+                add_row(table, opts.max_host_keys, c, n, overlap, t - s);
             }
         }
     }
 
     /// The host rows of a pause, by overlap (ties: the shorter events first, then by name).
     pub(crate) fn host_rows(&self, l: &Listed, names: &Names) -> Vec<HostEntry> {
-        let mut rows = l.host.clone();
+        self.rows(&l.host, names)
+    }
+
+    /// The annotations that overlap a pause without covering it, as [`host_rows`](Self::host_rows).
+    pub(crate) fn annotation_rows(&self, l: &Listed, names: &Names) -> Vec<HostEntry> {
+        self.rows(&l.annotations, names)
+    }
+
+    fn rows(&self, table: &[HostAcc], names: &Names) -> Vec<HostEntry> {
+        let mut rows = table.to_vec();
         rows.sort_by(|a, b| {
             b.overlap_ns
                 .cmp(&a.overlap_ns)
@@ -228,9 +231,47 @@ impl PauseHost {
             .map(|&(c, n, s, t)| WithinEntry {
                 category: names.get(c).into(),
                 name: names.get(n).into(),
-                start_ts_us: s as f64 / 1e3,
+                start_ts_us: NsDecimal(s),
                 duration_ms: t.saturating_sub(s) as f64 / 1e6,
             })
             .collect()
     }
+}
+
+/// Adds an event's overlap to its (category, name) row of `table`, at most `cap` rows (later
+/// names go to one `"(other)"` row).
+fn add_row(table: &mut Vec<HostAcc>, cap: usize, c: u32, n: u32, overlap: i64, dur: i64) {
+    if cap == 0 {
+        return;
+    }
+    let idx = match table.iter().position(|h| h.cat == c && h.name == n) {
+        Some(i) => i,
+        None if table.len() < cap => {
+            table.push(HostAcc {
+                cat: c,
+                name: n,
+                overlap_ns: 0,
+                n: 0,
+                dur_ns: 0,
+            });
+            table.len() - 1
+        }
+        None => match table
+            .iter()
+            .position(|h| h.cat == OTHER_ID && h.name == OTHER_ID)
+        {
+            Some(i) => i,
+            None => {
+                // The last row makes room: it joins "(other)".
+                let last = table.len() - 1;
+                table[last].cat = OTHER_ID;
+                table[last].name = OTHER_ID;
+                last
+            }
+        },
+    };
+    let h = &mut table[idx];
+    h.overlap_ns = h.overlap_ns.saturating_add(overlap);
+    h.n += 1;
+    h.dur_ns = h.dur_ns.saturating_add(dur);
 }

@@ -870,12 +870,17 @@ impl Timeline {
             .iter()
             .map(|d| TimelineDevice {
                 device: d.device,
-                busy_us: [d.busy_start_ts_us, d.busy_end_ts_us],
+                busy_us: [d.busy_start_ts_us.as_f64(), d.busy_end_ts_us.as_f64()],
                 pauses_us: r
                     .pauses
                     .iter()
                     .filter(|p| p.device == d.device)
-                    .map(|p| [p.start_ts_us, p.start_ts_us + p.duration_ms * 1e3])
+                    .map(|p| {
+                        [
+                            p.start_ts_us.as_f64(),
+                            p.start_ts_us.as_f64() + p.duration_ms * 1e3,
+                        ]
+                    })
                     .collect(),
                 pauses_not_listed: d.pauses_found - d.pauses_listed,
             })

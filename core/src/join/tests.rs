@@ -280,6 +280,93 @@ fn base_time_before_and_after_trace_events_in_any_split() {
     }
 }
 
+/// A `baseTimeNanoseconds` that is not an integer is named with what it holds, in any split;
+/// a base plus an offset past the i64 range says that it overflows.
+#[test]
+fn base_time_errors_say_what_was_found() {
+    let rec = recording(&recording_csv(0..10, &[]));
+    let first_pass = |chunks: &[&[u8]]| {
+        let mut sc = EventScanner::new(Limits::EXACT);
+        let mut first = FirstPass::new(opts().gaps, true);
+        for chunk in chunks {
+            let mut pos = 0;
+            loop {
+                let (what, n) = sc.scan(&chunk[pos..]).unwrap();
+                pos += n;
+                match what {
+                    Scan::Event => first.add(&sc.event()),
+                    Scan::NeedsInput => break,
+                }
+            }
+        }
+        first.set_base_time_ns(sc.base_time());
+        first.finish()
+    };
+    let ev = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"ts":1,"dur":1}"#;
+    for (value, said) in [
+        (
+            "1.76e18",
+            "baseTimeNanoseconds is 1.76e18, not an integer: give --clock-offset-ms",
+        ),
+        (
+            "1764000000000000000.5",
+            "baseTimeNanoseconds is 1764000000000000000.5, not an integer",
+        ),
+        (
+            "99999999999999999999",
+            "baseTimeNanoseconds is 99999999999999999999, past the i64 range",
+        ),
+        (
+            "\"1764000000000000000\"",
+            "baseTimeNanoseconds is a string, not an integer",
+        ),
+        ("null", "baseTimeNanoseconds is null, not an integer"),
+    ] {
+        for before in [true, false] {
+            let doc = if before {
+                format!(r#"{{"baseTimeNanoseconds":{value},"traceEvents":[{ev}]}}"#)
+            } else {
+                format!(r#"{{"traceEvents":[{ev}],"baseTimeNanoseconds":{value}}}"#)
+            };
+            for_each_split(doc.as_bytes(), 4, 2, |chunks| {
+                let f = first_pass(chunks);
+                assert_eq!(f.base_time_ns, None);
+                let err = JoinPass::new(f.found.clone(), None, opts(), Some(&rec))
+                    .err()
+                    .unwrap();
+                assert!(err.contains(said), "{doc}: {err}");
+                // Without a recording the pauses stand; a warning says why there is no Unix time.
+                let r = JoinPass::new(f.found, None, opts(), None).unwrap().finish();
+                assert!(r.join_warnings[0].contains(said), "{:?}", r.join_warnings);
+            });
+        }
+    }
+    // No key at all: the plain text.
+    let f = first_pass(&[format!(r#"{{"traceEvents":[{ev}]}}"#).as_bytes()]);
+    let err = JoinPass::new(f.found, None, opts(), Some(&rec))
+        .err()
+        .unwrap();
+    assert!(
+        err.starts_with("the trace has no baseTimeNanoseconds"),
+        "{err}"
+    );
+    // A base and an offset that overflow together.
+    let f = first_pass(&[
+        format!(r#"{{"traceEvents":[{ev}],"baseTimeNanoseconds":{BASE}}}"#).as_bytes(),
+    ]);
+    let mut o = opts();
+    o.clock_offset_ns = Some(parse_offset_ms("8000000000000").unwrap());
+    let err = JoinPass::new(f.found, f.base_time_ns, o, Some(&rec))
+        .err()
+        .unwrap();
+    assert_eq!(
+        err,
+        format!(
+            "baseTimeNanoseconds {BASE} plus --clock-offset-ms 8000000000000.0 overflows the i64 range of ns"
+        )
+    );
+}
+
 fn opts() -> JoinOptions {
     JoinOptions::default()
 }
@@ -296,7 +383,7 @@ fn pauses_and_host_from_the_trace_alone() {
         let got: Vec<(i64, f64, f64)> = r
             .pauses
             .iter()
-            .map(|p| (p.device, p.start_ts_us, p.duration_ms))
+            .map(|p| (p.device, p.start_ts_us.as_f64(), p.duration_ms))
             .collect();
         assert_eq!(
             got,
@@ -317,10 +404,21 @@ fn pauses_and_host_from_the_trace_alone() {
         let within = |i: usize| -> Vec<String> {
             r.pauses[i].within.iter().map(|w| w.name.clone()).collect()
         };
+        let overlapping = |i: usize| -> Vec<(String, String, u64, f64)> {
+            r.pauses[i]
+                .overlapping_annotations
+                .iter()
+                .map(|h| (h.category.clone(), h.name.clone(), h.n, h.overlap_ms))
+                .collect()
+        };
+        // Annotations are context: the steps that share the pause are not host activity.
         assert_eq!(
             host(0),
+            [("python_function".into(), "dataloader next".into(), 1, 600.0)]
+        );
+        assert_eq!(
+            overlapping(0),
             [
-                ("python_function".into(), "dataloader next".into(), 1, 600.0),
                 (
                     "user_annotation".into(),
                     "ProfilerStep#2".into(),
@@ -335,6 +433,7 @@ fn pauses_and_host_from_the_trace_alone() {
                 ),
             ]
         );
+        assert!(overlapping(1).is_empty());
         assert_eq!(within(0), ["train_loop", "PyTorch Profiler (0)"]);
         assert_eq!(
             host(1),
@@ -373,6 +472,46 @@ fn pauses_and_host_from_the_trace_alone() {
     assert!(r.alignment.is_none());
     assert_eq!(r.pauses.len(), 3);
     assert!(r.pauses.iter().all(|p| p.start_unix_ns.is_none()));
+}
+
+/// A step that begins 100 ns after the GPU went idle holds the pause (`within`), one that
+/// leaves more than the tolerance uncovered is an overlapping annotation, and neither is host
+/// activity: the real host op comes first.
+#[test]
+fn annotations_are_context_not_host_activity() {
+    // Device 0 idles over [1 000 000, 1 724 000) µs: a 724 ms pause, tolerance 724 µs.
+    let evs = [
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":999000,"dur":1000}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1724000,"dur":1000}"#,
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#109","pid":1,"tid":1,"ts":1000000.1,"dur":800000}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"ProfilerStep#7","pid":1,"tid":1,"ts":999999,"dur":724000.5}"#,
+        r#"{"ph":"X","cat":"user_annotation","name":"late step","pid":1,"tid":1,"ts":1000725,"dur":900000}"#,
+        r#"{"ph":"X","cat":"gpu_user_annotation","name":"gpu part","pid":0,"tid":7,"ts":1500000,"dur":100000}"#,
+        r#"{"ph":"X","cat":"gpu_user_annotation","name":"other device","pid":1,"tid":7,"ts":1000000,"dur":724000}"#,
+        r#"{"ph":"X","cat":"Trace","name":"PyTorch Profiler (0)","pid":"Spans","tid":1,"ts":0,"dur":9000000}"#,
+        r#"{"ph":"X","cat":"python_function","name":"checkpoint.py(88): save","pid":1,"tid":1,"ts":1000010,"dur":700000}"#,
+    ];
+    let doc = format!(r#"{{"traceEvents":[{}]}}"#, evs.join(",\n"));
+    for_each_split(doc.as_bytes(), 6, 3, |chunks| {
+        let r = join_chunks(chunks, &opts(), None).unwrap();
+        let p = &r.pauses[0];
+        assert_eq!(p.duration_ms, 724.0);
+        let names = |v: &[HostEntry]| -> Vec<(String, f64)> {
+            v.iter().map(|h| (h.name.clone(), h.overlap_ms)).collect()
+        };
+        assert_eq!(names(&p.host), [("checkpoint.py(88): save".into(), 700.0)]);
+        let within: Vec<&str> = p.within.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(
+            within,
+            ["ProfilerStep#7", "ProfilerStep#109", "PyTorch Profiler (0)"]
+        );
+        assert_eq!(
+            names(&p.overlapping_annotations),
+            [("late step".into(), 723.275), ("gpu part".into(), 100.0)]
+        );
+    });
+    assert_eq!(pauses::within_tolerance_ns(724_000_000), 724_000);
+    assert_eq!(pauses::within_tolerance_ns(100), 1000);
 }
 
 #[test]
@@ -578,7 +717,7 @@ fn clock_offset_without_base_and_to_correct_a_skew() {
     let a = fixed.alignment.as_ref().unwrap();
     assert_eq!(
         (a.offset_ns, a.base_time_ns, a.clock_offset_ms),
-        (BASE, Some(BASE - 3_250_000), Some(3.25))
+        (BASE, Some(BASE - 3_250_000), Some(NsDecimal(3_250_000)))
     );
 }
 
@@ -666,9 +805,11 @@ fn extreme_times_saturate_instead_of_overflowing() {
     assert_eq!(r.pauses.len(), 1);
     assert_eq!(r.pauses[0].duration_ms, i64::MAX as f64 / 1e6);
     assert!(r.pauses[0].telemetry.is_none());
-    // Longest overlap first: u reaches 0.2e18 ns past the gap's start, c 0.1e18.
+    // c is host activity; u, an annotation that covers only part of the gap, is context.
     let host: Vec<&str> = r.pauses[0].host.iter().map(|h| h.name.as_str()).collect();
-    assert_eq!(host, ["u", "c"]);
+    assert_eq!(host, ["c"]);
+    let ann = &r.pauses[0].overlapping_annotations;
+    assert_eq!(ann[0].name, "u");
     let ae = r.annotation_energy.as_ref().unwrap();
     assert_eq!(ae[0].n, 1);
     // Its span converts (it ends before the range does); the pause does not: no telemetry.

@@ -194,6 +194,101 @@ pub struct ElementBoundary {
     pub bare: bool,
 }
 
+/// The top-level `baseTimeNanoseconds` as the scanner read it: the integer, or what the key
+/// held instead ([`EventScanner::base_time`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BaseTime {
+    /// The value, when it is an integer in the `i64` range.
+    pub ns: Option<i64>,
+    /// What the key held when it is not such an integer.
+    pub problem: Option<BaseTimeProblem>,
+}
+
+impl From<Option<i64>> for BaseTime {
+    fn from(ns: Option<i64>) -> BaseTime {
+        BaseTime { ns, problem: None }
+    }
+}
+
+impl BaseTime {
+    /// `self` when it has the integer, else `other` when that has it, else the one that says
+    /// what was found (`self` first).
+    pub fn or(self, other: BaseTime) -> BaseTime {
+        if self.ns.is_some() || (other.ns.is_none() && self.problem.is_some()) {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+/// A `baseTimeNanoseconds` that is not an integer in the `i64` range: its number text (at most
+/// 32 bytes kept) or the kind of value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BaseTimeProblem {
+    text: [u8; 32],
+    len: u8,
+    cut: bool,
+    /// The first byte of a value that is not a number (`"`, `n`, `t`, `f`, `{`, `[`), else 0.
+    kind: u8,
+}
+
+impl BaseTimeProblem {
+    /// A number that does not parse as an `i64` (a fraction, an exponent, too many digits).
+    pub fn number(text: &[u8], cut: bool) -> BaseTimeProblem {
+        let mut p = BaseTimeProblem {
+            text: [0; 32],
+            len: 0,
+            cut: cut || text.len() > 32,
+            kind: 0,
+        };
+        let n = text.len().min(32);
+        p.text[..n].copy_from_slice(&text[..n]);
+        p.len = n as u8;
+        p
+    }
+
+    /// A value that is not a number, from its first byte.
+    pub fn value(first: u8) -> BaseTimeProblem {
+        BaseTimeProblem {
+            text: [0; 32],
+            len: 0,
+            cut: false,
+            kind: first,
+        }
+    }
+}
+
+impl core::fmt::Display for BaseTimeProblem {
+    /// `baseTimeNanoseconds is 1.76e18, not an integer`, `… is a string, not an integer`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let what = match self.kind {
+            b'"' => "a string",
+            b'n' => "null",
+            b't' | b'f' => "a boolean",
+            b'{' => "an object",
+            b'[' => "an array",
+            0 => "",
+            _ => "not a number",
+        };
+        if self.kind != 0 {
+            return write!(f, "baseTimeNanoseconds is {what}, not an integer");
+        }
+        let text = &self.text[..self.len as usize];
+        let shown = core::str::from_utf8(text).unwrap_or("?");
+        let more = if self.cut { "..." } else { "" };
+        let digits = text.strip_prefix(b"-").unwrap_or(text);
+        if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
+            write!(
+                f,
+                "baseTimeNanoseconds is {shown}{more}, past the i64 range of ns"
+            )
+        } else {
+            write!(f, "baseTimeNanoseconds is {shown}{more}, not an integer")
+        }
+    }
+}
+
 /// How the input ended, from [`EventScanner::finish`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ScanEnd {

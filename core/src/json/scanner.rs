@@ -118,6 +118,8 @@ pub struct EventScanner<S = DefaultStorage> {
     scope: IdField,
     /// The top-level `baseTimeNanoseconds`, once read.
     base_time_ns: Option<i64>,
+    /// What the last `baseTimeNanoseconds` held when it was not an integer.
+    base_time_problem: Option<super::BaseTimeProblem>,
     /// Which of `ts`/`dur` came from a numeric string ([`QUOTED_TS`], [`QUOTED_DUR`]).
     quoted_times: u8,
     // fast path: gaps learned per (`ph` column, preceding field)
@@ -202,6 +204,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             id: IdField::Missing,
             scope: IdField::Missing,
             base_time_ns: None,
+            base_time_problem: None,
             quoted_times: 0,
             gaps: [Gap::EMPTY; GAP_ROWS * GAP_COLS],
         }
@@ -297,6 +300,15 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     /// every event keeps times relative until the end. `None` when absent or not an integer.
     pub fn base_time_ns(&self) -> Option<i64> {
         self.base_time_ns
+    }
+
+    /// [`base_time_ns`](Self::base_time_ns), with what the key held when it was not an integer
+    /// (for an error that says what was found).
+    pub fn base_time(&self) -> super::BaseTime {
+        super::BaseTime {
+            ns: self.base_time_ns,
+            problem: self.base_time_problem,
+        }
     }
 
     /// Events returned so far.

@@ -25,7 +25,7 @@ mod fixed;
 mod floor;
 mod lines;
 #[cfg(feature = "alloc")]
-mod pairing;
+pub(crate) mod pairing;
 mod reorder;
 mod result;
 mod row;

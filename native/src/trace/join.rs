@@ -18,7 +18,7 @@ use flinch_core::Limits;
 pub use flinch_core::join::merge_json;
 use flinch_core::join::{
     Alignment, AlignmentSource, FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport,
-    Recording, RecordingBuilder, RecordingOptions, join_options,
+    Recording, RecordingBuilder, RecordingOptions, alignment_error, join_options,
 };
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::window::PowerSource;
@@ -133,12 +133,16 @@ fn scan_file(
 ) -> Result<Option<i64>, String> {
     let mut input = open_input(path)?;
     let mut sc = EventScanner::new(Limits::NATIVE);
+    let mut cut = None;
     loop {
         let chunk = match input.next_chunk() {
             Ok(Some(c)) => c,
             Ok(None) => break,
             // A cut .gz: the summary says so; the join uses what was read, as the summary does.
-            Err(_) => break,
+            Err(e) => {
+                cut = Some(e.to_string());
+                break;
+            }
         };
         let mut pos = 0;
         loop {
@@ -151,6 +155,7 @@ fn scan_file(
                 Scan::Event => {
                     f(&sc.event());
                     if let Some(m) = merge.as_deref_mut() {
+                        m.event_end()?;
                         m.inject()?;
                     }
                 }
@@ -158,7 +163,10 @@ fn scan_file(
             }
         }
     }
-    sc.finish();
+    let end = sc.finish();
+    if let Some(m) = merge {
+        m.trace_end(&end, cut);
+    }
     Ok(sc.base_time_ns())
 }
 
@@ -213,9 +221,11 @@ pub fn finish(
     } = first;
     let mut merger = match perfetto {
         Some((out, csv)) => {
-            let align = Alignment::new(base, opts.clock_offset_ns).ok_or(
-                "--perfetto: the trace has no baseTimeNanoseconds: give --clock-offset-ms",
-            )?;
+            let align = Alignment::new(base, opts.clock_offset_ns).ok_or_else(|| {
+                let why =
+                    alignment_error(base, found.base_time_problem.as_ref(), opts.clock_offset_ns);
+                format!("--perfetto: {why}")
+            })?;
             Some(Merger::create(out, path, csv, align, opts.gpu_map.clone())?)
         }
         None => None,
@@ -244,7 +254,12 @@ pub fn finish(
         scan_file(path, |e| pass.add(e), merger.as_mut())?;
     }
     let merged = merger.map(Merger::finish).transpose()?;
-    Ok((pass.finish(), merged))
+    let mut report = pass.finish();
+    let merged = merged.map(|m| {
+        report.join_warnings.extend(m.warnings);
+        m.events
+    });
+    Ok((report, merged))
 }
 
 /// The text tables: the top pauses, then energy per annotation, then warnings.
@@ -299,9 +314,9 @@ pub fn render(r: &JoinReport) -> String {
                 .collect();
             let _ = writeln!(
                 s,
-                "  {:>6} {:>18.3} {:>12.3} {:>10} {:>7} {:>6} {:<8}  {} | {}",
+                "  {:>6} {:>18} {:>12.3} {:>10} {:>7} {:>6} {:<8}  {} | {}",
                 p.device,
-                p.start_ts_us,
+                p.start_ts_us.fixed(),
                 p.duration_ms,
                 f(t.and_then(|t| t.gpu_energy_j), 3),
                 f(t.and_then(|t| t.avg_power_w), 1),

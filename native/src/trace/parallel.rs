@@ -391,7 +391,7 @@ fn summarize_counting(
             if let Some(first) = join {
                 // A key after the events is read by the last scanner; one before them by the
                 // first segment's (the same scanner when it read on to the end).
-                first.set_base_time_ns(last.base_time_ns().or(base0));
+                first.set_base_time_ns(last.base_time().or(base0));
             }
             let mut end = last.finish();
             end.events += events;
@@ -408,7 +408,7 @@ type Collected = (
     Box<EventScanner>,
     ScanWarnings,
     u64,
-    Option<i64>,
+    flinch_core::json::BaseTime,
 );
 
 /// The summary side: segments in order, checking each guess (see the module docs). Returns the
@@ -423,7 +423,7 @@ fn collect(
     rescanned: &mut usize,
     mut join: Option<&mut FirstPass>,
 ) -> Result<Collected, String> {
-    let mut base0 = None;
+    let mut base0 = flinch_core::json::BaseTime::default();
     let stopped = || "a trace scan thread stopped unexpectedly".to_string();
     let m = plan.starts.len();
     let mut summary = TraceSummary::new(limits);
@@ -480,7 +480,7 @@ fn collect(
             }
         };
         if k == 0 {
-            base0 = scanner.base_time_ns();
+            base0 = scanner.base_time();
         }
         let Some(next) = next else {
             return Ok((summary, scanner, warnings, events, base0));

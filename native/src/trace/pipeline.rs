@@ -434,7 +434,7 @@ enum Msg {
         ScanWarnings,
         Option<flinch_core::gzip::GzError>,
         Option<String>,
-        Option<i64>,
+        flinch_core::json::BaseTime,
     ),
     /// The input or the scan failed: the message the caller prints.
     Fail(String),
@@ -626,7 +626,7 @@ fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Re
     }
     let end = scanner.finish();
     let note = input.warning().map(str::to_string);
-    let base = scanner.base_time_ns();
+    let base = scanner.base_time();
     let _ = tx.send(Msg::End(end, *scanner.warnings(), cut, note, base));
 }
 

@@ -90,6 +90,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     if !self.word_over {
                         self.base_time_ns = parse_int(&self.word);
                     }
+                    self.base_time_problem = (self.word_over || self.base_time_ns.is_none())
+                        .then(|| crate::json::BaseTimeProblem::number(&self.word, self.word_over));
                     self.st = St::TopCommaOrEnd;
                     continue;
                 }
@@ -174,6 +176,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         self.word_over = false;
                         self.st = St::TopWord;
                         continue;
+                    }
+                    if !self.key_over && &self.key[..] == b"baseTimeNanoseconds" {
+                        self.base_time_problem = Some(crate::json::BaseTimeProblem::value(b));
                     }
                     i = self.begin_skip(b, i, St::TopCommaOrEnd);
                 }
