@@ -12,7 +12,7 @@ use flinch_core::json::{EventScanner, NumField, Scan};
 use flinch_core::stats::{Stats, stats_f64};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummaryResult};
 
-use crate::input::open_input;
+use crate::input::{InputFile, Passes, open_input};
 
 #[allow(dead_code)]
 #[path = "../../examples/gen_trace.rs"]
@@ -183,24 +183,26 @@ fn past_the_limits_every_path_stays_exact() {
         ..Limits::NATIVE
     };
     let top = Some(DEFAULT_TOP_OPS);
+    let gz_file = InputFile::open(&gz, Passes::Several).unwrap();
     let r = super::pipeline::summarize_sequential(
-        open_input(&gz).unwrap(),
+        gz_file.read().unwrap(),
         "t",
         tight,
         top,
-        Some(&gz),
+        Some(&gz_file),
         false,
         || {},
     )
     .unwrap();
     assert_equals_oracle(&r, &o, "sequential .gz");
     for path in [&json, &gz] {
+        let file = InputFile::open(path, Passes::Several).unwrap();
         let r = super::pipeline::summarize(
-            open_input(path).unwrap(),
+            file.read().unwrap(),
             "t",
             tight,
             top,
-            Some(path),
+            Some(&file),
             super::Also::Nothing,
             || {},
         )
@@ -279,8 +281,9 @@ fn mergeable_on_every_path_equals_the_analyzer() {
             .unwrap()
             .to_json();
             assert!(analyzer.contains("\n  \"mergeable\": {"), "no section");
-            let replay = exact_io.then_some(path.as_path());
-            let input = || open_input(path).unwrap();
+            let file = InputFile::open(path, Passes::Several).unwrap();
+            let replay = exact_io.then_some(&file);
+            let input = || file.read().unwrap();
             let paths = [
                 super::summarize_file_also(
                     path,

@@ -11,7 +11,7 @@ use flinch_core::csv::{CsvEvent, TraceCsvReader};
 use flinch_core::join::perfetto::CounterEvents;
 use flinch_core::join::{Alignment, GpuMap};
 
-use crate::input::open_input;
+use crate::input::InputFile;
 
 enum Sink {
     Plain(BufWriter<File>),
@@ -31,7 +31,8 @@ impl Sink {
 pub struct Merger {
     path: PathBuf,
     sink: Sink,
-    csv: PathBuf,
+    /// The recording, read again through the input the join read.
+    csv: InputFile,
     events: CounterEvents,
     injected: bool,
 }
@@ -45,7 +46,7 @@ impl Merger {
     pub fn create(
         out: &Path,
         trace: &Path,
-        csv: &Path,
+        csv: &InputFile,
         align: Alignment,
         map: GpuMap,
     ) -> Result<Merger, String> {
@@ -69,7 +70,7 @@ impl Merger {
         Ok(Merger {
             path: out.to_path_buf(),
             sink,
-            csv: csv.to_path_buf(),
+            csv: csv.clone(),
             events: CounterEvents::new(align, map),
             injected: false,
         })
@@ -91,13 +92,13 @@ impl Merger {
         self.injected = true;
         let pre = self.events.preamble().to_owned();
         self.copy(pre.as_bytes())?;
-        let mut input = open_input(&self.csv).map_err(|e| format!("--telemetry: {e}"))?;
+        let mut input = self.csv.read().map_err(|e| format!("--telemetry: {e}"))?;
         let mut reader = TraceCsvReader::new();
         loop {
             let chunk = match input.next_chunk() {
                 Ok(Some(c)) => c,
                 Ok(None) => break,
-                Err(e) => return Err(format!("{}: {e}", self.csv.display())),
+                Err(e) => return Err(format!("{}: {e}", self.csv.path().display())),
             };
             let mut rest = chunk;
             // An empty slice means the end of the data to the reader: only at the end.
