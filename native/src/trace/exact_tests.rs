@@ -214,6 +214,36 @@ fn past_the_limits_every_path_stays_exact() {
         super::parallel::summarize(plan, "t", tight, top, true, super::Also::Nothing, |_, _| {})
             .unwrap();
     assert_equals_oracle(&r, &o, "parallel");
+    // A FIFO (what `trace FIFO` gets): one scan thread, the further passes read its spool.
+    for path in [&json, &gz] {
+        let fifo = dir.join(format!("fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (bytes, to) = (std::fs::read(path).unwrap(), fifo.clone());
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(to)?
+                .write_all(&bytes)
+        });
+        let file = InputFile::open(&fifo, Passes::Several).unwrap();
+        let r = super::summarize_input_also(
+            &file,
+            "t",
+            tight,
+            DEFAULT_TOP_OPS,
+            true,
+            false,
+            super::Also::Nothing,
+        )
+        .unwrap();
+        writer.join().unwrap().unwrap();
+        std::fs::remove_file(&fifo).unwrap();
+        assert_equals_oracle(&r, &o, "a FIFO");
+    }
     let r = super::pipeline::summarize(
         open_input(&json).unwrap(),
         "t",
