@@ -430,7 +430,10 @@ impl Source {
 }
 
 /// Reads like `Read::read`, retrying on `Interrupted`.
-fn read_retry(mut read: impl FnMut(&mut [u8]) -> io::Result<usize>, buf: &mut [u8]) -> io::Result<usize> {
+fn read_retry(
+    mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
+    buf: &mut [u8],
+) -> io::Result<usize> {
     loop {
         match read(buf) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -455,7 +458,9 @@ impl Worker {
     fn fill(&mut self, buf: &mut [u8]) -> Result<usize, InputError> {
         let at = self.read.load(Ordering::Relaxed);
         let n = match &mut self.source {
-            Source::At { file, pos } => read_retry(|b| file.read_at(b, *pos), buf).inspect(|&n| *pos += n as u64),
+            Source::At { file, pos } => {
+                read_retry(|b| file.read_at(b, *pos), buf).inspect(|&n| *pos += n as u64)
+            }
             Source::Stream { file, .. } => read_retry(|b| file.read(b), buf),
         }
         .map_err(|e| InputError {
@@ -466,7 +471,9 @@ impl Worker {
             spool: Some(spool), ..
         } = &self.source
         {
-            spool.write(&buf[..n]).map_err(|message| InputError { message, cut: None })?;
+            spool
+                .write(&buf[..n])
+                .map_err(|message| InputError { message, cut: None })?;
         }
         self.read.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)

@@ -323,7 +323,12 @@ fn trace_json_of_a_fifo_reads_every_event() {
         assert_eq!(got, without_source(&want), "{extra:?}");
         let noted = stderr(&out).contains("spooling it to a temporary file");
         // --bounded reads the trace once: nothing to spool.
-        assert_eq!(noted, extra != Some("--bounded"), "{extra:?}: {}", stderr(&out));
+        assert_eq!(
+            noted,
+            extra != Some("--bounded"),
+            "{extra:?}: {}",
+            stderr(&out)
+        );
         std::fs::remove_file(d.join("fifo.json")).unwrap();
     }
     let _ = std::fs::remove_dir_all(&d);
@@ -407,7 +412,10 @@ fn perfetto_with_the_recording_on_a_fifo_is_the_regular_files() {
     assert_eq!(without_source(&ok("fifo", &out)), want);
     spool_note(&out, fifo.path.to_str().unwrap());
     fifo.finish().expect("the writer wrote every byte");
-    assert!(std::fs::read(&out_path).unwrap() == want_bytes, "merged files differ");
+    assert!(
+        std::fs::read(&out_path).unwrap() == want_bytes,
+        "merged files differ"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -438,8 +446,7 @@ fn a_spool_that_cannot_be_written_is_a_clear_error() {
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(
-        e.contains("/dev/stdin: spooling to a temporary file in ")
-            && e.contains("File too large"),
+        e.contains("/dev/stdin: spooling to a temporary file in ") && e.contains("File too large"),
         "{e}"
     );
     assert!(out.stdout.is_empty(), "no partial result");

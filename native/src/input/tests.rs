@@ -335,7 +335,10 @@ fn a_stream_without_a_whole_spool_is_not_read_twice() {
     assert_eq!(read_all(&mut file.read_with(SMALL).unwrap()).0, d);
     writer.join().unwrap().unwrap();
     let err = file.read().err().unwrap();
-    assert!(err.ends_with("needs a regular file (it is read twice)"), "{err}");
+    assert!(
+        err.ends_with("needs a regular file (it is read twice)"),
+        "{err}"
+    );
     assert!(err.contains(f.0.to_str().unwrap()), "{err}");
 
     let (f, writer) = fifo(data(&mut rng, 500_000));
@@ -346,7 +349,10 @@ fn a_stream_without_a_whole_spool_is_not_read_twice() {
     // The writer meets a closed pipe.
     assert!(writer.join().unwrap().is_err());
     let err = file.read().err().unwrap();
-    assert!(err.contains("its first pass stopped before the end"), "{err}");
+    assert!(
+        err.contains("its first pass stopped before the end"),
+        "{err}"
+    );
 }
 
 /// A regular file is opened once: passes read it through the one handle, each from its start

@@ -226,7 +226,13 @@ pub fn finish(
             let align = Alignment::new(base, opts.clock_offset_ns).ok_or(
                 "--perfetto: the trace has no baseTimeNanoseconds: give --clock-offset-ms",
             )?;
-            Some(Merger::create(out, file.path(), csv, align, opts.gpu_map.clone())?)
+            Some(Merger::create(
+                out,
+                file.path(),
+                csv,
+                align,
+                opts.gpu_map.clone(),
+            )?)
         }
         None => None,
     };

@@ -167,8 +167,7 @@ fn check(name: &str, doc: &[u8], rec: Option<&Recording>) {
                         .unwrap();
                         assert_eq!(s.to_json(), plain, "{name} segment {segment}");
                         let (r, _) =
-                            join::finish(&reopen(&path), first.finish(), &opts, rec, None)
-                                .unwrap();
+                            join::finish(&reopen(&path), first.finish(), &opts, rec, None).unwrap();
                         assert_eq!(
                             serde_json::to_string(&r).unwrap(),
                             want,
