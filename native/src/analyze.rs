@@ -17,7 +17,7 @@ use flinch_core::window::{
 };
 
 use crate::CmdResult;
-use crate::input::open_input;
+use crate::input::{InputFile, Passes};
 use crate::progress::ProgressLine;
 use crate::record::sidecar;
 
@@ -81,14 +81,23 @@ fn py_fixed(x: f64, prec: usize) -> String {
     PyFixed(x, prec).to_string()
 }
 
-/// Reads `path` (plain, or gzip detected by its magic bytes and inflated) in chunks of up to
-/// 1 MiB into `sink`, with a progress line on a terminal for big files. Returns the input's
-/// warning, if any (trailing garbage after the last gzip member, ignored).
+/// Opens the trace.csv once for every pass of the job; `passes`: whether a later pass may read
+/// it again (a FIFO or pipe is then spooled).
+fn open_csv(path: &Path, passes: Passes) -> Result<InputFile, String> {
+    InputFile::open(path, passes).map_err(|e| format!("flinch-trace analyze: {e}"))
+}
+
+/// One pass over `file` (plain, or gzip detected by its magic bytes and inflated) in chunks of
+/// up to 1 MiB into `sink`, with a progress line on a terminal for big files. Returns the
+/// input's warning, if any (trailing garbage after the last gzip member, ignored).
 fn read_all(
-    path: &Path,
+    file: &InputFile,
     mut sink: impl FnMut(&[u8]) -> Result<(), String>,
 ) -> Result<Option<String>, String> {
-    let mut input = open_input(path).map_err(|e| format!("flinch-trace analyze: {e}"))?;
+    let path = file.path();
+    let mut input = file
+        .read()
+        .map_err(|e| format!("flinch-trace analyze: {e}"))?;
     let read = input.progress();
     let mut progress = ProgressLine::new("analyze", read.total_bytes());
     loop {
@@ -105,14 +114,14 @@ fn read_all(
 /// after every batch of rows, e.g. to write out what the analysis has decided so far. Returns
 /// the input's warning, if any.
 fn feed(
-    path: &Path,
+    file: &InputFile,
     analyzer: &mut WindowAnalyzer,
     mut each: impl FnMut(&mut WindowAnalyzer) -> Result<(), String>,
 ) -> Result<Option<String>, String> {
     if two_cpus() {
-        analyze_two_threads(path, analyzer, BATCH_ROWS, &mut each)
+        analyze_two_threads(file, analyzer, BATCH_ROWS, &mut each)
     } else {
-        read_all(path, |chunk| {
+        read_all(file, |chunk| {
             analyzer.write(chunk);
             each(analyzer)
         })
@@ -165,7 +174,7 @@ struct Batch {
 /// sample are parsed on this one (`ParsedRow::from_row` = `from_row_deferred` + those two),
 /// which evens out the two threads' work.
 fn analyze_two_threads(
-    path: &Path,
+    file: &InputFile,
     analyzer: &mut WindowAnalyzer,
     batch_rows: usize,
     each: &mut dyn FnMut(&mut WindowAnalyzer) -> Result<(), String>,
@@ -219,7 +228,7 @@ fn analyze_two_threads(
                 next.rows.reserve_exact(batch_rows);
                 full_tx.send(std::mem::replace(batch, next)).is_ok()
             };
-            let note = read_all(path, |mut chunk| {
+            let note = read_all(file, |mut chunk| {
                 while !chunk.is_empty() {
                     let (ev, n) = reader.read(chunk);
                     chunk = &chunk[n..];
@@ -309,7 +318,7 @@ fn two_cpus() -> bool {
 /// analysis then has empty lists in their place.
 fn write_recording_json(
     out: &mut impl Write,
-    path: &Path,
+    file: &InputFile,
     opts: &AnalyzeOptions,
     planned: Planned,
 ) -> Result<(), String> {
@@ -319,7 +328,7 @@ fn write_recording_json(
         rest = open_array(out, rest, "marks")?;
         let mut arr = JsonArray { out, n: 0 };
         let mut a = WindowAnalyzer::marks_pass(opts.clone());
-        feed(path, &mut a, |a| {
+        feed(file, &mut a, |a| {
             while let Some(m) = a.pop_mark() {
                 arr.push(&m)?;
             }
@@ -335,7 +344,7 @@ fn write_recording_json(
         rest = open_array(out, rest, "spans")?;
         let mut arr = JsonArray { out, n: 0 };
         let mut a = WindowAnalyzer::spans_pass(opts.clone(), plan);
-        feed(path, &mut a, |a| {
+        feed(file, &mut a, |a| {
             while let Some(w) = a.pop_span() {
                 arr.push(&w)?;
             }
@@ -455,8 +464,10 @@ fn write_json(
     out: &mut impl Write,
     warn: impl FnOnce(&RecordingAnalysis),
 ) -> Result<Option<String>, String> {
+    // Many marks or spans are read again in further passes.
+    let file = open_csv(&args.csv, Passes::Several)?;
     let mut a = WindowAnalyzer::planning(opts.clone(), hold());
-    let note = feed(&args.csv, &mut a, |_| Ok(()))?;
+    let note = feed(&file, &mut a, |_| Ok(()))?;
     let mut planned = a.end_planned();
     planned.analysis.warnings.extend(note);
     let r = &planned.analysis;
@@ -467,7 +478,7 @@ fn write_json(
         .as_ref()
         .and_then(|s| s.error())
         .map(|e| e.to_string());
-    write_recording_json(out, &args.csv, &opts, planned)?;
+    write_recording_json(out, &file, &opts, planned)?;
     Ok(selection_error)
 }
 
@@ -481,7 +492,8 @@ pub struct JsonOutput {
 }
 
 /// `analyze ... --json` for `args` (whatever `args.json`), into memory and with nothing on
-/// stderr: the Python wheel's `analyze`. `Err` holds the message the CLI prints (a usage error,
+/// stderr but the spooling note of an input that is not a regular file: the Python wheel's
+/// `analyze`. `Err` holds the message the CLI prints (a usage error,
 /// an unreadable file, `--gpu N` absent).
 pub fn json(args: &Args) -> Result<JsonOutput, String> {
     marks_given(args, true)?;
@@ -528,8 +540,15 @@ pub fn run(args: Args) -> CmdResult {
         reference_only: !args.spans,
         ..opts
     };
+    // Only the spans may need a further pass: the three lines come from the first.
+    let passes = if args.spans {
+        Passes::Several
+    } else {
+        Passes::One
+    };
+    let file = open_csv(&args.csv, passes)?;
     let mut analyzer = WindowAnalyzer::planning(opts.clone(), hold());
-    let note = feed(&args.csv, &mut analyzer, |_| Ok(()))?;
+    let note = feed(&file, &mut analyzer, |_| Ok(()))?;
     let mut planned = analyzer.end_planned();
     planned.analysis.warnings.extend(note);
     let r = &planned.analysis;
@@ -570,7 +589,7 @@ pub fn run(args: Args) -> CmdResult {
         if let Some(plan) = planned.spans {
             // Many spans: read them again, each line written as soon as it is decided.
             let mut a = WindowAnalyzer::spans_pass(opts, plan);
-            feed(&args.csv, &mut a, |a| {
+            feed(&file, &mut a, |a| {
                 while let Some(w) = a.pop_span() {
                     writeln!(out, "{}", span_line(&w)).map_err(io)?;
                 }
@@ -641,8 +660,9 @@ mod tests {
                     reference_only,
                     ..AnalyzeOptions::default()
                 };
+                let file = InputFile::open(path, Passes::One).unwrap();
                 let mut one = WindowAnalyzer::new(opts());
-                read_all(path, |chunk| {
+                read_all(&file, |chunk| {
                     one.write(chunk);
                     Ok(())
                 })
@@ -682,9 +702,9 @@ mod tests {
                         let opts = options.window_options().unwrap();
                         for hold in [0, 1, 5, HOLD] {
                             let mut a = WindowAnalyzer::planning(opts.clone(), hold);
-                            feed(path, &mut a, |_| Ok(())).unwrap();
+                            feed(&file, &mut a, |_| Ok(())).unwrap();
                             let mut out = Vec::new();
-                            write_recording_json(&mut out, path, &opts, a.end_planned()).unwrap();
+                            write_recording_json(&mut out, &file, &opts, a.end_planned()).unwrap();
                             assert_eq!(
                                 String::from_utf8(out).unwrap(),
                                 want,
@@ -696,7 +716,7 @@ mod tests {
                 }
                 for batch in [1, 3, BATCH_ROWS] {
                     let mut two = WindowAnalyzer::new(opts());
-                    analyze_two_threads(path, &mut two, batch, &mut |_| Ok(())).unwrap();
+                    analyze_two_threads(&file, &mut two, batch, &mut |_| Ok(())).unwrap();
                     assert_eq!(
                         two.end().to_json(),
                         want,

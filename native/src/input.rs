@@ -1,6 +1,14 @@
 //! Input files for the subcommands: plain or gzip, detected by magic bytes (never by name).
 //!
-//! [`open_input`] starts a reader thread that fills a bounded ring of recycled buffers (4 x 1 MiB
+//! An input is opened once ([`InputFile::open`]) and every pass of a job reads it through that
+//! one handle ([`InputFile::read`]): a regular file with positioned reads from its start, so each
+//! pass has its own position and the file is never opened again. An input that is not a regular
+//! file (a FIFO, a pipe, `/dev/stdin` on a pipe, a process substitution, a character device) can
+//! be read only once: where the job may read it again ([`Passes::Several`]), the first pass
+//! copies every byte it reads to a temporary file ([`spool`]) and the later passes read that
+//! copy (docs/robustness.md, "Inputs that are not regular files").
+//!
+//! Each pass starts a reader thread that fills a bounded ring of recycled buffers (4 x 1 MiB
 //! by default) and hands them to the consumer, so reading and inflating on one core overlap with
 //! scanning on the other. Memory stays at the ring's size whatever the file size.
 //!
@@ -14,14 +22,17 @@
 //! truncation, not failure.
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
-use std::sync::Arc;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use flinch_core::analyzer::trailing_garbage_warning;
 use flinch_core::gzip::{GzDecoder, is_gzip};
+
+use spool::Spool;
 
 /// Sizes of the buffer ring between the reader thread and the consumer.
 #[derive(Clone, Copy, Debug)]
@@ -98,7 +109,145 @@ pub struct Input {
     warning: Option<String>,
 }
 
-/// Opens `path` with the default ring (4 x 1 MiB) and starts its reader thread.
+/// How many times a job may read an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passes {
+    /// Once: an input that is not a regular file is read as it comes, with no copy.
+    One,
+    /// Possibly again in later passes: an input that is not a regular file is spooled to a
+    /// temporary file while the first pass reads it, with a note on stderr.
+    Several,
+}
+
+/// One input, opened once. Clones share the one open file; each [`InputFile::read`] is a pass.
+#[derive(Clone)]
+pub struct InputFile(Arc<Opened>);
+
+struct Opened {
+    path: PathBuf,
+    kind: Kind,
+}
+
+enum Kind {
+    /// A regular file: every pass reads it with positioned reads from its start.
+    Regular(Arc<File>),
+    /// A FIFO, pipe, socket or device: its bytes come once, in order. The first pass takes
+    /// `file`; with a `spool`, later passes read the copy the first pass wrote.
+    Stream {
+        file: Mutex<Option<File>>,
+        spool: Option<Arc<Spool>>,
+    },
+}
+
+impl InputFile {
+    /// Opens `path` (the one open of this input). An input that is not a regular file is
+    /// spooled when `passes` is [`Passes::Several`]: one line on stderr says so.
+    ///
+    /// # Errors
+    /// "cannot open PATH: reason" when it cannot be opened, is a directory, or cannot be
+    /// spooled (no temporary file can be created).
+    pub fn open(path: &Path, passes: Passes) -> Result<InputFile, String> {
+        let cannot = |e: &dyn std::fmt::Display| format!("cannot open {}: {e}", path.display());
+        let file = File::open(path).map_err(|e| cannot(&e))?;
+        let meta = file.metadata().map_err(|e| cannot(&e))?;
+        let kind = if meta.is_file() {
+            Kind::Regular(Arc::new(file))
+        } else if meta.is_dir() {
+            return Err(cannot(&"it is a directory"));
+        } else {
+            let spool = match passes {
+                Passes::One => None,
+                Passes::Several => {
+                    let spool = Spool::create().map_err(|e| cannot(&e))?;
+                    eprintln!(
+                        "note: {} is not a regular file; spooling it to a temporary file in {} (it may be read twice)",
+                        path.display(),
+                        std::env::temp_dir().display()
+                    );
+                    Some(Arc::new(spool))
+                }
+            };
+            Kind::Stream {
+                file: Mutex::new(Some(file)),
+                spool,
+            }
+        };
+        Ok(InputFile(Arc::new(Opened {
+            path: path.to_path_buf(),
+            kind,
+        })))
+    }
+
+    /// The path it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.0.path
+    }
+
+    /// The file for positioned reads, with its length: a regular file, or the whole spool of
+    /// one that is not after its first pass; `None` otherwise (a stream is read forward only,
+    /// through [`InputFile::read`]).
+    pub fn seekable(&self) -> Option<(Arc<File>, u64)> {
+        match &self.0.kind {
+            Kind::Regular(f) => Some((f.clone(), f.metadata().ok()?.len())),
+            Kind::Stream { file, spool } => {
+                // Before the first pass took the stream, the spool is empty.
+                let taken = file.lock().map_or(true, |f| f.is_none());
+                spool.as_ref().filter(|_| taken)?.whole()
+            }
+        }
+    }
+
+    /// One pass over the input with the default ring (4 x 1 MiB).
+    ///
+    /// # Errors
+    /// As [`InputFile::read_with`].
+    pub fn read(&self) -> Result<Input, String> {
+        self.read_with(InputOptions::default())
+    }
+
+    /// One pass over the input, from its start, with the given ring sizes; starts its reader
+    /// thread.
+    ///
+    /// # Errors
+    /// "cannot read PATH: reason" when the first read fails; "cannot read PATH again: ..." for
+    /// a second pass over a stream that was not spooled, or whose first pass stopped early.
+    pub fn read_with(&self, options: InputOptions) -> Result<Input, String> {
+        let path = self.path();
+        let source = match &self.0.kind {
+            Kind::Regular(f) => Source::At {
+                file: f.clone(),
+                pos: 0,
+            },
+            Kind::Stream { file, spool } => {
+                let first = file.lock().ok().and_then(|mut f| f.take());
+                match (first, spool) {
+                    (Some(file), spool) => Source::Stream {
+                        file,
+                        spool: spool.clone(),
+                    },
+                    (None, Some(spool)) => match spool.whole() {
+                        Some((file, _)) => Source::At { file, pos: 0 },
+                        None => {
+                            return Err(format!(
+                                "cannot read {} again: its first pass stopped before the end",
+                                path.display()
+                            ));
+                        }
+                    },
+                    (None, None) => {
+                        return Err(format!(
+                            "cannot read {} again: it needs a regular file (it is read twice)",
+                            path.display()
+                        ));
+                    }
+                }
+            }
+        };
+        start(source, path, options)
+    }
+}
+
+/// Opens `path` for one pass with the default ring (4 x 1 MiB) and starts its reader thread.
 ///
 /// # Errors
 /// "cannot open PATH: reason" when the file cannot be opened or read.
@@ -106,36 +255,44 @@ pub fn open_input(path: &Path) -> Result<Input, String> {
     open_input_with(path, InputOptions::default())
 }
 
-/// Opens `path` with the given ring sizes and starts its reader thread.
+/// Opens `path` for one pass with the given ring sizes and starts its reader thread.
 ///
 /// # Errors
 /// "cannot open PATH: reason" when the file cannot be opened or read.
 pub fn open_input_with(path: &Path, options: InputOptions) -> Result<Input, String> {
-    let cannot = |e: io::Error| format!("cannot open {}: {e}", path.display());
-    let mut file = File::open(path).map_err(cannot)?;
-    let total = file.metadata().map_err(cannot)?.len();
-    let buffer_bytes = options.buffer_bytes.max(64);
-    // Sniff the magic from the first read; the bytes read go to the worker as its first input.
-    let mut first = vec![0u8; buffer_bytes];
-    let first_len = read_retry(&mut file, &mut first).map_err(cannot)?;
-    let gzip = is_gzip(&first[..first_len]);
-    let read = Arc::new(AtomicU64::new(first_len as u64));
+    InputFile::open(path, Passes::One)?.read_with(options)
+}
 
-    let buffers = options.buffers.max(2);
-    let (tx, rx) = sync_channel(buffers);
-    let (free, free_rx) = sync_channel(buffers);
-    for _ in 0..buffers {
-        free.send(vec![0u8; buffer_bytes])
-            .expect("the receiver is alive");
-    }
-    let worker = Worker {
-        file,
-        inbuf: first,
-        in_len: first_len,
+/// Starts one pass: sniffs the magic from the first read (those bytes go to the worker as its
+/// first input) and starts the reader thread.
+fn start(source: Source, path: &Path, options: InputOptions) -> Result<Input, String> {
+    let total = match &source {
+        Source::At { file, .. } => file.metadata().map_or(0, |m| m.len()),
+        // Unknown until the end.
+        Source::Stream { .. } => 0,
+    };
+    let buffer_bytes = options.buffer_bytes.max(64);
+    let read = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = sync_channel(options.buffers.max(2));
+    let (free, free_rx) = sync_channel(options.buffers.max(2));
+    let mut worker = Worker {
+        source,
+        inbuf: vec![0u8; buffer_bytes],
+        in_len: 0,
         read: read.clone(),
         tx,
         free: free_rx,
     };
+    let mut first = std::mem::take(&mut worker.inbuf);
+    worker.in_len = worker
+        .fill(&mut first)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    worker.inbuf = first;
+    let gzip = is_gzip(&worker.inbuf[..worker.in_len]);
+    for _ in 0..options.buffers.max(2) {
+        free.send(vec![0u8; buffer_bytes])
+            .expect("the receiver is alive");
+    }
     let name = if gzip {
         "flinch-inflate"
     } else {
@@ -248,10 +405,37 @@ impl Read for Input {
     }
 }
 
+/// Where a pass's bytes come from.
+enum Source {
+    /// Positioned reads of a regular file or a whole spool; `pos`: the next byte.
+    At { file: Arc<File>, pos: u64 },
+    /// The first (and only) pass over a stream; every byte read also goes to `spool`.
+    Stream {
+        file: File,
+        spool: Option<Arc<Spool>>,
+    },
+}
+
+impl Source {
+    /// The pass stopped by itself (the end, or a decode error a later pass meets at the same
+    /// byte): a spool now holds every byte a pass reads.
+    fn finish(&self) {
+        if let Source::Stream {
+            spool: Some(spool), ..
+        } = self
+        {
+            spool.finish();
+        }
+    }
+}
+
 /// Reads like `Read::read`, retrying on `Interrupted`.
-fn read_retry(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+fn read_retry(
+    mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
+    buf: &mut [u8],
+) -> io::Result<usize> {
     loop {
-        match file.read(buf) {
+        match read(buf) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             r => return r,
         }
@@ -260,7 +444,7 @@ fn read_retry(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
 
 /// The reader thread's state.
 struct Worker {
-    file: File,
+    source: Source,
     /// Compressed input for gzip; for plain files, only the sniffed first bytes.
     inbuf: Vec<u8>,
     in_len: usize,
@@ -270,14 +454,37 @@ struct Worker {
 }
 
 impl Worker {
-    fn read_error(&self, e: io::Error) -> InputError {
-        InputError {
-            message: format!(
-                "read error at byte {}: {e}",
-                self.read.load(Ordering::Relaxed)
-            ),
-            cut: None,
+    /// One read into `buf` (0 at the end), counted, and copied to the spool if there is one.
+    fn fill(&mut self, buf: &mut [u8]) -> Result<usize, InputError> {
+        let at = self.read.load(Ordering::Relaxed);
+        let n = match &mut self.source {
+            Source::At { file, pos } => {
+                read_retry(|b| file.read_at(b, *pos), buf).inspect(|&n| *pos += n as u64)
+            }
+            Source::Stream { file, .. } => read_retry(|b| file.read(b), buf),
         }
+        .map_err(|e| InputError {
+            message: format!("read error at byte {at}: {e}"),
+            cut: None,
+        })?;
+        if let Source::Stream {
+            spool: Some(spool), ..
+        } = &self.source
+        {
+            spool
+                .write(&buf[..n])
+                .map_err(|message| InputError { message, cut: None })?;
+        }
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// Sends the last message; first marks a spool whole unless the pass failed reading.
+    fn end(&self, msg: Msg, whole: bool) {
+        if whole {
+            self.source.finish();
+        }
+        let _ = self.tx.send(msg);
     }
 
     /// Plain files: read straight into the ring's buffers.
@@ -296,17 +503,14 @@ impl Worker {
             }
             let mut end = None;
             while filled < out.len() {
-                match read_retry(&mut self.file, &mut out[filled..]) {
+                match self.fill(&mut out[filled..]) {
                     Ok(0) => {
-                        end = Some(Msg::End(None));
+                        end = Some((Msg::End(None), true));
                         break;
                     }
-                    Ok(n) => {
-                        filled += n;
-                        self.read.fetch_add(n as u64, Ordering::Relaxed);
-                    }
+                    Ok(n) => filled += n,
                     Err(e) => {
-                        end = Some(Msg::Error(self.read_error(e)));
+                        end = Some((Msg::Error(e), false));
                         break;
                     }
                 }
@@ -314,8 +518,8 @@ impl Worker {
             if filled > 0 && self.tx.send(Msg::Data(out, filled)).is_err() {
                 return;
             }
-            if let Some(msg) = end {
-                let _ = self.tx.send(msg);
+            if let Some((msg, whole)) = end {
+                self.end(msg, whole);
                 return;
             }
         }
@@ -336,19 +540,24 @@ impl Worker {
                 if in_pos == self.in_len || dec.trailing_garbage_at().is_some() {
                     if eof || dec.trailing_garbage_at().is_some() {
                         let warning = dec.trailing_garbage_at().map(trailing_garbage_warning);
-                        break Some(match dec.finish() {
-                            Ok(()) => Msg::End(warning),
-                            Err(e) => Msg::Error(gz_error(e)),
-                        });
+                        break Some((
+                            match dec.finish() {
+                                Ok(()) => Msg::End(warning),
+                                Err(e) => Msg::Error(gz_error(e)),
+                            },
+                            true,
+                        ));
                     }
-                    match read_retry(&mut self.file, &mut self.inbuf) {
+                    let mut inbuf = std::mem::take(&mut self.inbuf);
+                    let got = self.fill(&mut inbuf);
+                    self.inbuf = inbuf;
+                    match got {
                         Ok(0) => eof = true,
                         Ok(n) => {
                             self.in_len = n;
                             in_pos = 0;
-                            self.read.fetch_add(n as u64, Ordering::Relaxed);
                         }
-                        Err(e) => break Some(Msg::Error(self.read_error(e))),
+                        Err(e) => break Some((Msg::Error(e), false)),
                     }
                     continue;
                 }
@@ -360,14 +569,15 @@ impl Worker {
                             break None;
                         }
                     }
-                    Err(e) => break Some(Msg::Error(gz_error(e))),
+                    // The same bytes give the same error: a spool of them is whole.
+                    Err(e) => break Some((Msg::Error(gz_error(e)), true)),
                 }
             };
             if filled > 0 && self.tx.send(Msg::Data(out, filled)).is_err() {
                 return;
             }
-            if let Some(msg) = end {
-                let _ = self.tx.send(msg);
+            if let Some((msg, whole)) = end {
+                self.end(msg, whole);
                 return;
             }
         }
@@ -381,6 +591,7 @@ fn gz_error(e: flinch_core::gzip::GzError) -> InputError {
     }
 }
 
+pub mod spool;
 mod zlib_rs;
 pub use zlib_rs::ZlibRsInflate;
 

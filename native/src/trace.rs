@@ -20,7 +20,7 @@ use flinch_core::stats::Stats;
 use flinch_core::summary::TraceSummaryResult;
 
 use crate::CmdResult;
-use crate::input::open_input;
+use crate::input::{InputFile, Passes};
 use crate::progress::ProgressLine;
 
 #[cfg(unix)]
@@ -176,6 +176,13 @@ pub fn run(args: Args) -> CmdResult {
         let mut recording = None;
         for path in &args.files {
             let source = path.display().to_string();
+            // Opened once: the summary, its further passes and the join's read it through this.
+            let passes = if exact_io || join_opts.is_some() {
+                Passes::Several
+            } else {
+                Passes::One
+            };
+            let input = InputFile::open(path, passes);
             // The join's first pass rides on the summary's scan.
             let mut first = join_opts
                 .as_ref()
@@ -185,20 +192,24 @@ pub fn run(args: Args) -> CmdResult {
                 None if args.mergeable => Also::Mergeable,
                 None => Also::Nothing,
             };
-            let summary =
-                summarize_file_also(path, &source, limits, args.top, exact_io, true, also);
+            let summary = input.clone().and_then(|input| {
+                summarize_input_also(&input, &source, limits, args.top, exact_io, true, also)
+            });
             if let Some(h) = reading.take() {
                 recording = h
                     .join()
                     .unwrap_or_else(|_| Err("reading the recording failed".into()))?;
             }
-            let joined = match (&summary, join_opts.as_ref(), first) {
-                (Ok(_), Some(o), Some(first)) => Some(join::finish(
-                    path,
+            let joined = match (&summary, join_opts.as_ref(), first, &input) {
+                (Ok(_), Some(o), Some(first), Ok(input)) => Some(join::finish(
+                    input,
                     first.finish(),
                     o,
-                    recording.as_ref(),
-                    args.join.perfetto(),
+                    recording.as_ref().map(|(r, _)| r),
+                    args.join
+                        .perfetto()
+                        .zip(recording.as_ref())
+                        .map(|((out, _), (_, csv))| (out, csv)),
                 )),
                 _ => None,
             };
@@ -342,13 +353,38 @@ pub fn summarize_file_also(
     show_progress: bool,
     also: Also<'_>,
 ) -> Result<TraceSummaryResult, String> {
+    // Further passes (exact_io) read the file again; the join's are the caller's, which gives
+    // the open input to [`summarize_input_also`] itself.
+    let passes = if exact_io {
+        Passes::Several
+    } else {
+        Passes::One
+    };
+    let input = InputFile::open(path, passes)?;
+    summarize_input_also(&input, source, limits, top, exact_io, show_progress, also)
+}
+
+/// [`summarize_file_also`] of an input already open: every pass reads it through `file`.
+///
+/// # Errors
+/// As [`summarize_file`].
+pub fn summarize_input_also(
+    file: &InputFile,
+    source: &str,
+    limits: Limits,
+    top: usize,
+    exact_io: bool,
+    show_progress: bool,
+    also: Also<'_>,
+) -> Result<TraceSummaryResult, String> {
     // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
     // bytes are scanned on a second thread and summarized on this one (pipeline), so reading,
     // scanning and summarizing overlap. The result is what flinch_core::analyzer (the web page's
     // entry point) gives for the same bytes: the same core scanner and summary, in order.
-    // A large plain file: two scan threads on alternate segments (parallel).
+    // A large plain regular file: two scan threads on alternate segments (parallel). A FIFO
+    // or pipe never: it is read once, in order.
     #[cfg(unix)]
-    if let Some(plan) = parallel::plan(path) {
+    if let Some(plan) = parallel::plan(file) {
         let mut progress = show_progress.then(|| ProgressLine::new("trace", plan.size()));
         let update = |done, _| {
             if let Some(p) = progress.as_mut() {
@@ -357,7 +393,7 @@ pub fn summarize_file_also(
         };
         return parallel::summarize(plan, source, limits, Some(top), exact_io, also, update);
     }
-    let input = open_input(path)?;
+    let input = file.read()?;
     let read = input.progress();
     let mut progress = show_progress.then(|| ProgressLine::new("trace", read.total_bytes()));
     let update = || {
@@ -369,7 +405,7 @@ pub fn summarize_file_also(
     // one thread beside it is faster than on two (see pipeline::summarize_sequential). The
     // join's first pass takes the pipeline, whose scan it shares, instead of inflating again.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let replay = exact_io.then_some(path);
+    let replay = exact_io.then_some(file);
     let top = Some(top);
     match also {
         Also::Nothing | Also::Mergeable if input.is_gzip() && cores <= 2 => {

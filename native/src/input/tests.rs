@@ -276,3 +276,108 @@ fn buffers_are_recycled_so_memory_stays_at_the_ring_size() {
         );
     }
 }
+
+/// A FIFO at a fresh path with a thread writing `bytes` into it; the writer's result comes back
+/// from `join`.
+fn fifo(bytes: Vec<u8>) -> (TempFile, std::thread::JoinHandle<std::io::Result<()>>) {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("flinch-fifo-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let p = path.clone();
+    let writer = std::thread::spawn(move || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)?
+            .write_all(&bytes)
+    });
+    (TempFile(path), writer)
+}
+
+/// A FIFO read in several passes: the first takes the stream and spools it, the later ones
+/// read the spool; plain and gzip, the same bytes each time, and the spool is then seekable.
+#[test]
+fn a_fifo_read_twice_is_spooled_by_its_first_pass() {
+    let mut rng = Rng(11);
+    let d = data(&mut rng, 200_000);
+    for bytes in [d.clone(), gzip(&d)] {
+        let (f, writer) = fifo(bytes.clone());
+        let file = InputFile::open(&f.0, Passes::Several).unwrap();
+        assert!(file.seekable().is_none(), "a stream before its first pass");
+        let (first, err) = read_all(&mut file.read_with(SMALL).unwrap());
+        assert_eq!((first.len(), err), (d.len(), None));
+        writer.join().unwrap().unwrap();
+        let (spool, len) = file.seekable().expect("the whole spool");
+        assert_eq!(len, bytes.len() as u64, "the spool holds the file's bytes");
+        let mut head = [0u8; 2];
+        spool.read_exact_at(&mut head, 0).unwrap();
+        assert_eq!(head, bytes[..2]);
+        for _ in 0..2 {
+            let mut input = file.read_with(SMALL).unwrap();
+            assert_eq!(input.progress().total_bytes(), bytes.len() as u64);
+            let (again, err) = read_all(&mut input);
+            assert!(err.is_none() && again == d);
+        }
+    }
+}
+
+/// Without a spool a stream gives one pass; a second is refused, naming the input, and so is
+/// one after a first pass that stopped before the end (its spool is not whole).
+#[test]
+fn a_stream_without_a_whole_spool_is_not_read_twice() {
+    let mut rng = Rng(12);
+    let d = data(&mut rng, 50_000);
+    let (f, writer) = fifo(d.clone());
+    let file = InputFile::open(&f.0, Passes::One).unwrap();
+    assert_eq!(read_all(&mut file.read_with(SMALL).unwrap()).0, d);
+    writer.join().unwrap().unwrap();
+    let err = file.read().err().unwrap();
+    assert!(
+        err.ends_with("needs a regular file (it is read twice)"),
+        "{err}"
+    );
+    assert!(err.contains(f.0.to_str().unwrap()), "{err}");
+
+    let (f, writer) = fifo(data(&mut rng, 500_000));
+    let file = InputFile::open(&f.0, Passes::Several).unwrap();
+    let mut input = file.read_with(SMALL).unwrap();
+    input.next_chunk().unwrap().unwrap();
+    drop(input);
+    // The writer meets a closed pipe.
+    assert!(writer.join().unwrap().is_err());
+    let err = file.read().err().unwrap();
+    assert!(
+        err.contains("its first pass stopped before the end"),
+        "{err}"
+    );
+}
+
+/// A regular file is opened once: passes read it through the one handle, each from its start
+/// with a position of its own, even after the path is gone.
+#[test]
+fn a_regular_file_is_read_through_its_one_open() {
+    let mut rng = Rng(13);
+    let d = data(&mut rng, 100_000);
+    let f = TempFile::new(&d);
+    let file = InputFile::open(&f.0, Passes::One).unwrap();
+    std::fs::remove_file(&f.0).unwrap();
+    let mut a = file.read_with(SMALL).unwrap();
+    let mut b = file.read_with(SMALL).unwrap();
+    let first = a.next_chunk().unwrap().unwrap().to_vec();
+    assert_eq!(read_all(&mut b).0, d);
+    let mut rest = read_all(&mut a).0;
+    rest.splice(0..0, first);
+    assert_eq!(rest, d);
+    assert_eq!(file.seekable().unwrap().1, d.len() as u64);
+}
+
+#[test]
+fn a_directory_is_refused_at_open() {
+    let err = InputFile::open(&std::env::temp_dir(), Passes::Several)
+        .err()
+        .unwrap();
+    assert!(err.ends_with("it is a directory"), "{err}");
+}

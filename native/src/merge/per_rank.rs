@@ -8,7 +8,7 @@ use flinch_core::Limits;
 use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
 use flinch_core::summary::TraceSummaryResult;
 
-use crate::input::{InputError, open_input};
+use crate::input::{InputError, InputFile, Passes};
 
 /// Summarizes `path` with the mergeable section.
 ///
@@ -21,7 +21,14 @@ pub fn summarize_mergeable(
     top: usize,
     exact_io: bool,
 ) -> Result<TraceSummaryResult, String> {
-    let mut input = open_input(path)?;
+    // Opened once; further passes (exact_io) read it again through this.
+    let passes = if exact_io {
+        Passes::Several
+    } else {
+        Passes::One
+    };
+    let file = InputFile::open(path, passes)?;
+    let mut input = file.read()?;
     let options = AnalyzerOptions {
         kind: Kind::Trace,
         custom_limits: Some(limits),
@@ -36,7 +43,7 @@ pub fn summarize_mergeable(
         use crate::trace::exact_io::{FileReplay, FileSpill};
         analyzer.set_trace_io(
             Box::new(FileSpill::new()),
-            Box::new(FileReplay::new(path, limits)),
+            Box::new(FileReplay::new(&file, limits)),
         );
     }
     #[cfg(not(unix))]

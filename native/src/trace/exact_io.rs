@@ -2,18 +2,17 @@
 //! the summary retires ([`FileSpill`]) and a second read of the input for the listed ops'
 //! percentiles ([`FileReplay`]). See `flinch_core::summary::{IntervalSpill, EventReplay}` and
 //! docs/trace-exactness.md.
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use flinch_core::Limits;
 use flinch_core::intervals::Interval;
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::summary::{EventReplay, IntervalSpill, TraceSummary};
 
-use crate::input::open_input;
+use crate::input::InputFile;
+use crate::input::spool::unnamed_temp_file;
 
 /// Bytes of one interval in the file: start and end, little-endian `i64`.
 const INTERVAL_BYTES: usize = 16;
@@ -42,24 +41,7 @@ impl FileSpill {
 
     fn file(&mut self) -> Option<&File> {
         if self.file.is_none() {
-            static NEXT: AtomicU64 = AtomicU64::new(0);
-            for _ in 0..16 {
-                let path: PathBuf = std::env::temp_dir().join(format!(
-                    "flinch-trace-{}-{}.intervals",
-                    std::process::id(),
-                    NEXT.fetch_add(1, Ordering::Relaxed)
-                ));
-                if let Ok(f) = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-                {
-                    let _ = std::fs::remove_file(&path);
-                    self.file = Some(f);
-                    break;
-                }
-            }
+            self.file = unnamed_temp_file("intervals").ok();
         }
         self.file.as_ref()
     }
@@ -116,18 +98,19 @@ impl IntervalSpill for FileSpill {
     }
 }
 
-/// Reads the trace file again from its start (opened anew, gzip detected again), on the
-/// calling thread, scanned with the same limits: the events the first pass saw, in order.
+/// Reads the trace again from its start (through the handle the first pass read, or the spool
+/// of a stream; gzip detected again), on the calling thread, scanned with the same limits: the
+/// events the first pass saw, in order.
 pub struct FileReplay {
-    path: PathBuf,
+    input: InputFile,
     limits: Limits,
 }
 
 impl FileReplay {
-    /// A replay of `path`, scanned with `limits`.
-    pub fn new(path: &Path, limits: Limits) -> FileReplay {
+    /// A replay of `input`, scanned with `limits`.
+    pub fn new(input: &InputFile, limits: Limits) -> FileReplay {
         FileReplay {
-            path: path.to_path_buf(),
+            input: input.clone(),
             limits,
         }
     }
@@ -135,7 +118,7 @@ impl FileReplay {
 
 impl EventReplay for FileReplay {
     fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String> {
-        let mut input = open_input(&self.path)?;
+        let mut input = self.input.read()?;
         let mut scanner = EventScanner::new(self.limits);
         loop {
             let chunk = match input.next_chunk() {
@@ -155,10 +138,10 @@ impl EventReplay for FileReplay {
     }
 }
 
-/// Gives `summary` the temporary file and the replay of `path`.
-pub fn equip(summary: &mut TraceSummary, path: &Path, limits: Limits) {
+/// Gives `summary` the temporary file and the replay of `input`.
+pub fn equip(summary: &mut TraceSummary, input: &InputFile, limits: Limits) {
     summary.set_spill(Box::new(FileSpill::new()));
-    summary.set_replay(Box::new(FileReplay::new(path, limits)));
+    summary.set_replay(Box::new(FileReplay::new(input, limits)));
 }
 
 #[cfg(test)]

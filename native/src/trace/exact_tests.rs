@@ -12,7 +12,7 @@ use flinch_core::json::{EventScanner, NumField, Scan};
 use flinch_core::stats::{Stats, stats_f64};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummaryResult};
 
-use crate::input::open_input;
+use crate::input::{InputFile, Passes, open_input};
 
 #[allow(dead_code)]
 #[path = "../../examples/gen_trace.rs"]
@@ -183,24 +183,26 @@ fn past_the_limits_every_path_stays_exact() {
         ..Limits::NATIVE
     };
     let top = Some(DEFAULT_TOP_OPS);
+    let gz_file = InputFile::open(&gz, Passes::Several).unwrap();
     let r = super::pipeline::summarize_sequential(
-        open_input(&gz).unwrap(),
+        gz_file.read().unwrap(),
         "t",
         tight,
         top,
-        Some(&gz),
+        Some(&gz_file),
         false,
         || {},
     )
     .unwrap();
     assert_equals_oracle(&r, &o, "sequential .gz");
     for path in [&json, &gz] {
+        let file = InputFile::open(path, Passes::Several).unwrap();
         let r = super::pipeline::summarize(
-            open_input(path).unwrap(),
+            file.read().unwrap(),
             "t",
             tight,
             top,
-            Some(path),
+            Some(&file),
             super::Also::Nothing,
             || {},
         )
@@ -212,6 +214,36 @@ fn past_the_limits_every_path_stays_exact() {
         super::parallel::summarize(plan, "t", tight, top, true, super::Also::Nothing, |_, _| {})
             .unwrap();
     assert_equals_oracle(&r, &o, "parallel");
+    // A FIFO (what `trace FIFO` gets): one scan thread, the further passes read its spool.
+    for path in [&json, &gz] {
+        let fifo = dir.join(format!("fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (bytes, to) = (std::fs::read(path).unwrap(), fifo.clone());
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(to)?
+                .write_all(&bytes)
+        });
+        let file = InputFile::open(&fifo, Passes::Several).unwrap();
+        let r = super::summarize_input_also(
+            &file,
+            "t",
+            tight,
+            DEFAULT_TOP_OPS,
+            true,
+            false,
+            super::Also::Nothing,
+        )
+        .unwrap();
+        writer.join().unwrap().unwrap();
+        std::fs::remove_file(&fifo).unwrap();
+        assert_equals_oracle(&r, &o, "a FIFO");
+    }
     let r = super::pipeline::summarize(
         open_input(&json).unwrap(),
         "t",
@@ -279,8 +311,9 @@ fn mergeable_on_every_path_equals_the_analyzer() {
             .unwrap()
             .to_json();
             assert!(analyzer.contains("\n  \"mergeable\": {"), "no section");
-            let replay = exact_io.then_some(path.as_path());
-            let input = || open_input(path).unwrap();
+            let file = InputFile::open(path, Passes::Several).unwrap();
+            let replay = exact_io.then_some(&file);
+            let input = || file.read().unwrap();
             let paths = [
                 super::summarize_file_also(
                     path,

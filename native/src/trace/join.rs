@@ -24,7 +24,7 @@ use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::window::PowerSource;
 
 use super::perfetto::Merger;
-use crate::input::{InputOptions, open_input, open_input_with};
+use crate::input::{InputFile, InputOptions, Passes};
 
 mod rescan;
 
@@ -87,11 +87,18 @@ impl JoinArgs {
         Some((self.perfetto.as_deref()?, self.telemetry.as_deref()?))
     }
 
-    /// Reads the recording, when one is given.
-    pub fn recording(&self) -> Result<Option<Recording>, String> {
+    /// Reads the recording, when one is given, with its open input: `--perfetto` reads it
+    /// again into the merged file (a FIFO or pipe is then spooled).
+    pub fn recording(&self) -> Result<Option<(Recording, InputFile)>, String> {
         let Some(path) = &self.telemetry else {
             return Ok(None);
         };
+        let passes = if self.perfetto.is_some() {
+            Passes::Several
+        } else {
+            Passes::One
+        };
+        let file = InputFile::open(path, passes).map_err(|e| format!("--telemetry: {e}"))?;
         let power_source =
             crate::record::sidecar::power_source(path).unwrap_or(PowerSource::Unknown);
         let mut b = RecordingBuilder::new(RecordingOptions {
@@ -104,8 +111,10 @@ impl JoinArgs {
             buffers: 3,
             buffer_bytes: 256 << 10,
         };
-        let mut input = open_input_with(path, ring).map_err(|e| format!("--telemetry: {e}"))?;
-        if !input.is_gzip() {
+        let mut input = file
+            .read_with(ring)
+            .map_err(|e| format!("--telemetry: {e}"))?;
+        if !input.is_gzip() && input.progress().total_bytes() > 0 {
             // The series are reserved once from the file's length instead of grown by copying.
             b.size_hint(input.progress().total_bytes());
         }
@@ -119,7 +128,7 @@ impl JoinArgs {
             }
         }
         b.end()
-            .map(Some)
+            .map(|r| Some((r, file)))
             .map_err(|e| format!("{}: {e}", path.display()))
     }
 }
@@ -127,11 +136,11 @@ impl JoinArgs {
 /// One pass of the scanner over the file; the base time when the document has one. With
 /// `merge`, the bytes are copied through it and the recording goes in after the first event.
 fn scan_file(
-    path: &Path,
+    file: &InputFile,
     mut f: impl FnMut(&Event<'_>),
     mut merge: Option<&mut Merger>,
 ) -> Result<Option<i64>, String> {
-    let mut input = open_input(path)?;
+    let mut input = file.read()?;
     let mut sc = EventScanner::new(Limits::NATIVE);
     let mut cut = None;
     loop {
@@ -185,24 +194,25 @@ pub fn run(
     path: &Path,
     opts: &JoinOptions,
     rec: Option<&Recording>,
-    perfetto: Option<(&Path, &Path)>,
+    perfetto: Option<(&Path, &InputFile)>,
 ) -> Result<(JoinReport, Option<u64>), String> {
     // Without byte ranges: the second pass reads the whole file.
+    let file = InputFile::open(path, Passes::Several)?;
     let mut first = FirstPass::new(opts.gaps, false);
-    let base = scan_file(path, |e| first.add(e), None)?;
+    let base = scan_file(&file, |e| first.add(e), None)?;
     first.set_base_time_ns(base);
-    finish(path, first.finish(), opts, rec, perfetto)
+    finish(&file, first.finish(), opts, rec, perfetto)
 }
 
-/// The second pass over one trace file, after `first`; with `perfetto` (OUT, recording), the
-/// merged file too (its event count comes back). Reads the file again only when it must (see
-/// the module docs).
+/// The second pass over one trace, after `first` (read through `file`, the input the first
+/// pass read); with `perfetto` (OUT, the recording's input), the merged file too (its event
+/// count comes back). Reads the trace again only when it must (see the module docs).
 pub fn finish(
-    path: &Path,
+    file: &InputFile,
     first: FirstPassResult,
     opts: &JoinOptions,
     rec: Option<&Recording>,
-    perfetto: Option<(&Path, &Path)>,
+    perfetto: Option<(&Path, &InputFile)>,
 ) -> Result<(JoinReport, Option<u64>), String> {
     // Host events matter only to listed pauses; without one, a recording needs only the
     // annotation spans, which the first pass copied when they fit. With one, only the byte
@@ -226,18 +236,24 @@ pub fn finish(
                     alignment_error(base, found.base_time_problem.as_ref(), opts.clock_offset_ns);
                 format!("--perfetto: {why}")
             })?;
-            Some(Merger::create(out, path, csv, align, opts.gpu_map.clone())?)
+            Some(Merger::create(
+                out,
+                file.path(),
+                csv,
+                align,
+                opts.gpu_map.clone(),
+            )?)
         }
         None => None,
     };
     if let Some(steps) = steps {
         let mut pass = JoinPass::new(found.clone(), base, opts.clone(), rec)?;
-        match rescan::run(path, &steps, annotations.as_ref(), |e| pass.add(e))? {
+        match rescan::run(file, &steps, annotations.as_ref(), |e| pass.add(e))? {
             Ok(()) => return Ok((pass.finish(), None)),
             // A range could not be resumed: read it all, with a fresh pass.
             Err(_) => {
                 let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
-                scan_file(path, |e| pass.add(e), None)?;
+                scan_file(file, |e| pass.add(e), None)?;
                 return Ok((pass.finish(), None));
             }
         }
@@ -251,7 +267,7 @@ pub fn finish(
     if let Some(a) = replay {
         a.replay(|e| pass.add(e));
     } else if reread {
-        scan_file(path, |e| pass.add(e), merger.as_mut())?;
+        scan_file(file, |e| pass.add(e), merger.as_mut())?;
     }
     let merged = merger.map(Merger::finish).transpose()?;
     let mut report = pass.finish();

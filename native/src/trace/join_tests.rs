@@ -120,7 +120,7 @@ fn joined(path: &Path, opts: &JoinOptions, rec: Option<&Recording>) -> (String, 
         Also::Join(&mut first),
     )
     .unwrap();
-    let (report, _) = join::finish(path, first.finish(), opts, rec, None).unwrap();
+    let (report, _) = join::finish(&reopen(path), first.finish(), opts, rec, None).unwrap();
     (summary.to_json(), serde_json::to_string(&report).unwrap())
 }
 
@@ -166,7 +166,8 @@ fn check(name: &str, doc: &[u8], rec: Option<&Recording>) {
                         )
                         .unwrap();
                         assert_eq!(s.to_json(), plain, "{name} segment {segment}");
-                        let (r, _) = join::finish(&path, first.finish(), &opts, rec, None).unwrap();
+                        let (r, _) =
+                            join::finish(&reopen(&path), first.finish(), &opts, rec, None).unwrap();
                         assert_eq!(
                             serde_json::to_string(&r).unwrap(),
                             want,
@@ -334,7 +335,7 @@ fn both(
     }
     let first = first.finish();
     let steps = first.plan_second_pass(opts.pauses.max_pauses_per_device, rec.is_some());
-    let (got, _) = join::finish(path, first, opts, rec, None).unwrap();
+    let (got, _) = join::finish(&reopen(path), first, opts, rec, None).unwrap();
     (
         serde_json::to_string(&oracle).unwrap(),
         serde_json::to_string(&got).unwrap(),
@@ -466,4 +467,9 @@ fn second_pass_over_a_cut_gzip_matches_a_full_read() {
             assert!(steps.is_some_and(|s| !s.is_empty()), "cut {cut} top {top}");
         }
     }
+}
+
+/// The trace at `path`, opened for the join's second pass.
+fn reopen(path: &std::path::Path) -> crate::input::InputFile {
+    crate::input::InputFile::open(path, crate::input::Passes::Several).unwrap()
 }

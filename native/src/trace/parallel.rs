@@ -31,7 +31,9 @@
 //! and CPU time, with a larger resident size (BENCHMARKS.md, "Trace engine").
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+#[cfg(test)]
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
@@ -45,6 +47,7 @@ use flinch_core::join::{FirstPass, Resume};
 
 use super::Also;
 use super::pipeline::{Batch, scan_error};
+use crate::input::InputFile;
 
 /// Files smaller than this take the one-scan-thread pipeline.
 pub const MIN_FILE_BYTES: u64 = 16 << 20;
@@ -62,8 +65,9 @@ const PROBE_BYTES: usize = 16 << 10;
 
 /// A plain file cut into segments.
 pub struct Plan {
-    file: File,
-    path: std::path::PathBuf,
+    file: Arc<File>,
+    /// The input it reads (a further pass reads it again through this).
+    input: InputFile,
     /// Byte offset of each segment's first byte; `starts[0] == 0`.
     starts: Vec<u64>,
     /// The document starts with `[` (bare-array form).
@@ -79,18 +83,27 @@ impl Plan {
     }
 }
 
-/// A plan for `path` when it is a plain file of [`MIN_FILE_BYTES`] or more that can be read
-/// with positioned reads; `None` otherwise (the caller then uses the one-thread pipeline,
-/// which also reports any error opening the file).
-pub fn plan(path: &Path) -> Option<Plan> {
-    plan_with(path, SEGMENT_BYTES, MIN_FILE_BYTES)
+/// A plan for `input` when it is a plain regular file of [`MIN_FILE_BYTES`] or more, read with
+/// positioned reads; `None` otherwise (a FIFO or pipe, gzip, a small file: the caller then
+/// uses the one-thread pipeline on the same open input).
+pub fn plan(input: &InputFile) -> Option<Plan> {
+    plan_input(input, SEGMENT_BYTES, MIN_FILE_BYTES)
 }
 
+/// [`plan_input`] of the file at `path`, opened for the plan alone.
+#[cfg(test)]
 pub(super) fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Plan> {
-    let file = File::open(path).ok()?;
-    let meta = file.metadata().ok()?;
-    let size = meta.len();
-    if !meta.is_file() || size < min_file_bytes {
+    let input = InputFile::open(path, crate::input::Passes::One).ok()?;
+    plan_input(&input, segment_bytes, min_file_bytes)
+}
+
+pub(super) fn plan_input(
+    input: &InputFile,
+    segment_bytes: u64,
+    min_file_bytes: u64,
+) -> Option<Plan> {
+    let (file, size) = input.seekable()?;
+    if size < min_file_bytes {
         return None;
     }
     let mut head = [0u8; 64];
@@ -118,7 +131,7 @@ pub(super) fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) ->
     }
     Some(Plan {
         file,
-        path: path.to_path_buf(),
+        input: input.clone(),
         starts,
         bare,
         size,
@@ -429,7 +442,7 @@ fn collect(
     let mut summary = TraceSummary::new(limits);
     summary.set_mergeable(mergeable);
     if exact_io {
-        super::exact_io::equip(&mut summary, &plan.path, limits);
+        super::exact_io::equip(&mut summary, &plan.input, limits);
     }
     let mut warnings = ScanWarnings::default();
     let mut events = 0u64;

@@ -10,14 +10,14 @@
 //! bytes are dropped, a note event says what was cut, and the events array (and object) are
 //! closed.
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use flinch_core::csv::{CsvEvent, TraceCsvReader};
 use flinch_core::join::perfetto::CounterEvents;
 use flinch_core::join::{Alignment, GpuMap};
 use flinch_core::json::ScanEnd;
 
-use crate::input::open_input;
+use crate::input::InputFile;
 use crate::output::{OutputFile, OutputName, Target};
 
 enum Sink {
@@ -42,7 +42,8 @@ pub const HOLD_BYTES: usize = 16 << 20;
 pub struct Merger {
     name: OutputName,
     sink: Sink,
-    csv: PathBuf,
+    /// The recording, read again through the input the join read.
+    csv: InputFile,
     events: CounterEvents,
     injected: bool,
     held: Vec<u8>,
@@ -83,11 +84,11 @@ impl Merger {
     pub fn create(
         out: &Path,
         trace: &Path,
-        csv: &Path,
+        csv: &InputFile,
         align: Alignment,
         map: GpuMap,
     ) -> Result<Merger, String> {
-        let target = check(out, trace, csv)?;
+        let target = check(out, trace, csv.path())?;
         let name = target.name().clone();
         let f = BufWriter::with_capacity(1 << 20, target.create()?);
         let sink = if out.extension().is_some_and(|e| e == "gz") {
@@ -101,7 +102,7 @@ impl Merger {
         Ok(Merger {
             name,
             sink,
-            csv: csv.to_path_buf(),
+            csv: csv.clone(),
             events: CounterEvents::new(align, map),
             injected: false,
             held: Vec::new(),
@@ -172,13 +173,13 @@ impl Merger {
         self.event_end()?;
         let pre = self.events.preamble().to_owned();
         self.write(pre.as_bytes())?;
-        let mut input = open_input(&self.csv).map_err(|e| format!("--telemetry: {e}"))?;
+        let mut input = self.csv.read().map_err(|e| format!("--telemetry: {e}"))?;
         let mut reader = TraceCsvReader::new();
         loop {
             let chunk = match input.next_chunk() {
                 Ok(Some(c)) => c,
                 Ok(None) => break,
-                Err(e) => return Err(format!("{}: {e}", self.csv.display())),
+                Err(e) => return Err(format!("{}: {e}", self.csv.path().display())),
             };
             let mut rest = chunk;
             // An empty slice means the end of the data to the reader: only at the end.

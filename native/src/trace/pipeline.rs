@@ -17,7 +17,6 @@
 //! same summary, same events in the same order, the same error texts and cut-gzip warning); the
 //! tests below check that on generated traces, errors and cut files, and
 //! `native/tests/trace_cli.rs` checks the real traces against their golden files.
-use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
@@ -34,7 +33,7 @@ use flinch_core::summary::batch::{OpMemo, fields_read};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
 
 use super::Also;
-use crate::input::{Input, InputError};
+use crate::input::{Input, InputError, InputFile};
 
 /// Events per batch at most.
 pub const BATCH_EVENTS: usize = 2048;
@@ -452,7 +451,7 @@ pub fn summarize(
     source: &str,
     limits: Limits,
     top: Option<usize>,
-    exact_io: Option<&Path>,
+    exact_io: Option<&InputFile>,
     also: Also<'_>,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
@@ -471,8 +470,8 @@ pub fn summarize(
     let mut summary = TraceSummary::new(limits);
     summary.set_mergeable(mergeable);
     #[cfg(unix)]
-    if let Some(path) = exact_io {
-        super::exact_io::equip(&mut summary, path, limits);
+    if let Some(file) = exact_io {
+        super::exact_io::equip(&mut summary, file, limits);
     }
     let outcome = loop {
         match rx.recv() {
@@ -529,7 +528,7 @@ pub fn summarize_sequential(
     source: &str,
     limits: Limits,
     top: Option<usize>,
-    exact_io: Option<&Path>,
+    exact_io: Option<&InputFile>,
     mergeable: bool,
     mut progress: impl FnMut(),
 ) -> Result<TraceSummaryResult, String> {
@@ -543,10 +542,10 @@ pub fn summarize_sequential(
     };
     let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
     #[cfg(unix)]
-    if let Some(path) = exact_io {
+    if let Some(file) = exact_io {
         analyzer.set_trace_io(
             Box::new(super::exact_io::FileSpill::new()),
-            Box::new(super::exact_io::FileReplay::new(path, limits)),
+            Box::new(super::exact_io::FileReplay::new(file, limits)),
         );
     }
     loop {

@@ -4,17 +4,18 @@
 //! (the document's start, an element boundary it verified, or right after an event it read);
 //! the kept annotation spans of the others are replayed. A plain file is read with positioned
 //! reads, only the ranges scanned; a `.gz` is inflated from its start again (a gzip stream has
-//! no place to start in the middle), but only the ranges scanned are copied and scanned.
+//! no place to start in the middle), but only the ranges scanned are copied and scanned. A
+//! FIFO or pipe is read from its spool, the copy its first pass wrote (`crate::input`).
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::sync::Arc;
 
 use flinch_core::Limits;
 use flinch_core::gzip::is_gzip;
 use flinch_core::join::{KeptAnnotations, Resume, SecondPassStep};
 use flinch_core::json::{ElementBoundary, Event, EventScanner, Scan};
 
-use crate::input::{Input, open_input};
+use crate::input::{Input, InputFile};
 
 /// Bytes per read (and per scanner call).
 const READ_BYTES: usize = 1 << 20;
@@ -29,7 +30,7 @@ pub(super) enum Fallback {
 
 /// The trace's bytes, read forward.
 enum Source {
-    File(File),
+    File(Arc<File>),
     /// A `.gz`, inflated from the start: `pending` holds decoded bytes from `pending_at`, `pos`
     /// is the decoded offset past the last chunk taken from `input`.
     Stream {
@@ -41,20 +42,21 @@ enum Source {
 }
 
 impl Source {
-    fn open(path: &Path) -> Result<Source, String> {
-        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut head = [0u8; 2];
-        let n = file.read_at(&mut head, 0).unwrap_or(0);
-        if is_gzip(&head[..n]) {
-            Ok(Source::Stream {
-                input: Box::new(open_input(path)?),
-                pos: 0,
-                pending: Vec::new(),
-                pending_at: 0,
-            })
-        } else {
-            Ok(Source::File(file))
+    /// The trace the first pass read, through the same open input.
+    fn open(input: &InputFile) -> Result<Source, String> {
+        if let Some((file, _)) = input.seekable() {
+            let mut head = [0u8; 2];
+            let n = file.read_at(&mut head, 0).unwrap_or(0);
+            if !is_gzip(&head[..n]) {
+                return Ok(Source::File(file));
+            }
         }
+        Ok(Source::Stream {
+            input: Box::new(input.read()?),
+            pos: 0,
+            pending: Vec::new(),
+            pending_at: 0,
+        })
     }
 
     /// Reads from decoded offset `at` into `buf`: the bytes read, 0 at the end (or where a cut
@@ -136,16 +138,16 @@ impl Source {
     }
 }
 
-/// Runs `steps` over the trace at `path`, giving `f` every event of the ranges scanned and the
+/// Runs `steps` over the trace read through `input`, giving `f` every event of the ranges scanned and the
 /// replayed spans of `kept`, in trace order. `Ok(Err(_))`: a range could not be resumed, and
 /// `f` may have had events already: the caller starts over with a full read.
 pub(super) fn run(
-    path: &Path,
+    input: &InputFile,
     steps: &[SecondPassStep],
     kept: Option<&KeptAnnotations>,
     mut f: impl FnMut(&Event<'_>),
 ) -> Result<Result<(), Fallback>, String> {
-    let mut src = Source::open(path)?;
+    let mut src = Source::open(input)?;
     let bare = src.bare()?;
     let mut buf = vec![0u8; READ_BYTES];
     for step in steps {
