@@ -19,10 +19,17 @@ use crate::input::{InputFile, Passes, open_input};
 mod gen_trace;
 
 /// A `with_stack` trace of about `bytes` (small fillers), written once per test process (to a
-/// fixed place, overwritten by the next run rather than left behind).
+/// fixed place per checkout, overwritten by the next run rather than left behind; two checkouts
+/// testing at once must not write each other's file).
 fn with_stack(name: &str, bytes: u64) -> PathBuf {
     static MADE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let dir = std::env::temp_dir().join(format!("flinch-exact-tests-{name}"));
+    let checkout = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        env!("CARGO_MANIFEST_DIR").hash(&mut h);
+        h.finish()
+    };
+    let dir = std::env::temp_dir().join(format!("flinch-exact-tests-{checkout:016x}-{name}"));
     let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
     if !made.contains(&dir.display().to_string()) {
         gen_trace::generate(&dir, bytes, "with_stack", (20_000, 50_000)).unwrap();
