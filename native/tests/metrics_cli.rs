@@ -311,7 +311,14 @@ fn without_a_gpu_windows_complete_with_seconds_and_rapl_energy() {
     let mut rec = Command::new(BIN)
         .current_dir(&dir)
         .args(["record", "--no-host", "--powercap-root", "powercap"])
-        .args(["--interval-ms", "10", "--metrics", "127.0.0.1:0", "--out", "t.csv"])
+        .args([
+            "--interval-ms",
+            "10",
+            "--metrics",
+            "127.0.0.1:0",
+            "--out",
+            "t.csv",
+        ])
         .args(["--", "sh", "-c", &marks])
         .env_remove("NVTX_INJECTION64_PATH")
         .stderr(Stdio::piped())
@@ -362,7 +369,11 @@ fn without_a_gpu_windows_complete_with_seconds_and_rapl_energy() {
         .args(["--spans", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let (mut n, mut ns, mut rapl_j) = (0u64, 0i64, 0f64);
     for s in json["spans"].as_array().unwrap() {
@@ -373,7 +384,10 @@ fn without_a_gpu_windows_complete_with_seconds_and_rapl_energy() {
         }
     }
     assert_eq!(n, 3);
-    assert_eq!(m["flinch_window_seconds_total{window=\"prefill\"}"], ns as f64 / 1e9);
+    assert_eq!(
+        m["flinch_window_seconds_total{window=\"prefill\"}"],
+        ns as f64 / 1e9
+    );
     let got = m["flinch_window_cpu_energy_joules_total{window=\"prefill\",zone=\"package-0\"}"];
     assert!(rapl_j > 1.0, "{rapl_j}");
     assert!((got - rapl_j).abs() <= 1e-9 * rapl_j, "{got} vs {rapl_j}");

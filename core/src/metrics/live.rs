@@ -93,10 +93,16 @@ pub struct GpuSample {
 
 #[derive(Clone, Copy, Debug)]
 enum Item {
-    Sample { slot: u16, s: GpuSample },
+    Sample {
+        slot: u16,
+        s: GpuSample,
+    },
     Mark(MarkItem),
     /// One zone's RAPL reading, µJ.
-    Rapl { zone: u16, uj: u64 },
+    Rapl {
+        zone: u16,
+        uj: u64,
+    },
     /// A row with no GPU reading or RAPL: only time passes.
     Tick,
 }
