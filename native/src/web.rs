@@ -18,6 +18,7 @@
 //!
 //! The connection handling is shared: what a `GET` answers comes from a [`Handler`] (the page's
 //! folder here; `record --metrics` serves its metrics through the same code).
+use std::collections::VecDeque;
 use std::fs::File;
 use std::future::Future;
 use std::io::{self, ErrorKind, Read, Write};
@@ -26,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -182,18 +183,17 @@ const PAGE_HEADERS: &str = concat!(
     "\r\nReferrer-Policy: no-referrer\r\n"
 );
 
-/// Releases a connection slot when its task ends, however it ends.
-struct Slot(Arc<AtomicUsize>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+/// A connection being served: whether its client has sent anything, and its task.
+struct Open {
+    heard: Arc<AtomicBool>,
+    task: tokio::task::AbortHandle,
 }
 
-/// Accepts connections until the process ends: each one within the cap is served by a task of
-/// one single-threaded runtime (an idle connection costs a socket and a few KiB, no thread), any
-/// beyond it a `503`. `served` counts the connections ever handed to a task (for tests).
+/// Accepts connections until the process ends: each one is served by a task of one
+/// single-threaded runtime (an idle connection costs a socket and a few KiB, no thread). At the
+/// cap, a new connection closes the oldest one whose client has sent nothing yet (so silent
+/// connections can never lock new clients out); when every one has spoken, the new one gets
+/// `503`. `served` counts the connections ever handed to a task (for tests).
 pub fn serve<H: Handler + ?Sized>(
     listener: &TcpListener,
     handler: Arc<H>,
@@ -229,8 +229,8 @@ pub fn serve<H: Handler + ?Sized>(
                 return;
             }
         };
-        let active = Arc::new(AtomicUsize::new(0));
-        let cap = limits.max_connections.min(descriptor_room());
+        let mut open: VecDeque<Open> = VecDeque::new();
+        let cap = limits.max_connections.min(descriptor_room()).max(1);
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(limits.head)
@@ -246,16 +246,26 @@ pub fn serve<H: Handler + ?Sized>(
                     continue;
                 }
             };
-            if active.fetch_add(1, Ordering::SeqCst) >= cap {
-                active.fetch_sub(1, Ordering::SeqCst);
-                if let Ok(s) = stream.into_std() {
-                    refuse(s);
+            open.retain(|c| !c.task.is_finished());
+            if open.len() >= cap {
+                match open.iter().position(|c| !c.heard.load(Ordering::Relaxed)) {
+                    Some(i) => {
+                        if let Some(c) = open.remove(i) {
+                            c.task.abort();
+                        }
+                    }
+                    None => {
+                        if let Ok(s) = stream.into_std() {
+                            refuse(s);
+                        }
+                        continue;
+                    }
                 }
-                continue;
             }
-            let slot = Slot(active.clone());
+            let heard = Arc::new(AtomicBool::new(false));
             let handler = handler.clone();
-            let io = hyper_util::rt::TokioIo::new(WriteDeadline::new(stream, limits.write));
+            let io =
+                hyper_util::rt::TokioIo::new(Watched::new(stream, limits.write, heard.clone()));
             let conn = http.serve_connection(
                 io,
                 hyper::service::service_fn(move |req| {
@@ -263,10 +273,13 @@ pub fn serve<H: Handler + ?Sized>(
                     async move { Ok::<_, std::convert::Infallible>(answer) }
                 }),
             );
-            tokio::spawn(async move {
-                let _slot = slot;
+            let task = tokio::spawn(async move {
                 // A client that disconnects, stalls or sends garbage is its own business.
                 let _ = conn.await;
+            });
+            open.push_back(Open {
+                heard,
+                task: task.abort_handle(),
             });
             served.fetch_add(1, Ordering::SeqCst);
         }
@@ -481,20 +494,22 @@ impl hyper::body::Body for Body {
     }
 }
 
-/// A socket whose writes fail after `limit` without progress: a client that stops reading its
-/// answer cannot hold a connection slot.
-struct WriteDeadline<T> {
+/// A socket whose writes fail after `limit` without progress (a client that stops reading its
+/// answer cannot hold a connection), and which notes whether its client has sent anything.
+struct Watched<T> {
     io: T,
     limit: Duration,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    heard: Arc<AtomicBool>,
 }
 
-impl<T> WriteDeadline<T> {
-    fn new(io: T, limit: Duration) -> Self {
-        WriteDeadline {
+impl<T> Watched<T> {
+    fn new(io: T, limit: Duration, heard: Arc<AtomicBool>) -> Self {
+        Watched {
             io,
             limit,
             deadline: None,
+            heard,
         }
     }
 
@@ -519,17 +534,23 @@ impl<T> WriteDeadline<T> {
     }
 }
 
-impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
+impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.heard.store(true, Ordering::Relaxed);
+        }
+        r
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
+impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -855,12 +876,20 @@ mod tests {
         std::thread::spawn(move || {
             serve(&listener, Arc::<Path>::from(root.as_path()), limits, &s2)
         });
-        let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        // Two clients that have started a request (silent ones would be closed for newcomers).
+        let held: Vec<TcpStream> = (0..2)
+            .map(|_| {
+                let mut c = TcpStream::connect(addr).unwrap();
+                c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+                c
+            })
+            .collect();
         let t = Instant::now();
         while served.load(Ordering::SeqCst) < 2 {
             assert!(t.elapsed() < Duration::from_secs(10), "not served");
             std::thread::sleep(Duration::from_millis(5));
         }
+        std::thread::sleep(Duration::from_millis(100));
         let mut c = TcpStream::connect(addr).unwrap();
         let (resp, closed) = read_all(&mut c, Duration::from_secs(5));
         assert!(closed && resp.starts_with("HTTP/1.1 503 "), "{resp}");
@@ -882,6 +911,35 @@ mod tests {
             assert!(t.elapsed() < Duration::from_secs(10), "{resp}");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn at_the_cap_the_oldest_silent_connection_makes_room_for_a_new_client() {
+        let root = tree();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let limits = ServerLimits {
+            head: Duration::from_secs(20),
+            ..QUICK
+        };
+        spawn_server(listener, root, limits);
+        let mut oldest = TcpStream::connect(addr).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut speaking = TcpStream::connect(addr).unwrap();
+        speaking.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // The cap is 2: the silent one is closed for the newcomer, which is answered.
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let (resp, closed) = read_all(&mut c, Duration::from_secs(5));
+        assert!(closed && resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
+        let (resp, closed) = read_all(&mut oldest, Duration::from_secs(5));
+        assert!(closed && resp.is_empty(), "{resp}");
+        // The one that had spoken is still served.
+        speaking.write_all(b"Connection: close\r\n\r\n").unwrap();
+        let (resp, closed) = read_all(&mut speaking, Duration::from_secs(5));
+        assert!(closed && resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
     }
 
     #[test]

@@ -244,7 +244,12 @@ fn c_client_ascii_wide_ex_domains_and_threads_become_spans_with_their_durations(
     assert_ne!(work[0], work[1]);
     let meta = sidecar(&d);
     let nvtx = &meta["nvtx"];
-    assert_eq!(nvtx["library"], library().display().to_string());
+    // The library the binary carries, written to a private folder for the recording.
+    let lib = nvtx["library"].as_str().unwrap();
+    assert!(
+        lib.ends_with("/libflinch_nvtx.so") && lib.contains("/flinch-nvtx-"),
+        "{lib}"
+    );
     assert_eq!(nvtx["processes"], 1);
     assert_eq!(nvtx["dropped"], 0);
     // The client's ranges and marks, plus default_in_dom's two.
@@ -426,5 +431,48 @@ fn forked_children_that_end_with_os_exit_keep_their_marks_or_count_them_dropped(
     assert_eq!(nvtx["processes"], (children + 1) as u64, "{nvtx}");
     // The children ended with os._exit: no exit statistics from them, and the sidecar says so.
     assert_eq!(nvtx["unreported_processes"], children as u64, "{nvtx}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Regression: `cargo install` (or a release build copied alone) gave a binary without the
+/// library beside it, and NVTX ranges went unrecorded with only a warning. The binary copied
+/// alone into an empty folder must record the C client's ranges from the library it carries.
+#[test]
+fn the_binary_alone_records_nvtx_ranges_from_the_library_it_carries() {
+    let d = tmpdir("alone");
+    let exe = c_client(&d);
+    let bin_dir = d.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let alone = bin_dir.join("flinch-trace");
+    std::fs::copy(BIN, &alone).unwrap();
+    std::fs::write(d.join("gpu.script"), SCRIPT).unwrap();
+    let out = Command::new(&alone)
+        .arg("record")
+        .arg("--scripted-gpu")
+        .arg(d.join("gpu.script"))
+        .args(["--no-rapl", "--no-host", "--interval-ms", "5", "--out"])
+        .arg(d.join("trace.csv"))
+        .arg("--")
+        .arg(&exe)
+        .arg("scenario")
+        .env_remove("NVTX_INJECTION64_PATH")
+        .env_remove("FLINCH_MARKS")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("NVTX ranges are not recorded"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let n = check_analysis(&stdout, &analyze(&d));
+    let nvtx = &sidecar(&d)["nvtx"];
+    assert_eq!(nvtx["dropped"], 0, "{nvtx}");
+    assert!(
+        n > 10 && nvtx["marks"].as_u64().unwrap() >= n as u64,
+        "{n} {nvtx}"
+    );
+    // The copy written for the command is gone with the recording.
+    let lib = std::path::PathBuf::from(nvtx["library"].as_str().unwrap());
+    assert!(!bin_dir.join("libflinch_nvtx.so").exists());
+    assert!(!lib.exists(), "{} left behind", lib.display());
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -82,10 +82,15 @@ fn until_closed(c: &mut TcpStream, wait: Duration) -> Option<String> {
 #[test]
 fn connections_beyond_the_cap_get_503() {
     let s = server_with("cap", &["--max-connections", "64"]);
+    // 64 clients that have begun a request (silent ones would be closed to make room).
     let held: Vec<TcpStream> = (0..64)
-        .map(|_| TcpStream::connect(s.addr).unwrap())
+        .map(|_| {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+            c
+        })
         .collect();
-    // The 64 are being served (idle); a few more are each refused at once.
+    // The 64 are being served; a few more are each refused at once.
     std::thread::sleep(Duration::from_millis(300));
     let mut refused = 0;
     for _ in 0..8 {
@@ -98,8 +103,7 @@ fn connections_beyond_the_cap_get_503() {
     assert_eq!(refused, 8);
     // The held ones still get their pages.
     let mut c = held.into_iter().next().unwrap();
-    c.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
-        .unwrap();
+    c.write_all(b"Connection: close\r\n\r\n").unwrap();
     let r = until_closed(&mut c, Duration::from_secs(5)).expect("no answer");
     assert!(
         r.starts_with("HTTP/1.1 200 OK\r\n") && r.ends_with("<p>hi</p>"),
