@@ -67,7 +67,10 @@ fn build(nvtx: &Path, out: &Path) -> Result<PathBuf, String> {
         .arg("--target-dir")
         .arg(&target_dir);
     if release {
-        cmd.arg("--release");
+        // Embedded bytes: the library's code without its debug information (about 10x smaller).
+        cmd.arg("--release")
+            .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
+            .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
     }
     if target != host {
         cmd.args(["--target", &target]);
