@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn the_embedded_library_goes_to_a_private_folder_removed_at_the_end() {
         let base = tmp("embed");
-        let lib = choose_from(b"\x7fELF-bytes", &[base.clone()], None, None).unwrap();
+        let lib = choose_from(b"\x7fELF-bytes", std::slice::from_ref(&base), None, None).unwrap();
         let dir = lib.parent().unwrap().to_path_buf();
         assert!(dir.starts_with(&base) && lib.file_name() == Some(OsStr::new(LIBRARY)));
         assert_eq!(std::fs::read(&*lib).unwrap(), b"\x7fELF-bytes");
@@ -236,7 +236,7 @@ mod tests {
         assert!(dir.join("bin").join(LIBRARY).is_file());
         let err = choose_from(
             b"x",
-            &[dir.clone()],
+            std::slice::from_ref(&dir),
             Some(&exe),
             Some("/opt/nsys/libinj.so".into()),
         )
