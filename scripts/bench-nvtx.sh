@@ -7,14 +7,20 @@
 # was dropped); five runs each. Figures: wall ns per pair per thread, and the threads' CPU ns per pair
 # (CLOCK_THREAD_CPUTIME_ID, which a loaded machine inflates less).
 # Needs scripts/setup.sh (the nvidia-nvtx headers in target/nvtx-env) and gcc.
-# Usage: scripts/bench-nvtx.sh [N]   (default 40000)
+# Usage: [FLINCH_BIN=...] scripts/bench-nvtx.sh [N]   (default 40000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-40000}"
 ENV="${FLINCH_NVTX_ENV:-target/nvtx-env}"
 INC=$("$ENV/bin/python" -c "import pathlib, nvidia; print(next(p.parent.parent for d in nvidia.__path__ for p in pathlib.Path(d).rglob('nvtx3/nvToolsExt.h')))")
-cargo build --release -q -p flinch-trace -p flinch-nvtx
-BIN=target/release/flinch-trace
+# FLINCH_BIN: a recorder binary to use as it is (e.g. one beside another build of the library, to
+# compare builds); by default the release build of this tree.
+if [ -n "${FLINCH_BIN:-}" ]; then
+  BIN="$FLINCH_BIN"
+else
+  cargo build --release -q -p flinch-trace -p flinch-nvtx
+  BIN=target/release/flinch-trace
+fi
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 gcc -O2 -I"$INC" -o "$TMP/client" nvtx/tests/clients/nvtx_client.c -ldl -lpthread

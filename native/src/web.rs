@@ -5,22 +5,33 @@
 //! fast streaming compile), `Cache-Control: no-store`, bound to 127.0.0.1. Everything is analyzed
 //! in the browser: the server only hands out the page's assets.
 //!
+//! HTTP/1.1 is hyper's (a well-kept parser and connection state machine), on one thread: a
+//! single-threaded tokio runtime serves every connection as a task, so hundreds of idle
+//! connections cost sockets and a few KiB each and never keep a new client waiting.
+//!
 //! Memory is bounded whatever clients do ([`ServerLimits`]): at most `max_connections` are served
-//! at once (one small-stack thread each; beyond that a connection gets `503` and is closed), a
-//! request head larger than `max_head_bytes` gets `431`, an idle keep-alive connection is closed
-//! after `idle`, a head that takes longer than `head` to arrive is dropped, and an HTTP/1.0
-//! request is answered and closed. Files are streamed, never read whole.
+//! at once (beyond that a connection gets `503` and is closed), a request head larger than
+//! `max_head_bytes` gets `431`, a connection that has not sent a complete head within `head` of
+//! opening or of its previous answer is closed, an answer the client does not take within
+//! `write` ends the connection, and an HTTP/1.0 request is answered and closed. Files are
+//! streamed, never read whole.
 //!
 //! The connection handling is shared: what a `GET` answers comes from a [`Handler`] (the page's
 //! folder here; `record --metrics` serves its metrics through the same code).
+use std::collections::VecDeque;
 use std::fs::File;
+use std::future::Future;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::CmdResult;
 
@@ -39,31 +50,28 @@ macro_rules! csp {
 #[cfg(test)]
 const CSP: &str = csp!();
 
-/// Stack of a connection thread: it holds a few small buffers and no recursion.
-const CONNECTION_STACK_BYTES: usize = 128 * 1024;
-
 /// What one server may spend, whatever its clients send.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerLimits {
     /// Connections served at once; one more is answered `503` and closed.
     pub max_connections: usize,
-    /// Largest request head (request line and headers), bytes; larger gets `431`.
+    /// Largest request head (request line and headers), bytes (at least 8 KiB); larger gets
+    /// `431`.
     pub max_head_bytes: usize,
-    /// How long a kept-alive connection may sit with no request.
-    pub idle: Duration,
-    /// How long a request head may take to arrive, from its first byte.
+    /// How long a connection may go without a complete request head, from its opening or from
+    /// its previous answer (idle keep-alive time and a slow head alike).
     pub head: Duration,
-    /// How long a response may take to be accepted by the client.
+    /// How long a write of a response may make no progress.
     pub write: Duration,
 }
 
 impl ServerLimits {
-    /// The limits of `flinch-trace web`: a browser opens about 6 connections per host.
+    /// The limits of `flinch-trace web` and `record --metrics`: a browser opens about 6
+    /// connections per host; the cap leaves room for many idle ones (a few KiB each).
     pub const DEFAULT: ServerLimits = ServerLimits {
-        max_connections: 64,
+        max_connections: 1024,
         max_head_bytes: 16 * 1024,
-        idle: Duration::from_secs(5),
-        head: Duration::from_secs(10),
+        head: Duration::from_secs(5),
         write: Duration::from_secs(10),
     };
 }
@@ -77,6 +85,9 @@ pub struct Args {
     /// Folder holding the page (build its wasm first with scripts/build-web.sh).
     #[arg(long, default_value = "www")]
     dir: PathBuf,
+    /// Testing seam: connections served at once (the rest get 503).
+    #[arg(long, hide = true, default_value_t = ServerLimits::DEFAULT.max_connections)]
+    max_connections: usize,
 }
 
 /// Runs the subcommand: serves until killed.
@@ -99,10 +110,14 @@ pub fn run(args: Args) -> CmdResult {
     let addr = listener.local_addr().map_err(|e| format!("web: {e}"))?;
     println!("serving {} at http://{addr}/", root.display());
     io::stdout().flush().ok();
+    let limits = ServerLimits {
+        max_connections: args.max_connections.max(1),
+        ..ServerLimits::DEFAULT
+    };
     serve(
         &listener,
         Arc::<Path>::from(root.as_path()),
-        ServerLimits::DEFAULT,
+        limits,
         &AtomicUsize::new(0),
     );
     Ok(ExitCode::SUCCESS)
@@ -168,50 +183,134 @@ const PAGE_HEADERS: &str = concat!(
     "\r\nReferrer-Policy: no-referrer\r\n"
 );
 
-/// Releases a connection slot when its thread ends, however it ends.
-struct Slot(Arc<AtomicUsize>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+/// A connection being served: whether its client has sent anything, and its task.
+struct Open {
+    heard: Arc<AtomicBool>,
+    task: tokio::task::AbortHandle,
 }
 
-/// Accepts connections forever: each one within the cap gets its own thread, any beyond it a
-/// `503`. `served` counts the connections ever handed to a thread (for tests).
+/// Accepts connections until the process ends: each one is served by a task of one
+/// single-threaded runtime (an idle connection costs a socket and a few KiB, no thread). At the
+/// cap, a new connection closes the oldest one whose client has sent nothing yet (so silent
+/// connections can never lock new clients out); when every one has spoken, the new one gets
+/// `503`. `served` counts the connections ever handed to a task (for tests).
 pub fn serve<H: Handler + ?Sized>(
     listener: &TcpListener,
     handler: Arc<H>,
     limits: ServerLimits,
     served: &AtomicUsize,
 ) {
-    let active = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else {
-            // EMFILE and the like: give the process a moment rather than spin.
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        };
-        if active.fetch_add(1, Ordering::SeqCst) >= limits.max_connections {
-            active.fetch_sub(1, Ordering::SeqCst);
-            refuse(stream);
-            continue;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("web: cannot start the server's runtime: {e}");
+            return;
         }
-        let slot = Slot(active.clone());
-        let handler = handler.clone();
-        let spawned = std::thread::Builder::new()
-            .name("flinch-web".into())
-            .stack_size(CONNECTION_STACK_BYTES)
-            .spawn(move || {
-                let _slot = slot;
-                // A client that disconnects or stalls is its own business.
-                let _ = serve_connection(stream, &*handler, &limits);
+    };
+    let listener = match listener
+        .try_clone()
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+    {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("web: cannot use the listening socket: {e}");
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("web: cannot use the listening socket: {e}");
+                return;
+            }
+        };
+        let mut open: VecDeque<Open> = VecDeque::new();
+        let cap = limits.max_connections.min(descriptor_room()).max(1);
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(limits.head)
+            .max_buf_size(limits.max_head_bytes.max(MIN_HEAD_BYTES))
+            .title_case_headers(true)
+            .half_close(false);
+        loop {
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    // EMFILE and the like: give the process a moment rather than spin.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            open.retain(|c| !c.task.is_finished());
+            if open.len() >= cap {
+                match open.iter().position(|c| !c.heard.load(Ordering::Relaxed)) {
+                    Some(i) => {
+                        if let Some(c) = open.remove(i) {
+                            c.task.abort();
+                        }
+                    }
+                    None => {
+                        if let Ok(s) = stream.into_std() {
+                            refuse(s);
+                        }
+                        continue;
+                    }
+                }
+            }
+            let heard = Arc::new(AtomicBool::new(false));
+            let handler = handler.clone();
+            let io =
+                hyper_util::rt::TokioIo::new(Watched::new(stream, limits.write, heard.clone()));
+            let conn = http.serve_connection(
+                io,
+                hyper::service::service_fn(move |req| {
+                    let answer = answer(&*handler, &req);
+                    async move { Ok::<_, std::convert::Infallible>(answer) }
+                }),
+            );
+            let task = tokio::spawn(async move {
+                // A client that disconnects, stalls or sends garbage is its own business.
+                let _ = conn.await;
             });
-        if spawned.is_ok() {
+            open.push_back(Open {
+                heard,
+                task: task.abort_handle(),
+            });
             served.fetch_add(1, Ordering::SeqCst);
         }
-    }
+    });
 }
+
+/// Descriptors this process may still open, less a margin for files being served: the
+/// connection cap never lets `accept` fail for lack of descriptors (a failing `accept` would
+/// leave new clients waiting in the backlog instead of answered).
+fn descriptor_room() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid out-parameter.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return usize::MAX;
+    }
+    usize::try_from(lim.rlim_cur)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(DESCRIPTOR_MARGIN)
+}
+
+/// Descriptors kept free of connections (the listener, files being streamed, the runtime's).
+const DESCRIPTOR_MARGIN: usize = 64;
+
+/// The smallest read buffer hyper accepts; a head limit below it is raised to it.
+const MIN_HEAD_BYTES: usize = 8192;
+
+/// How much of a file one body frame carries.
+const FILE_CHUNK_BYTES: u64 = 64 * 1024;
 
 /// Answers a connection over the cap with `503` without waiting for it (its socket buffer is
 /// empty, so a short non-blocking write goes through) and closes it.
@@ -230,229 +329,267 @@ fn refuse(mut stream: TcpStream) {
     let _ = stream.shutdown(Shutdown::Write);
 }
 
-/// One parsed request head.
-struct Request<'a> {
-    method: &'a str,
-    target: &'a str,
-    keep_alive: bool,
-    has_body: bool,
-    accept: Option<&'a str>,
-}
-
-/// Parses a request head (without its final blank line); `None` when it is not HTTP/1.x.
-fn parse_head(head: &[u8]) -> Option<Request<'_>> {
-    let text = std::str::from_utf8(head).ok()?;
-    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
-    let mut parts = lines.next()?.split(' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || method.is_empty() || target.is_empty() {
-        return None;
-    }
+/// The answer to one request: the handler's for a `GET` or `HEAD` without a body, else 405 or
+/// 400. hyper has already refused what is not an HTTP/1.x head within the limits.
+fn answer<H: Handler + ?Sized, B>(handler: &H, req: &hyper::Request<B>) -> hyper::Response<Body> {
+    use hyper::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+    let headers = req.headers();
+    let tokens = |name| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+    };
     // HTTP/1.0 connections are answered once and closed: no idle keep-alive to hold them.
-    let mut keep_alive = match version {
-        "HTTP/1.1" => true,
-        "HTTP/1.0" => false,
-        _ => return None,
-    };
-    let mut has_body = false;
-    let mut accept = None;
-    for line in lines {
-        let (name, value) = line.split_once(':')?;
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("accept") {
-            accept = Some(value);
-        } else if name.eq_ignore_ascii_case("connection") {
-            if value
-                .split(',')
-                .any(|t| t.trim().eq_ignore_ascii_case("close"))
-            {
-                keep_alive = false;
-            }
-        } else if name.eq_ignore_ascii_case("transfer-encoding")
-            || (name.eq_ignore_ascii_case("content-length") && value != "0")
-        {
-            has_body = true;
-        }
-    }
-    Some(Request {
-        method,
-        target,
-        keep_alive,
-        has_body,
-        accept,
-    })
-}
-
-/// Where the blank line ending a request head is: `(head length, bytes through the blank line)`;
-/// lines end with CRLF or a bare LF.
-fn head_end(buf: &[u8]) -> Option<(usize, usize)> {
-    for (i, _) in buf.iter().enumerate().filter(|(_, b)| **b == b'\n') {
-        match (buf.get(i + 1), buf.get(i + 2)) {
-            (Some(b'\n'), _) => return Some((i, i + 2)),
-            (Some(b'\r'), Some(b'\n')) => return Some((i, i + 3)),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Serves requests on one connection (keep-alive) until the client closes it, stalls, or sends
-/// something outside the limits.
-fn serve_connection<H: Handler + ?Sized>(
-    stream: TcpStream,
-    handler: &H,
-    limits: &ServerLimits,
-) -> io::Result<()> {
+    let keep_alive = req.version() == hyper::Version::HTTP_11
+        && !tokens(CONNECTION).any(|t| t.eq_ignore_ascii_case("close"));
+    // A GET or HEAD has no body; one that announces a body is not skipped but refused.
+    let has_body = headers.contains_key(TRANSFER_ENCODING)
+        || headers.get_all(CONTENT_LENGTH).iter().any(|v| v != "0");
+    let head_only = req.method() == hyper::Method::HEAD;
     let extra = handler.headers();
-    stream.set_write_timeout(Some(limits.write))?;
-    let mut input = stream.try_clone()?;
-    let mut out = stream;
-    let mut buf = vec![0u8; limits.max_head_bytes];
-    let mut filled = 0usize;
-    loop {
-        // Read until a whole head is buffered, within the idle and head deadlines.
-        let mut head_deadline = (filled > 0).then(|| Instant::now() + limits.head);
-        let (head_len, used) = loop {
-            if let Some(end) = head_end(&buf[..filled]) {
-                break end;
-            }
-            if filled == buf.len() {
-                let body = format!("request head over {} bytes\n", limits.max_head_bytes);
-                return respond_close(&mut out, 431, body.as_bytes(), extra);
-            }
-            let wait = match head_deadline {
-                None => limits.idle,
-                Some(d) => d.saturating_duration_since(Instant::now()),
-            };
-            if wait.is_zero() {
-                return respond_close(&mut out, 408, b"request head too slow\n", extra);
-            }
-            input.set_read_timeout(Some(wait))?;
-            match input.read(&mut buf[filled..]) {
-                Ok(0) => return Ok(()),
-                Ok(n) => {
-                    filled += n;
-                    head_deadline.get_or_insert_with(|| Instant::now() + limits.head);
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                // Idle too long: close quietly; a head cut short: say so.
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if filled == 0 {
-                        return Ok(());
-                    }
-                    return respond_close(&mut out, 408, b"request head too slow\n", extra);
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        let keep_alive = match parse_head(&buf[..head_len]) {
-            None => return respond_close(&mut out, 400, b"bad request\n", extra),
-            // A GET or HEAD has no body; one that announces a body is not skipped but refused.
-            Some(r) if r.has_body => {
-                return respond_close(&mut out, 400, b"request body not accepted\n", extra);
-            }
-            Some(r) => {
-                let head_only = r.method == "HEAD";
-                let answer = if r.method != "GET" && !head_only {
-                    Response::text(405, "method not allowed\n")
-                } else {
-                    handler.get(r.target, r.accept)
-                };
-                respond(&mut out, answer, head_only, r.keep_alive, extra)?;
-                r.keep_alive
-            }
-        };
-        if !keep_alive {
-            let _ = out.shutdown(Shutdown::Write);
-            return Ok(());
-        }
-        buf.copy_within(used..filled, 0);
-        filled -= used;
+    if has_body {
+        let a = Response::text(400, "request body not accepted\n");
+        return build(a, false, false, extra);
     }
-}
-
-/// Sends an error and closes the connection. What the client is still sending is read and
-/// dropped for a moment first (at most [`LINGER_BYTES`] bytes, [`LINGER`] long), so that closing
-/// with unread data does not reset the connection before the client has read the answer.
-fn respond_close(out: &mut TcpStream, status: u16, body: &[u8], extra: &str) -> io::Result<()> {
-    let answer = Response {
-        status,
-        mime: "text/plain",
-        file: None,
-        body: body.to_vec(),
+    if req.method() != hyper::Method::GET && !head_only {
+        let a = Response::text(405, "method not allowed\n");
+        return build(a, false, keep_alive, extra);
+    }
+    // The target as sent: an absolute-form target keeps its scheme, so it resolves to no file.
+    let target = match req.uri().scheme() {
+        Some(_) => req.uri().to_string(),
+        None => req
+            .uri()
+            .path_and_query()
+            .map_or_else(|| "/".to_string(), |p| p.as_str().to_string()),
     };
-    respond(out, answer, false, false, extra)?;
-    out.shutdown(Shutdown::Write)?;
-    let until = Instant::now() + LINGER;
-    let mut left = LINGER_BYTES;
-    let mut sink = [0u8; 4096];
-    while left > 0 {
-        let wait = until.saturating_duration_since(Instant::now());
-        if wait.is_zero() {
-            break;
-        }
-        out.set_read_timeout(Some(wait))?;
-        match out.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => left = left.saturating_sub(n),
-        }
-    }
-    Ok(())
+    let accept = headers
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    build(handler.get(&target, accept), head_only, keep_alive, extra)
 }
 
-/// How long and how much a refused client's remaining input is drained before closing.
-const LINGER: Duration = Duration::from_millis(500);
-const LINGER_BYTES: usize = 256 * 1024;
-
-/// Sends one response: the file when given (streamed, its length taken when opened), else `body`;
-/// `extra` headers after the common ones.
-fn respond(
-    out: &mut TcpStream,
+/// One response: the file when given (streamed, its length taken when opened), else `body`;
+/// `extra` header lines after the common ones.
+fn build(
     answer: Response,
     head_only: bool,
     keep_alive: bool,
     extra: &str,
-) -> io::Result<()> {
+) -> hyper::Response<Body> {
     let Response {
         status,
         mime,
         file,
         body,
     } = answer;
-    let reason = match status {
-        200 => "OK",
-        406 => "Not Acceptable",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        431 => "Request Header Fields Too Large",
-        _ => "Error",
-    };
-    let len = match &file {
-        Some(f) => f.metadata()?.len(),
-        None => body.len() as u64,
-    };
-    let connection = if keep_alive { "keep-alive" } else { "close" };
-    let header = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {mime}\r\nContent-Length: {len}\r\n\
-         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n{extra}\
-         Connection: {connection}\r\n\r\n"
-    );
-    out.write_all(header.as_bytes())?;
-    if !head_only {
-        match file {
-            Some(f) => {
-                // Exactly the announced length, even if the file changes meanwhile.
-                let sent = io::copy(&mut f.take(len), out)?;
-                if sent < len {
-                    return Err(io::Error::new(ErrorKind::UnexpectedEof, "file shrank"));
-                }
+    let (len, body) = match file {
+        Some(f) => match f.metadata() {
+            Ok(m) => (
+                m.len(),
+                Body::File {
+                    file: f,
+                    left: m.len(),
+                },
+            ),
+            Err(_) => {
+                return build(
+                    Response::text(404, "not found\n"),
+                    head_only,
+                    keep_alive,
+                    extra,
+                );
             }
-            None => out.write_all(&body)?,
+        },
+        None => (body.len() as u64, Body::Bytes(Some(body.into()))),
+    };
+    let mut b = hyper::Response::builder()
+        .status(status)
+        .header(hyper::header::CONTENT_TYPE, mime)
+        .header(hyper::header::CONTENT_LENGTH, len)
+        .header(hyper::header::CACHE_CONTROL, "no-store")
+        .header("X-Content-Type-Options", "nosniff");
+    for line in extra.split("\r\n") {
+        if let Some((name, value)) = line.split_once(':') {
+            b = b.header(name.trim(), value.trim());
         }
     }
-    out.flush()
+    let b = b.header(
+        hyper::header::CONNECTION,
+        if keep_alive { "keep-alive" } else { "close" },
+    );
+    let body = if head_only { Body::Bytes(None) } else { body };
+    b.body(body).unwrap_or_else(|_| {
+        let mut r = hyper::Response::new(Body::Bytes(None));
+        *r.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+        r
+    })
+}
+
+/// A response body: bytes in memory, or a file streamed in chunks of exactly the length
+/// announced when it was opened (a file that shrinks meanwhile ends the connection).
+pub enum Body {
+    /// In memory (`None` once sent, or for a `HEAD`).
+    Bytes(Option<hyper::body::Bytes>),
+    /// A file and what is left to send of it.
+    File {
+        /// The open file.
+        file: File,
+        /// Bytes still to send.
+        left: u64,
+    },
+}
+
+impl hyper::body::Body for Body {
+    type Data = hyper::body::Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        match self.get_mut() {
+            Body::Bytes(b) => Poll::Ready(
+                b.take()
+                    .filter(|b| !b.is_empty())
+                    .map(|b| Ok(hyper::body::Frame::data(b))),
+            ),
+            Body::File { file, left } => {
+                if *left == 0 {
+                    return Poll::Ready(None);
+                }
+                // A local page's files come from the page cache: read in place, in chunks.
+                let mut buf = vec![0u8; (*left).min(FILE_CHUNK_BYTES) as usize];
+                loop {
+                    return Poll::Ready(Some(match file.read(&mut buf) {
+                        Ok(0) => Err(io::Error::new(ErrorKind::UnexpectedEof, "file shrank")),
+                        Ok(n) => {
+                            buf.truncate(n);
+                            *left -= n as u64;
+                            Ok(hyper::body::Frame::data(buf.into()))
+                        }
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) => Err(e),
+                    }));
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Body::Bytes(b) => b.as_ref().is_none_or(|b| b.is_empty()),
+            Body::File { left, .. } => *left == 0,
+        }
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(match self {
+            Body::Bytes(b) => b.as_ref().map_or(0, |b| b.len() as u64),
+            Body::File { left, .. } => *left,
+        })
+    }
+}
+
+/// A socket whose writes fail after `limit` without progress (a client that stops reading its
+/// answer cannot hold a connection), and which notes whether its client has sent anything.
+struct Watched<T> {
+    io: T,
+    limit: Duration,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    heard: Arc<AtomicBool>,
+}
+
+impl<T> Watched<T> {
+    fn new(io: T, limit: Duration, heard: Arc<AtomicBool>) -> Self {
+        Watched {
+            io,
+            limit,
+            deadline: None,
+            heard,
+        }
+    }
+
+    /// After a write that made no progress: pending until the deadline, then an error.
+    fn stalled<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        let limit = self.limit;
+        let d = self
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match d.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                ErrorKind::TimedOut,
+                "the client did not take the answer in time",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progressed<R>(&mut self, r: io::Result<R>) -> Poll<io::Result<R>> {
+        self.deadline = None;
+        Poll::Ready(r)
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.heard.store(true, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.io).poll_write(cx, buf) {
+            Poll::Ready(r) => this.progressed(r),
+            Poll::Pending => this.stalled(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.io).poll_write_vectored(cx, bufs) {
+            Poll::Ready(r) => this.progressed(r),
+            Poll::Pending => this.stalled(cx),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.io).poll_flush(cx) {
+            Poll::Ready(r) => this.progressed(r),
+            Poll::Pending => this.stalled(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
 }
 
 /// Maps a request target to a file under `root`, or `None` when it is outside `root`, hidden,
@@ -514,6 +651,7 @@ fn mime_type(path: &Path) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     /// A served folder of its own per test (tests run in parallel).
     fn tree() -> PathBuf {
@@ -579,11 +717,7 @@ mod tests {
         let root = tree();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let server_root = root.clone();
-        std::thread::spawn(move || {
-            let (s, _) = listener.accept().unwrap();
-            serve_connection(s, server_root.as_path(), &ServerLimits::DEFAULT).unwrap();
-        });
+        spawn_server(listener, root.clone(), ServerLimits::DEFAULT);
         let mut c = TcpStream::connect(addr).unwrap();
         c.write_all(b"GET /pkg/a%20b.wasm HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nConnection: close\r\n\r\n")
             .unwrap();
@@ -599,42 +733,50 @@ mod tests {
     }
 
     #[test]
-    fn heads_end_at_a_blank_line_and_parse_as_http_1() {
+    fn requests_are_answered_by_method_body_and_version() {
+        let root = tree();
+        let req = |m: &str, v: hyper::Version, h: &[(&str, &str)]| {
+            let mut b = hyper::Request::builder().method(m).uri("/").version(v);
+            for (k, val) in h {
+                b = b.header(*k, *val);
+            }
+            b.body(()).unwrap()
+        };
+        let conn = |r: &hyper::Response<Body>| {
+            r.headers()[hyper::header::CONNECTION]
+                .to_str()
+                .unwrap()
+                .to_string()
+        };
+        let v11 = hyper::Version::HTTP_11;
+        let r = answer(root.as_path(), &req("GET", v11, &[]));
         assert_eq!(
-            head_end(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nNEXT"),
-            Some((24, 27))
+            (r.status().as_u16(), conn(&r).as_str()),
+            (200, "keep-alive")
         );
-        assert_eq!(head_end(b"GET / HTTP/1.0\n\n"), Some((14, 16)));
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n\r"), None);
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\n"), None);
-        let r = parse_head(b"GET /a HTTP/1.1\r\nConnection: keep-alive, Close\r").unwrap();
-        assert_eq!(
-            (r.method, r.target, r.keep_alive, r.has_body),
-            ("GET", "/a", false, false)
+        assert_eq!(r.headers()[hyper::header::CONTENT_LENGTH], "9");
+        assert!(r.headers().contains_key("content-security-policy"));
+        let r = answer(
+            root.as_path(),
+            &req("GET", v11, &[("Connection", "keep-alive, Close")]),
         );
-        assert!(!parse_head(b"GET / HTTP/1.0").unwrap().keep_alive);
-        assert!(
-            parse_head(b"GET / HTTP/1.1\r\nContent-Length: 0")
-                .unwrap()
-                .keep_alive
-        );
-        assert!(
-            parse_head(b"GET / HTTP/1.1\r\nContent-Length: 5")
-                .unwrap()
-                .has_body
-        );
-        assert!(
-            parse_head(b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked")
-                .unwrap()
-                .has_body
-        );
-        assert!(parse_head(b"GET / HTTP/2").is_none());
-        assert!(parse_head(b"GET /").is_none());
-        assert!(parse_head(b"GET / HTTP/1.1\r\nno colon").is_none());
-        assert!(parse_head(b"\xff / HTTP/1.1").is_none());
+        assert_eq!(conn(&r), "close");
+        let r = answer(root.as_path(), &req("GET", hyper::Version::HTTP_10, &[]));
+        assert_eq!((r.status().as_u16(), conn(&r).as_str()), (200, "close"));
+        let r = answer(root.as_path(), &req("HEAD", v11, &[]));
+        assert!(r.status() == 200 && hyper::body::Body::is_end_stream(r.body()));
+        assert_eq!(r.headers()[hyper::header::CONTENT_LENGTH], "9");
+        let r = answer(root.as_path(), &req("POST", v11, &[]));
+        assert_eq!(r.status(), 405);
+        let r = answer(root.as_path(), &req("GET", v11, &[("Content-Length", "0")]));
+        assert_eq!(r.status(), 200);
+        for h in [("Content-Length", "5"), ("Transfer-Encoding", "chunked")] {
+            let r = answer(root.as_path(), &req("GET", v11, &[h]));
+            assert_eq!((r.status().as_u16(), conn(&r).as_str()), (400, "close"));
+        }
     }
 
-    /// Connects and returns what the server sends until it closes (or `wait` passes).
+    /// Returns what the server sends until it closes (or `wait` passes).
     fn read_all(c: &mut TcpStream, wait: Duration) -> (String, bool) {
         c.set_read_timeout(Some(wait)).unwrap();
         let mut got = Vec::new();
@@ -652,31 +794,36 @@ mod tests {
 
     const QUICK: ServerLimits = ServerLimits {
         max_connections: 2,
-        max_head_bytes: 1024,
-        idle: Duration::from_millis(200),
-        head: Duration::from_millis(400),
+        max_head_bytes: 8192,
+        head: Duration::from_millis(300),
         write: Duration::from_secs(5),
     };
+
+    fn spawn_server(listener: TcpListener, root: PathBuf, limits: ServerLimits) {
+        std::thread::spawn(move || {
+            serve(
+                &listener,
+                Arc::<Path>::from(root.as_path()),
+                limits,
+                &AtomicUsize::new(0),
+            )
+        });
+    }
 
     #[test]
     fn idle_and_slow_connections_are_closed_on_time() {
         let root = tree();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for s in listener.incoming().take(3) {
-                let root = root.clone();
-                std::thread::spawn(move || serve_connection(s.unwrap(), root.as_path(), &QUICK));
-            }
-        });
-        // Silent: closed after the idle time, without an answer.
+        spawn_server(listener, root, QUICK);
+        // Silent: closed after the head time, without an answer.
         let t = Instant::now();
         let mut c = TcpStream::connect(addr).unwrap();
         let (resp, closed) = read_all(&mut c, Duration::from_secs(5));
         assert!(closed && resp.is_empty(), "{resp}");
         assert!(t.elapsed() >= Duration::from_millis(150) && t.elapsed() < Duration::from_secs(3));
-        // A head dribbled a byte every 40 ms (each within the idle time): cut off once the head
-        // time is up (with a 408, unless the close reset the connection before it was read).
+        // A head dribbled a byte every 40 ms: cut off once the head time is up (with a 408, or
+        // closed without an answer).
         let t = Instant::now();
         let mut c = TcpStream::connect(addr).unwrap();
         c.set_read_timeout(Some(Duration::from_millis(40))).unwrap();
@@ -705,7 +852,7 @@ mod tests {
             resp.is_empty() || resp.starts_with("HTTP/1.1 408 "),
             "{resp}"
         );
-        // Kept alive after a request, then idle: closed after the idle time.
+        // Kept alive after a request, then idle: closed after the head time.
         let mut c = TcpStream::connect(addr).unwrap();
         c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
         let t = Instant::now();
@@ -723,18 +870,26 @@ mod tests {
         let served = Arc::new(AtomicUsize::new(0));
         let s2 = served.clone();
         let limits = ServerLimits {
-            idle: Duration::from_secs(20),
+            head: Duration::from_secs(20),
             ..QUICK
         };
         std::thread::spawn(move || {
             serve(&listener, Arc::<Path>::from(root.as_path()), limits, &s2)
         });
-        let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        // Two clients that have started a request (silent ones would be closed for newcomers).
+        let held: Vec<TcpStream> = (0..2)
+            .map(|_| {
+                let mut c = TcpStream::connect(addr).unwrap();
+                c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+                c
+            })
+            .collect();
         let t = Instant::now();
         while served.load(Ordering::SeqCst) < 2 {
             assert!(t.elapsed() < Duration::from_secs(10), "not served");
             std::thread::sleep(Duration::from_millis(5));
         }
+        std::thread::sleep(Duration::from_millis(100));
         let mut c = TcpStream::connect(addr).unwrap();
         let (resp, closed) = read_all(&mut c, Duration::from_secs(5));
         assert!(closed && resp.starts_with("HTTP/1.1 503 "), "{resp}");
@@ -747,7 +902,8 @@ mod tests {
             let mut c = TcpStream::connect(addr).unwrap();
             c.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
             let (resp, _) = read_all(&mut c, Duration::from_secs(5));
-            if resp.starts_with("HTTP/1.1 200 OK\r\n") {
+            // An HTTP/1.0 request is answered in HTTP/1.0.
+            if resp.starts_with("HTTP/1.0 200 OK\r\n") {
                 assert!(resp.contains("Connection: close\r\n"), "{resp}");
                 assert!(resp.ends_with("<p>hi</p>"), "{resp}");
                 break;
@@ -758,23 +914,46 @@ mod tests {
     }
 
     #[test]
+    fn at_the_cap_the_oldest_silent_connection_makes_room_for_a_new_client() {
+        let root = tree();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let limits = ServerLimits {
+            head: Duration::from_secs(20),
+            ..QUICK
+        };
+        spawn_server(listener, root, limits);
+        let mut oldest = TcpStream::connect(addr).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut speaking = TcpStream::connect(addr).unwrap();
+        speaking.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // The cap is 2: the silent one is closed for the newcomer, which is answered.
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let (resp, closed) = read_all(&mut c, Duration::from_secs(5));
+        assert!(closed && resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
+        let (resp, closed) = read_all(&mut oldest, Duration::from_secs(5));
+        assert!(closed && resp.is_empty(), "{resp}");
+        // The one that had spoken is still served.
+        speaking.write_all(b"Connection: close\r\n\r\n").unwrap();
+        let (resp, closed) = read_all(&mut speaking, Duration::from_secs(5));
+        assert!(closed && resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
+    }
+
+    #[test]
     fn an_oversized_head_gets_431_and_a_body_400() {
         let root = tree();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for s in listener.incoming().take(2) {
-                let root = root.clone();
-                std::thread::spawn(move || serve_connection(s.unwrap(), root.as_path(), &QUICK));
-            }
-        });
+        spawn_server(listener, root, QUICK);
         let mut c = TcpStream::connect(addr).unwrap();
         let mut req = b"GET / HTTP/1.1\r\nX: ".to_vec();
-        req.resize(4000, b'a');
+        req.resize(12_000, b'a');
         let _ = c.write_all(&req);
         let (resp, closed) = read_all(&mut c, Duration::from_secs(5));
         assert!(closed && resp.starts_with("HTTP/1.1 431 "), "{resp}");
-        assert!(resp.contains("over 1024 bytes"), "{resp}");
         let mut c = TcpStream::connect(addr).unwrap();
         c.write_all(b"GET / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
             .unwrap();

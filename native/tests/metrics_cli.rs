@@ -278,3 +278,118 @@ fn a_bad_address_or_a_port_in_use_fails_before_recording() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A host without a GPU: no GPU rows at all (no NVML, no scripted source), RAPL from a powercap
+/// tree whose counter the test advances. Three `prefill` windows must complete while the
+/// recording runs, with the seconds and the RAPL energy `analyze --spans` gives the CSV.
+#[test]
+fn without_a_gpu_windows_complete_with_seconds_and_rapl_energy() {
+    use std::os::unix::fs::FileExt;
+    let dir = tmpdir("nogpu");
+    let zone = dir.join("powercap/intel-rapl:0");
+    std::fs::create_dir_all(&zone).unwrap();
+    std::fs::write(zone.join("name"), "package-0\n").unwrap();
+    std::fs::write(zone.join("max_energy_range_uj"), "262143328850\n").unwrap();
+    std::fs::write(zone.join("energy_uj"), format!("{:015}\n", 1_000_000u64)).unwrap();
+    let stop_counter = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counter = {
+        let (path, stop) = (zone.join("energy_uj"), stop_counter.clone());
+        std::thread::spawn(move || {
+            // About 20 W: 100,000 µJ per 5 ms, written in place at a fixed width.
+            let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            let mut uj = 1_000_000u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                uj += 100_000;
+                f.write_at(format!("{uj:015}\n").as_bytes(), 0).unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let marks = format!(
+        "for i in 1 2 3; do {BIN} mark prefill_start; sleep 0.1; {BIN} mark prefill_end; done; sleep 60"
+    );
+    let mut rec = Command::new(BIN)
+        .current_dir(&dir)
+        .args(["record", "--no-host", "--powercap-root", "powercap"])
+        .args([
+            "--interval-ms",
+            "10",
+            "--metrics",
+            "127.0.0.1:0",
+            "--out",
+            "t.csv",
+        ])
+        .args(["--", "sh", "-c", &marks])
+        .env_remove("NVTX_INJECTION64_PATH")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(rec.stderr.take().unwrap());
+    let mut addr = None;
+    for _ in 0..20 {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(a) = line
+            .trim()
+            .strip_prefix("flinch-trace record: metrics at http://")
+            .and_then(|u| u.strip_suffix("/metrics"))
+        {
+            addr = Some(a.to_string());
+            break;
+        }
+    }
+    let addr = addr.expect("no metrics address line");
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+    });
+    let windows = "flinch_windows_total{window=\"prefill\"}";
+    let t = Instant::now();
+    let m = loop {
+        let (_, body) = get(&addr, "/metrics", "text/plain");
+        let m = samples(&body);
+        if m.get(windows) == Some(&3.0) {
+            break m;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "windows never completed without a GPU: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // SIGTERM ends the recording and its command; how the command died is not the point.
+    let _ = stop(rec);
+    stop_counter.store(true, std::sync::atomic::Ordering::Relaxed);
+    counter.join().unwrap();
+    let out = Command::new(BIN)
+        .args(["analyze", "--csv"])
+        .arg(dir.join("t.csv"))
+        .args(["--spans", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (mut n, mut ns, mut rapl_j) = (0u64, 0i64, 0f64);
+    for s in json["spans"].as_array().unwrap() {
+        if s["kind"] == "pair" && s["start_label"] == "prefill_start" {
+            n += 1;
+            ns += s["t1_mono_ns"].as_i64().unwrap() - s["t0_mono_ns"].as_i64().unwrap();
+            rapl_j += s["rapl"]["energy_j"].as_f64().unwrap();
+        }
+    }
+    assert_eq!(n, 3);
+    assert_eq!(
+        m["flinch_window_seconds_total{window=\"prefill\"}"],
+        ns as f64 / 1e9
+    );
+    let got = m["flinch_window_cpu_energy_joules_total{window=\"prefill\",zone=\"package-0\"}"];
+    assert!(rapl_j > 1.0, "{rapl_j}");
+    assert!((got - rapl_j).abs() <= 1e-9 * rapl_j, "{got} vs {rapl_j}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

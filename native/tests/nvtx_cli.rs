@@ -244,7 +244,12 @@ fn c_client_ascii_wide_ex_domains_and_threads_become_spans_with_their_durations(
     assert_ne!(work[0], work[1]);
     let meta = sidecar(&d);
     let nvtx = &meta["nvtx"];
-    assert_eq!(nvtx["library"], library().display().to_string());
+    // The library the binary carries, written to a private folder for the recording.
+    let lib = nvtx["library"].as_str().unwrap();
+    assert!(
+        lib.ends_with("/libflinch_nvtx.so") && lib.contains("/flinch-nvtx-"),
+        "{lib}"
+    );
     assert_eq!(nvtx["processes"], 1);
     assert_eq!(nvtx["dropped"], 0);
     // The client's ranges and marks, plus default_in_dom's two.
@@ -333,6 +338,43 @@ fn an_absent_or_stuck_reader_never_blocks_the_program_and_losses_are_reported() 
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("more were still queued at exit"), "{err}");
     assert!(took < Duration::from_secs(6), "took {took:?}");
+
+    // A reader that leaves while the program runs: the program's own threads write the lines,
+    // and a write to a FIFO without a reader raises SIGPIPE, which kills a C program by
+    // default. The library must turn it into a counted loss, never a signal to the program.
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let child = Command::new(&exe)
+        .args(["flood", "20000", "1.0"])
+        .env("NVTX_INJECTION64_PATH", library())
+        .env("FLINCH_MARKS", &fifo)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_millis(300);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = 0usize;
+    while Instant::now() < until {
+        got += reader.read(&mut buf).unwrap_or(0);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(reader);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(got > 0, "nothing read before the reader left");
+    assert!(
+        out.status.success(),
+        "the program died when the reader left: {:?} {err}",
+        out.status
+    );
+    assert!(err.contains("NVTX marks dropped"), "{err}");
 }
 
 #[test]
@@ -354,4 +396,83 @@ fn a_second_of_100k_ranges_per_second_drops_nothing() {
     let starts = csv.matches(",MARK,flood_start,").count();
     let ends = csv.matches(",MARK,flood_end,").count();
     assert_eq!((starts, ends), (100_000, 100_000));
+}
+
+#[test]
+fn forked_children_that_end_with_os_exit_keep_their_marks_or_count_them_dropped() {
+    library();
+    let d = tmpdir("osexit");
+    let py = nvtx_env().join("bin/python");
+    let script = repo().join("nvtx/tests/clients/nvtx_fork_exit.py");
+    let (children, ranges) = (50usize, 20usize);
+    record(&d, &[], &[&py, &script], &["50", "20"]);
+    let csv = std::fs::read_to_string(d.join("trace.csv")).unwrap();
+    let mut child_marks = 0usize;
+    for c in 0..children {
+        let starts = csv.matches(&format!(",MARK,child{c}_start,")).count();
+        let ends = csv.matches(&format!(",MARK,child{c}_end,")).count();
+        assert!(
+            starts <= ranges && ends <= ranges,
+            "child{c}: {starts} {ends}"
+        );
+        child_marks += starts + ends;
+    }
+    let meta = sidecar(&d);
+    let nvtx = &meta["nvtx"];
+    let dropped = nvtx["dropped"].as_u64().unwrap() as usize;
+    // Every child's marks are in the CSV, or the missing ones are counted as dropped.
+    assert_eq!(
+        child_marks + dropped,
+        children * ranges * 2,
+        "{child_marks} child marks in the CSV, {nvtx}"
+    );
+    // Nothing stood in the way here (the recorder reads far faster than 1,000 lines arrive).
+    assert_eq!(child_marks, children * ranges * 2, "{nvtx}");
+    assert_eq!(nvtx["processes"], (children + 1) as u64, "{nvtx}");
+    // The children ended with os._exit: no exit statistics from them, and the sidecar says so.
+    assert_eq!(nvtx["unreported_processes"], children as u64, "{nvtx}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Regression: `cargo install` (or a release build copied alone) gave a binary without the
+/// library beside it, and NVTX ranges went unrecorded with only a warning. The binary copied
+/// alone into an empty folder must record the C client's ranges from the library it carries.
+#[test]
+fn the_binary_alone_records_nvtx_ranges_from_the_library_it_carries() {
+    let d = tmpdir("alone");
+    let exe = c_client(&d);
+    let bin_dir = d.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let alone = bin_dir.join("flinch-trace");
+    std::fs::copy(BIN, &alone).unwrap();
+    std::fs::write(d.join("gpu.script"), SCRIPT).unwrap();
+    let out = Command::new(&alone)
+        .arg("record")
+        .arg("--scripted-gpu")
+        .arg(d.join("gpu.script"))
+        .args(["--no-rapl", "--no-host", "--interval-ms", "5", "--out"])
+        .arg(d.join("trace.csv"))
+        .arg("--")
+        .arg(&exe)
+        .arg("scenario")
+        .env_remove("NVTX_INJECTION64_PATH")
+        .env_remove("FLINCH_MARKS")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("NVTX ranges are not recorded"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let n = check_analysis(&stdout, &analyze(&d));
+    let nvtx = &sidecar(&d)["nvtx"];
+    assert_eq!(nvtx["dropped"], 0, "{nvtx}");
+    assert!(
+        n > 10 && nvtx["marks"].as_u64().unwrap() >= n as u64,
+        "{n} {nvtx}"
+    );
+    // The copy written for the command is gone with the recording.
+    let lib = std::path::PathBuf::from(nvtx["library"].as_str().unwrap());
+    assert!(!bin_dir.join("libflinch_nvtx.so").exists());
+    assert!(!lib.exists(), "{} left behind", lib.display());
+    let _ = std::fs::remove_dir_all(&d);
 }

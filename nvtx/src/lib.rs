@@ -12,8 +12,10 @@
 //!   NVTX call, and the pairing key (the caller's thread id; for a start/end range, which may end
 //!   on another thread, a key of its own, `pid << 32 | n`);
 //! - push/pop stacks are per thread and per domain;
-//! - lines go through a bounded buffer to a background writer ([`sink`]); nothing waits on I/O,
-//!   losses are counted and reported at exit, and no panic crosses the C boundary.
+//! - each line is written to the FIFO by the calling thread, non-blocking, so it survives an
+//!   `_exit` right after; only when the pipe is full does it go to a bounded backlog that a
+//!   background thread writes ([`sink`]); nothing waits on I/O, losses are counted and reported
+//!   at exit, and no panic crosses the C boundary.
 #![cfg(target_os = "linux")]
 
 pub mod abi;

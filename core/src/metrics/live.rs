@@ -8,13 +8,17 @@
 //! [`WindowCounter`] over the NVML energy counter, pro-rated at the edges): a window's figures
 //! are added to its name's counters once the window is complete, i.e. once each GPU has a reading
 //! after its end mark (or the maximum gap has passed), so they equal `analyze`'s for that span.
+//!
+//! Every SAMPLE row moves the buffer's clock, whether or not it carries a GPU reading, so a
+//! recording without GPUs completes its windows too (count, seconds, and the RAPL energy of each
+//! zone inside them, pro-rated at the edges as `analyze` does).
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use super::exposition::{Exposition, Family, Kind, Value};
 use crate::csv::{Col, CsvEvent, RowKind, TraceCsvReader};
-use crate::energy::{CounterDelta, WindowCounter, WindowIntegral};
+use crate::energy::{CounterDelta, CounterStep, WindowCounter, WindowIntegral};
 use crate::window::{GrowReorder, pair_end_stem, pair_start_stem};
 
 /// The window label that collects every window name past the cap.
@@ -89,8 +93,18 @@ pub struct GpuSample {
 
 #[derive(Clone, Copy, Debug)]
 enum Item {
-    Sample { slot: u16, s: GpuSample },
+    Sample {
+        slot: u16,
+        s: GpuSample,
+    },
     Mark(MarkItem),
+    /// One zone's RAPL reading, µJ.
+    Rapl {
+        zone: u16,
+        uj: u64,
+    },
+    /// A row with no GPU reading or RAPL: only time passes.
+    Tick,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -117,6 +131,17 @@ const GPU_WINDOW: GpuWindow = GpuWindow {
     past_end: false,
 };
 
+#[derive(Clone, Copy, Debug)]
+struct ZoneWindow {
+    counter: WindowCounter,
+    past_end: bool,
+}
+
+const ZONE_WINDOW: ZoneWindow = ZoneWindow {
+    counter: WindowCounter::NEW,
+    past_end: false,
+};
+
 struct OpenWindow {
     used: bool,
     id: u64,
@@ -127,6 +152,8 @@ struct OpenWindow {
     t1: Option<i64>,
     /// One per GPU, allocated once.
     gpus: Vec<GpuWindow>,
+    /// One per RAPL zone, allocated once.
+    zones: Vec<ZoneWindow>,
 }
 
 struct NameTotals {
@@ -136,6 +163,8 @@ struct NameTotals {
     seconds_ns: u128,
     /// Per GPU, J.
     energy_j: Vec<f64>,
+    /// Per RAPL zone, J.
+    cpu_energy_j: Vec<f64>,
 }
 
 struct GpuState {
@@ -157,6 +186,9 @@ struct ZoneState {
     label: ZoneLabel,
     /// The core's wrap rule: a decrease is a wrap at `max_uj`, or a reset (no increase).
     counter: CounterDelta,
+    /// The previous reading released from the reorder buffer, for the windows.
+    prev: Option<(i64, u64)>,
+    last_t: Option<i64>,
 }
 
 /// The metric families, in the order they are written.
@@ -203,6 +235,13 @@ pub mod families {
         kind: Kind::Counter,
         unit: Some("joules"),
         help: "GPU energy inside completed mark windows (X_start to X_end), by window name.",
+    };
+    /// `flinch_window_cpu_energy_joules_total{window,zone}`.
+    pub const WINDOW_CPU_ENERGY: Family = Family {
+        name: "flinch_window_cpu_energy_joules",
+        kind: Kind::Counter,
+        unit: Some("joules"),
+        help: "RAPL energy inside completed mark windows (X_start to X_end), by window name and zone.",
     };
     /// `flinch_window_seconds_total{window}`.
     pub const WINDOW_SECONDS: Family = Family {
@@ -274,6 +313,7 @@ impl LiveMetrics {
     /// A state for these GPUs and RAPL zones; allocates everything it will use now.
     pub fn new(opts: LiveOptions, gpus: &[GpuLabel], zones: &[ZoneLabel]) -> LiveMetrics {
         let n = gpus.len();
+        let nz = zones.len();
         let names = (0..=opts.max_window_names)
             .map(|i| NameTotals {
                 name: if i == opts.max_window_names {
@@ -285,6 +325,7 @@ impl LiveMetrics {
                 windows: 0,
                 seconds_ns: 0,
                 energy_j: alloc::vec![0.0; n],
+                cpu_energy_j: alloc::vec![0.0; nz],
             })
             .collect();
         let open = (0..opts.max_open_windows.max(1))
@@ -297,6 +338,7 @@ impl LiveMetrics {
                 t0: 0,
                 t1: None,
                 gpus: alloc::vec![GPU_WINDOW; n],
+                zones: alloc::vec![ZONE_WINDOW; nz],
             })
             .collect();
         LiveMetrics {
@@ -320,6 +362,8 @@ impl LiveMetrics {
                 .map(|z| ZoneState {
                     label: z.clone(),
                     counter: CounterDelta::new(z.max_uj),
+                    prev: None,
+                    last_t: None,
                 })
                 .collect(),
             names,
@@ -356,14 +400,22 @@ impl LiveMetrics {
         );
     }
 
-    /// A tick's RAPL readings, one per zone in the order given at construction (`None`: not
-    /// read). RAPL rows come from one thread in time order: counted at once.
-    pub fn rapl(&mut self, readings: &[Option<u64>]) {
-        for (z, r) in self.zones.iter_mut().zip(readings) {
+    /// A tick's RAPL readings at `t_ns`, one per zone in the order given at construction
+    /// (`None`: not read). RAPL rows come from one thread in time order: the zone totals count
+    /// them at once; the windows when they leave the reorder buffer.
+    pub fn rapl(&mut self, t_ns: i64, readings: &[Option<u64>]) {
+        for (i, r) in readings.iter().enumerate().take(self.zones.len()) {
             if let Some(uj) = *r {
-                z.counter.push(uj);
+                self.zones[i].counter.push(uj);
+                self.push(t_ns, 1, Item::Rapl { zone: i as u16, uj });
             }
         }
+    }
+
+    /// A row at `t_ns` with no GPU reading and no RAPL: it moves the clock, so windows complete
+    /// on a host without GPUs.
+    pub fn tick(&mut self, t_ns: i64) {
+        self.push(t_ns, 1, Item::Tick);
     }
 
     /// A MARK row: `label` at `t_ns`, with its `mark_thread`.
@@ -437,6 +489,8 @@ impl LiveMetrics {
         match item {
             Item::Mark(m) => self.emit_mark(t, m),
             Item::Sample { slot, s } => self.emit_sample(t, slot as usize, s),
+            Item::Rapl { zone, uj } => self.emit_rapl(t, zone as usize, uj),
+            Item::Tick => {}
         }
         self.close_due(t);
     }
@@ -486,6 +540,25 @@ impl LiveMetrics {
         w.t0 = t;
         w.t1 = None;
         w.gpus.fill(GPU_WINDOW);
+        w.zones.fill(ZONE_WINDOW);
+    }
+
+    fn emit_rapl(&mut self, t: i64, zone: usize, uj: u64) {
+        let z = &mut self.zones[zone];
+        if let Some((prev_t, prev_uj)) = z.prev {
+            // What the counter did is the same for every window: decided once, as `analyze`.
+            let step = CounterStep::new(prev_uj, uj, z.label.max_uj);
+            for w in self.open.iter_mut().filter(|w| w.used) {
+                let t1 = w.t1.unwrap_or(i64::MAX);
+                let a = &mut w.zones[zone];
+                if t > t1 {
+                    a.past_end = true;
+                }
+                a.counter.add_step((prev_t, t), step, (w.t0, t1));
+            }
+        }
+        z.prev = Some((t, uj));
+        z.last_t = Some(t);
     }
 
     fn emit_sample(&mut self, t: i64, slot: usize, s: GpuSample) {
@@ -534,7 +607,8 @@ impl LiveMetrics {
     }
 
     /// Adds the windows that can no longer change to their names' counters (`analyze`'s rule:
-    /// every GPU has a reading past the end, or the maximum gap has passed since it).
+    /// every GPU and RAPL zone has a reading past the end, or the maximum gap has passed since
+    /// it). A source that has given no reading since the window began is not waited for.
     fn close_due(&mut self, now: i64) {
         let max_gap = self.opts.max_gap_ns;
         for w in self.open.iter_mut().filter(|w| w.used) {
@@ -545,7 +619,12 @@ impl LiveMetrics {
                         .gpus
                         .iter()
                         .zip(&w.gpus)
-                        .all(|(g, a)| g.last_t.is_none_or(|lt| lt <= w.t0) || a.past_end));
+                        .all(|(g, a)| g.last_t.is_none_or(|lt| lt <= w.t0) || a.past_end)
+                    && self
+                        .zones
+                        .iter()
+                        .zip(&w.zones)
+                        .all(|(z, a)| z.last_t.is_none_or(|lt| lt <= w.t0) || a.past_end));
             if !done {
                 continue;
             }
@@ -555,6 +634,9 @@ impl LiveMetrics {
             n.seconds_ns += t1.abs_diff(w.t0) as u128;
             for ((e, a), g) in n.energy_j.iter_mut().zip(&w.gpus).zip(&self.gpus) {
                 *e += window_energy_j(a, g.label.energy_counter);
+            }
+            for (e, a) in n.cpu_energy_j.iter_mut().zip(&w.zones) {
+                *e += a.counter.delta / 1e6;
             }
             w.used = false;
         }
@@ -614,6 +696,13 @@ impl LiveMetrics {
             for (g, e) in self.gpus.iter().zip(&n.energy_j) {
                 let labels = [("window", n.name.as_str()), ("gpu", g.index_text.as_str())];
                 out.sample(&WINDOW_ENERGY, &labels, Value::F64(*e))?;
+            }
+        }
+        out.family(&WINDOW_CPU_ENERGY)?;
+        for n in used() {
+            for (z, e) in self.zones.iter().zip(&n.cpu_energy_j) {
+                let labels = [("window", n.name.as_str()), ("zone", z.label.name.as_str())];
+                out.sample(&WINDOW_CPU_ENERGY, &labels, Value::F64(*e))?;
             }
         }
         out.family(&WINDOW_SECONDS)?;
@@ -727,7 +816,7 @@ impl LiveFeed {
                     any |= v.is_some();
                 }
                 if any {
-                    m.rapl(&self.rapl);
+                    m.rapl(t, &self.rapl);
                 }
                 if let Some(gpu) = row.i64(Col::GpuIndex).and_then(|g| u32::try_from(g).ok()) {
                     let s = GpuSample {
@@ -736,6 +825,8 @@ impl LiveFeed {
                         energy_mj: row.f64(Col::GpuEnergyMj),
                     };
                     m.sample(t, gpu, s);
+                } else if !any {
+                    m.tick(t);
                 }
             }
             RowKind::Other => {}

@@ -6,7 +6,9 @@
 //! `<thread>`, which the NVTX library sends; it goes to the `mark_thread` column). Leading and
 //! trailing whitespace is trimmed; empty lines are ignored; lines over [`MAX_LINE`] bytes are
 //! dropped with a warning. A line `#flinch-nvtx pid=P marks=M dropped=D` is no mark: the NVTX
-//! library's count for one process at its exit, summed into the sidecar.
+//! library's count for one process at its exit, summed into the sidecar; nor is
+//! `#flinch-nvtx pid=P start`, which the library sends before a process's first mark (so the
+//! sidecar can say how many processes ended without their count, e.g. by `_exit`).
 use std::ffi::CString;
 use std::fs::File;
 use std::io::ErrorKind;
@@ -80,9 +82,19 @@ pub fn parse_nvtx_stats(line: &str) -> Option<NvtxStats> {
     (seen == 2).then_some(st)
 }
 
+/// Whether `line` is `#flinch-nvtx pid=P start`.
+pub fn is_nvtx_start(line: &str) -> bool {
+    line.trim()
+        .strip_prefix("#flinch-nvtx pid=")
+        .and_then(|r| r.strip_suffix(" start"))
+        .is_some_and(|pid| pid.parse::<u32>().is_ok())
+}
+
 /// Sums of the NVTX statistics lines read so far.
 #[derive(Debug, Default)]
 pub struct NvtxTotals {
+    /// Processes that announced themselves (their first mark followed).
+    pub started: AtomicU64,
     /// Processes that reported.
     pub processes: AtomicU64,
     /// Marks they wrote.
@@ -254,6 +266,8 @@ fn read_loop(
                     nvtx.processes.fetch_add(1, Ordering::SeqCst);
                     nvtx.marks.fetch_add(st.marks, Ordering::SeqCst);
                     nvtx.dropped.fetch_add(st.dropped, Ordering::SeqCst);
+                } else if is_nvtx_start(&text) {
+                    nvtx.started.fetch_add(1, Ordering::SeqCst);
                 } else if let Some((ts, thread, label)) = parse_mark(&text) {
                     let buf = out.get_or_insert_with(|| sender.buffer());
                     let t_mono = ts.unwrap_or(t_read);
@@ -308,6 +322,10 @@ mod tests {
         assert_eq!(parse_nvtx_stats("#flinch-nvtx pid=12 marks=300"), None);
         assert_eq!(parse_nvtx_stats("#flinch-nvtx marks=x dropped=1"), None);
         assert_eq!(parse_nvtx_stats("#other marks=1 dropped=1"), None);
+        assert_eq!(parse_nvtx_stats("#flinch-nvtx pid=12 start"), None);
+        assert!(is_nvtx_start("#flinch-nvtx pid=12 start\n"));
+        assert!(!is_nvtx_start("#flinch-nvtx pid=x start"));
+        assert!(!is_nvtx_start("#flinch-nvtx pid=12 marks=1 dropped=0"));
     }
 
     #[test]

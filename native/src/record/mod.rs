@@ -603,7 +603,9 @@ pub fn run(mut args: Args) -> CmdResult {
     side.health = Some(summary);
     if let (Some(info), Some(t)) = (side.nvtx.as_mut(), nvtx_totals) {
         let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
-        info.processes = Some(get(&t.processes));
+        let (started, reported) = (get(&t.started), get(&t.processes));
+        info.processes = Some(started.max(reported));
+        info.unreported_processes = Some(started.saturating_sub(reported));
         info.marks = Some(get(&t.marks));
         info.dropped = Some(get(&t.dropped));
         if get(&t.dropped) > 0 {

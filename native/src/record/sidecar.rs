@@ -39,9 +39,12 @@ pub struct HostInfo {
 pub struct NvtxInfo {
     /// The injection library given as `NVTX_INJECTION64_PATH`.
     pub library: String,
-    /// Processes whose NVTX library reported at exit (null until the recording ends).
+    /// Processes whose NVTX library sent marks (null until the recording ends).
     pub processes: Option<u64>,
-    /// Marks those processes wrote.
+    /// Of those, the ones that sent no statistics at exit (ended by `_exit` or a signal): any
+    /// marks they still had queued then are in neither `marks` nor `dropped`.
+    pub unreported_processes: Option<u64>,
+    /// Marks the reporting processes wrote.
     pub marks: Option<u64>,
     /// Marks they dropped (buffer full, or no reader).
     pub dropped: Option<u64>,

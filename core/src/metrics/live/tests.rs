@@ -412,3 +412,82 @@ fn the_other_bucket_has_series_from_the_first_name_past_the_cap() {
     assert_eq!(m.totals(OTHER_WINDOW).map(|t| (t.0, t.1)), Some((0, 0)));
     assert_eq!(m.used_names(), 2);
 }
+
+/// A host without GPUs: SAMPLE rows carry RAPL (or nothing), never `gpu_index`.
+fn host_only_recording(with_rapl: bool) -> String {
+    let mut s = HDR.to_string();
+    let ms = 1_000_000i64;
+    let marks = [
+        (105, "prefill_start"),
+        (300, "prefill_end"),
+        (420, "prefill_start"),
+        (510, "prefill_end"),
+        (600, "prefill_start"),
+        (777, "prefill_end"),
+    ];
+    // RAPL: 3 W on the package zone (30,000 µJ per 10 ms), wrapping at 1,000,000 µJ.
+    let mut uj = 900_000u64;
+    for k in 0..=100i64 {
+        let t = 1_000 * ms + k * 10 * ms;
+        for (at, m) in marks {
+            if at / 10 == k {
+                s += &mark(1_000 * ms + at * ms, m, None);
+            }
+        }
+        let rapl = if with_rapl {
+            std::format!("{uj}")
+        } else {
+            std::string::String::new()
+        };
+        s += &std::format!("{t},0,SAMPLE,,,,,,,{rapl},,,,,,,,1000000,,\n");
+        uj = (uj + 30_000) % 1_000_000;
+    }
+    s
+}
+
+#[test]
+fn without_gpus_windows_complete_with_their_rapl_energy() {
+    for with_rapl in [true, false] {
+        let csv = host_only_recording(with_rapl);
+        let mut m = LiveMetrics::new(LiveOptions::default(), &[], &zones());
+        let mut feed = LiveFeed::new(&zones());
+        feed.write(&mut m, csv.as_bytes());
+        // No flush (a running recorder never flushes): the last end mark is 223 ms before the
+        // last row, inside the 2 s reorder horizon, so nothing is complete yet. Rows 2.6 s
+        // later, still without a GPU, must release and complete every window.
+        let (n, ns, _) = m.totals("prefill").unwrap();
+        assert_eq!((n, ns), (0, 0), "the last end is inside the horizon");
+        let mut more = std::string::String::new();
+        for k in 1..=260i64 {
+            let t = 2_000_000_000 + k * 10_000_000;
+            more += &std::format!("{t},0,SAMPLE,,,,,,,,,,,,,,,1000000,,\n");
+        }
+        feed.write(&mut m, more.as_bytes());
+        let (n, ns, _) = m.totals("prefill").unwrap();
+        assert_eq!(n, 3, "with_rapl={with_rapl}");
+        assert_eq!(ns, (195 + 90 + 177) * 1_000_000);
+        // The package zone's energy per window equals `analyze`'s RAPL figure, span by span.
+        let mut an = WindowAnalyzer::new(AnalyzeOptions {
+            spans: true,
+            ..AnalyzeOptions::default()
+        });
+        an.write(csv.as_bytes());
+        let r = an.end();
+        let want: f64 = r
+            .spans
+            .iter()
+            .filter(|s| s.kind == "pair")
+            .map(|s| s.rapl.as_ref().map_or(0.0, |r| r.energy_j))
+            .sum();
+        let got = m
+            .names
+            .iter()
+            .find(|x| x.used && x.name == "prefill")
+            .unwrap()
+            .cpu_energy_j[0];
+        if with_rapl {
+            assert!((want - 0.462 * 3.0).abs() < 1e-9, "{want}");
+        }
+        assert_eq!(got.to_bits(), want.to_bits(), "{got} vs {want}");
+    }
+}
