@@ -168,6 +168,44 @@ fn gpu_selection_and_recording_level_json() {
     );
 }
 
+/// `pause_start` and `pause_end` are consecutive marks and a pair: one span, `pair`, in the
+/// text and in the JSON.
+#[test]
+fn an_adjacent_pair_is_one_span() {
+    let (out, _, code) = run(&["--csv", "tests/analyze/pause.csv", "--spans"]);
+    assert_eq!(code, 0);
+    let pause: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("pause_start -> pause_end"))
+        .collect();
+    assert_eq!(pause.len(), 1, "{out}");
+    assert!(pause[0].starts_with("pair "), "{out}");
+    assert_eq!(out.lines().count(), 4, "{out}");
+    let (out, _, code) = run(&["--csv", "tests/analyze/pause.csv", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let kinds: Vec<(&str, &str)> = v["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["kind"].as_str().unwrap(),
+                s["start_label"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("pair", "begin"),
+            ("between", "begin"),
+            ("pair", "pause_start"),
+            ("between", "pause_end"),
+        ]
+    );
+}
+
 #[test]
 fn json_is_the_same_bytes_as_the_core_renders() {
     use flinch_core::window::{AnalyzeOptions, WindowAnalyzer};

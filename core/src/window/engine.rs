@@ -452,6 +452,20 @@ impl Engine {
         w
     }
 
+    /// A span removed before it closed, which is never reported: its place under `max_spans`
+    /// is given back, and pass 3 waits for no result of it.
+    fn forget_span(&mut self, w: &ActiveWindow) {
+        if !w.kept {
+            return;
+        }
+        self.kept_spans -= 1;
+        if let Mode::Spans(st) = &mut self.mode
+            && let Ok(i) = st.slots.binary_search_by_key(&w.id, |s| s.0)
+        {
+            st.slots.remove(i);
+        }
+    }
+
     /// Pass 3: the output slot of a new kept span (none for one never closed); a span kept
     /// aside by pass 1 is decided at once.
     fn slot_span(&mut self, w: &mut ActiveWindow) {
@@ -552,16 +566,10 @@ impl Engine {
         if !self.opts.spans {
             return;
         }
-        // The stretch since the previous mark ends here.
-        for w in self.active.iter_mut() {
-            if w.kind == "between" && w.t1.is_none() {
-                w.t1 = Some(t);
-                w.end_label = Some(label);
-            }
-        }
         // A pair end closes the latest open pair with the same stem and the same thread.
         let name = self.labels[label as usize].clone();
         let thread = m.thread;
+        let mut closed_pair = None;
         if let Some(stem) = pair_end_stem(&name) {
             // The latest by creation (`active` is reordered by `swap_remove`).
             let found = self
@@ -577,7 +585,25 @@ impl Engine {
             if let Some(w) = found {
                 w.t1 = Some(t);
                 w.end_label = Some(label);
+                closed_pair = Some(w.id);
             }
+        }
+        // The stretch since the previous mark ends here, unless the pair just closed is that
+        // very stretch (its start was the previous mark: the stretch was created right after
+        // it): the span is then listed once, as the `pair`.
+        let mut i = 0;
+        while i < self.active.len() {
+            let w = &mut self.active[i];
+            if w.kind == "between" && w.t1.is_none() {
+                if closed_pair.is_some_and(|id| w.id == id + 1) {
+                    let w = self.active.swap_remove(i);
+                    self.forget_span(&w);
+                    continue;
+                }
+                w.t1 = Some(t);
+                w.end_label = Some(label);
+            }
+            i += 1;
         }
         if pair_start_stem(&name).is_some() {
             let open = self

@@ -154,7 +154,7 @@ pub struct RaplWindow {
 #[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct WindowResult {
-    /// `window` (the selected pair), `pair` (X_start/X_end, begin/end) or `between` (consecutive marks).
+    /// `window` (the selected pair), `pair` (X_start/X_end, begin/end) or `between` (consecutive marks that are not a pair's start and end).
     pub kind: &'static str,
     /// Start mark label.
     pub start_label: String,
