@@ -16,10 +16,10 @@ use flinch_core::window::{
     VerdictText, WindowAnalyzer, WindowResult, power_text_is_bad, write_reference_lines,
 };
 
-use crate::CmdResult;
 use crate::input::open_input;
 use crate::progress::ProgressLine;
 use crate::record::sidecar;
+use crate::{CmdError, CmdResult};
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
@@ -34,8 +34,8 @@ pub struct Args {
     #[arg(long)]
     pub end: Option<String>,
     /// Use the K-th MARK of each label (file order) instead of the first (1 or more).
-    #[arg(long, default_value_t = 1, value_name = "K",
-          value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, value_name = "K", allow_hyphen_values = true,
+          value_parser = crate::values::occurrence)]
     pub occurrence: u32,
     /// Print the full analysis as JSON (per GPU, edge and counter energy, RAPL, verdict). Without
     /// --start/--end: the recording-level analysis (all spans, marks, plot series).
@@ -45,10 +45,12 @@ pub struct Args {
     #[arg(long)]
     pub spans: bool,
     /// Analyze only this GPU (its `gpu_index`; rows without one count as GPU 0).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true,
+          value_parser = crate::values::gpu_index)]
     pub gpu: Option<i64>,
     /// Power intervals longer than this are skipped from the edge energy and reported.
-    #[arg(long, default_value_t = DEFAULT_MAX_GAP_MS, value_name = "MS")]
+    #[arg(long, default_value_t = DEFAULT_MAX_GAP_MS, value_name = "MS",
+          allow_hyphen_values = true, value_parser = crate::values::millis)]
     pub max_gap_ms: u64,
     /// Which NVML power reading gpu_power_W holds. Default: from the `<csv>.meta.json` sidecar
     /// when it says, else unknown.
@@ -514,11 +516,8 @@ fn power_source(args: &Args) -> PowerSource {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    if let Err(message) = marks_given(&args, args.json) {
-        eprintln!("{message}");
-        return Ok(ExitCode::from(2));
-    }
-    let opts = analyze_options(&args, power_source(&args))?;
+    marks_given(&args, args.json).map_err(|m| CmdError::Usage(m.into()))?;
+    let opts = analyze_options(&args, power_source(&args)).map_err(CmdError::Usage)?;
     if args.json {
         return json_mode(&args, opts);
     }
@@ -539,7 +538,7 @@ pub fn run(args: Args) -> CmdResult {
         && let Some(err) = sel.error()
     {
         warn_all(r);
-        return Err(err.to_string());
+        return Err(err.to_string().into());
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = |e: std::io::Error| e.to_string();
@@ -560,7 +559,7 @@ pub fn run(args: Args) -> CmdResult {
         warn_all(r);
         return Err(
             "flinch-trace analyze: a mark of the window arrived too late in the file to be placed in time order (see the warning above)"
-                .to_string(),
+                .into(),
         );
     }
     if args.spans {

@@ -230,17 +230,24 @@ fn clock_offset_gpu_map_and_errors() {
     ]));
     assert!(v["pauses"][0].get("telemetry").is_none());
     assert!(v["join_warnings"].to_string().contains("gpu_index 3"));
-    // Bad options.
+    // Bad options: usage errors (exit 2) naming the option.
     for bad in [
         &["--gpu-map", "0:3"][..],
         &["--clock-offset-ms", "1e3"],
+        &["--clock-offset-ms", "-x"],
         &["--min-gap-ms", "-1"],
+        &["--min-gap-ms", "nan"],
+        &["--min-gap-ms", "-inf"],
+        &["--top-pauses", "-3"],
     ] {
         let mut args = vec!["trace", t0, "--json"];
         args.extend_from_slice(bad);
         let out = run(&args);
-        assert_ne!(out.status.code(), Some(0), "{bad:?}");
-        assert!(!out.stderr.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains(bad[0]), "{bad:?}: {err}");
+        assert!(!err.contains("unexpected argument"), "{bad:?}: {err}");
+        assert!(out.stdout.is_empty(), "{bad:?}");
     }
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -444,5 +451,56 @@ fn perfetto_merge_reads_back() {
         plain["totals"],
         "the trace is intact"
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--min-gap-ms 0` asks for every idle gap (HTA's idle time): kernels that touch leave no gap
+/// (none of zero length is listed), and every positive gap is, 1 ns ones too, with no warning of
+/// a raised minimum.
+#[test]
+fn min_gap_zero_lists_every_idle_gap_and_no_empty_one() {
+    let d = dir("mingap0");
+    let evs = [
+        // Busy [1000, 1100) and [1100, 1200) touch: no gap between them.
+        r#"{"ph":"X","cat":"kernel","name":"a","pid":0,"tid":7,"ts":1000,"dur":100}"#,
+        r#"{"ph":"X","cat":"kernel","name":"b","pid":0,"tid":8,"ts":1100,"dur":100}"#,
+        // A 0.001 µs (1 ns) gap, then a 50 µs one.
+        r#"{"ph":"X","cat":"kernel","name":"c","pid":0,"tid":7,"ts":1200.001,"dur":49.999}"#,
+        r#"{"ph":"X","cat":"kernel","name":"d","pid":0,"tid":7,"ts":1300,"dur":10}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"h","pid":9,"tid":9,"ts":1250,"dur":50}"#,
+    ];
+    let t = write(
+        &d,
+        "t.json",
+        &format!("{{\"traceEvents\":[\n{}\n]}}\n", evs.join(",\n")),
+    );
+    let v = json(&run(&[
+        "trace",
+        t.to_str().unwrap(),
+        "--min-gap-ms",
+        "0",
+        "--json",
+    ]));
+    let dev = &v["pause_devices"][0];
+    assert_eq!(dev["min_gap_ms"], 0.0, "{dev}");
+    let pauses: Vec<(f64, f64)> = v["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["start_ts_us"].as_f64().unwrap(),
+                p["duration_ms"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pauses,
+        [(1250.0, 0.05), (1200.0, 0.000001)],
+        "{}",
+        v["pauses"]
+    );
+    assert_eq!(dev["pauses_found"], 2);
+    assert_eq!(v["join_warnings"], serde_json::json!([]), "{v}");
     let _ = std::fs::remove_dir_all(&d);
 }

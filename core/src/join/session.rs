@@ -77,12 +77,14 @@ pub fn join_options(
 ) -> Result<JoinOptions, String> {
     let mut o = JoinOptions::default();
     if let Some(ms) = min_gap_ms {
-        if !(ms.is_finite() && ms > 0.0 && ms < 1e12) {
+        if !(ms.is_finite() && ms >= 0.0 && ms < 1e12) {
             return Err(format!(
-                "--min-gap-ms {ms}: expected a positive number of ms"
+                "--min-gap-ms {ms}: expected a number of ms, 0 or more (0: every idle gap)"
             ));
         }
-        o.gaps.min_gap_ns = (round_positive(ms * 1e6) as i64).max(1);
+        // 0 asks for every idle gap: times are whole ns, so the finder takes gaps of 1 ns or
+        // more (busy stretches that touch leave no gap).
+        o.gaps.min_gap_ns = round_positive(ms * 1e6) as i64;
     }
     o.pauses.max_pauses_per_device = top_pauses;
     if let Some(text) = clock_offset_ms {
