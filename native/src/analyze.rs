@@ -298,6 +298,9 @@ fn warn_all(r: &RecordingAnalysis) {
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
+    if let Some(note) = r.gpu_energy_note {
+        eprintln!("note: {note}");
+    }
 }
 
 /// Whether a second CPU is there for [`analyze_two_threads`].
@@ -427,10 +430,13 @@ fn analyze_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOpti
 /// `--gpu N` where no sample has `gpu_index` N: an error naming it (the analysis would be empty).
 fn check_gpu(args: &Args, r: &RecordingAnalysis) -> Result<(), String> {
     match args.gpu {
-        Some(g) if r.gpus.is_empty() && r.rows.samples > 0 => Err(format!(
-            "flinch-trace analyze: --gpu {g}: no SAMPLE row of {} has gpu_index {g} (rows without one count as GPU 0); leave --gpu out to analyze every GPU",
-            args.csv.display()
-        )),
+        // A recording without GPU readings has no GPU at all: its note says so.
+        Some(g) if r.gpus.is_empty() && r.rows.samples > 0 && r.gpu_energy_note.is_none() => {
+            Err(format!(
+                "flinch-trace analyze: --gpu {g}: no SAMPLE row of {} has gpu_index {g} (rows without one count as GPU 0); leave --gpu out to analyze every GPU",
+                args.csv.display()
+            ))
+        }
         _ => Ok(()),
     }
 }

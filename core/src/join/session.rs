@@ -56,6 +56,9 @@ pub fn merge_json(summary_json: &str, r: &JoinReport) -> String {
         add("annotation_energy", pretty(a));
     }
     add("join_warnings", pretty(&r.join_warnings));
+    if let Some(note) = r.gpu_energy_note {
+        add("gpu_energy_note", pretty(&note));
+    }
     out.push_str("\n}");
     out
 }
@@ -885,7 +888,7 @@ impl Timeline {
         let n = buckets.max(1);
         let width = (hi - lo) / n as f64;
         let gpus = rec
-            .slots()
+            .gpu_slots()
             .map(|slot| {
                 let mut b: Vec<Option<(f64, f64)>> = vec![None; n];
                 let mut max_w = 0.0f64;

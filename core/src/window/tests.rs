@@ -901,3 +901,46 @@ fn unclosed_pair_starts_are_listed_in_the_warnings() {
     );
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
+
+/// SAMPLE rows without a `gpu_index` and without any GPU reading (a recording made without
+/// NVML) are no GPU: none is listed, and the note says why; rows without a `gpu_index` that do
+/// carry readings (the reference's 10 columns) are GPU 0 as before, without a note.
+#[test]
+fn rows_without_gpu_readings_make_no_phantom_gpu() {
+    let hdr = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index\n";
+    let host_only = format!(
+        "{hdr}1000,0,MARK,a,,,,,,,\n2000,0,SAMPLE,,,,,,,5,\n3000,0,SAMPLE,,,,,,,9,\n4000,0,MARK,b,,,,,,,\n"
+    );
+    let with_power = host_only.replace(",SAMPLE,,,,", ",SAMPLE,,100,,");
+    let opts = |select: bool| AnalyzeOptions {
+        select: select.then(|| WindowSelect {
+            start: "a".into(),
+            end: "b".into(),
+            occurrence: 1,
+        }),
+        spans: true,
+        series_points: 10,
+        ..AnalyzeOptions::default()
+    };
+    for select in [false, true] {
+        for_each_split(host_only.as_bytes(), 2, 3, |chunks| {
+            let r = analyze(chunks, &opts(select));
+            assert_eq!(r.gpu_energy_note, Some(NO_GPU_READINGS));
+            assert!(r.gpus.is_empty() && r.series.is_empty());
+            assert!(r.spans.iter().all(|s| s.gpus.is_empty()));
+            assert_eq!(r.rows.samples, 2);
+            if select {
+                let w = r.window.as_ref().unwrap();
+                assert!(w.gpus.is_empty());
+                // RAPL is still there.
+                assert!(w.rapl.is_some());
+            }
+            assert_eq!(r.to_json().matches("no GPU readings").count(), 1);
+        });
+        let r = analyze(&[with_power.as_bytes()], &opts(select));
+        assert_eq!(r.gpu_energy_note, None);
+        assert_eq!(r.gpus.len(), 1);
+        assert_eq!(r.gpus[0].gpu_index, None);
+        assert!(!r.to_json().contains("gpu_energy_note"));
+    }
+}

@@ -341,5 +341,8 @@ pub fn render(r: &JoinReport) -> String {
     for w in &r.join_warnings {
         let _ = writeln!(s, "  warning: {w}");
     }
+    if let Some(note) = r.gpu_energy_note {
+        let _ = writeln!(s, "  note: {note}");
+    }
     s
 }
