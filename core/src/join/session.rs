@@ -80,7 +80,7 @@ pub fn join_options(
 ) -> Result<JoinOptions, String> {
     let mut o = JoinOptions::default();
     if let Some(ms) = min_gap_ms {
-        if !(ms.is_finite() && ms >= 0.0 && ms < 1e12) {
+        if !(ms.is_finite() && (0.0..1e12).contains(&ms)) {
             return Err(format!(
                 "--min-gap-ms {ms}: expected a number of ms, 0 or more (0: every idle gap)"
             ));
