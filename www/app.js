@@ -364,7 +364,8 @@ function renderRecording(r) {
   const warn = (r.warnings || []).length ? ` Warnings: ${r.warnings.join('; ')}` : '';
   $('#csv-overview').textContent =
     `${num(rows.samples)} samples, ${num(rows.marks)} marks, ${gpus.length} GPU(s)` +
-    (gpus.length ? `; idle floor ${gpus.map((g) => `${num(g.idle_floor_w, 1)} W`).join(', ')}` : '') + `.${warn}`;
+    (gpus.length ? `; idle floor ${gpus.map((g) => `${num(g.idle_floor_w, 1)} W`).join(', ')}` : '') + `.${warn}` +
+    (r.gpu_energy_note ? ` Note: ${r.gpu_energy_note}.` : '');
   fillPickers(marks);
   drawPlot(r, null);
   $('#window-table').hidden = true;
@@ -535,7 +536,8 @@ function renderJoin(r, timeline) {
     notes.push(`device ${d.device}: ${num(d.pauses_found)} pauses of ≥ ${num(d.min_gap_ms_effective)} ms, ${num(d.pause_time_ms)} ms in all`);
   }
   const warn = (r.join_warnings || []).length ? ` Warnings: ${r.join_warnings.join('; ')}` : '';
-  $('#join-overview').textContent = `${notes.join('; ')}.${warn}`;
+  const note = r.gpu_energy_note ? ` Note: ${r.gpu_energy_note}.` : '';
+  $('#join-overview').textContent = `${notes.join('; ')}.${warn}${note}`;
   drawTimeline(timeline);
 
   const pauses = r.pauses || [];

@@ -66,6 +66,8 @@ async function run(file, port) {
         }
         port.postMessage({ type: 'begin', gzip });
       }
+      // Counted before `send`: it transfers the chunk's buffer, which leaves `value` empty.
+      const read = value.length;
       if (!inflater) {
         await send(value);
       } else {
@@ -79,7 +81,7 @@ async function run(file, port) {
           }
         }
       }
-      bytes += value.length;
+      bytes += read;
       const now = performance.now();
       if (now - lastPost > 100) {
         lastPost = now;

@@ -16,10 +16,10 @@ use flinch_core::window::{
     VerdictText, WindowAnalyzer, WindowResult, power_text_is_bad, write_reference_lines,
 };
 
-use crate::CmdResult;
 use crate::input::{InputFile, Passes};
 use crate::progress::ProgressLine;
 use crate::record::sidecar;
+use crate::{CmdError, CmdResult};
 
 /// Arguments of `flinch-trace analyze`.
 #[derive(clap::Args)]
@@ -34,8 +34,8 @@ pub struct Args {
     #[arg(long)]
     pub end: Option<String>,
     /// Use the K-th MARK of each label (file order) instead of the first (1 or more).
-    #[arg(long, default_value_t = 1, value_name = "K",
-          value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, value_name = "K", allow_hyphen_values = true,
+          value_parser = crate::values::occurrence)]
     pub occurrence: u32,
     /// Print the full analysis as JSON (per GPU, edge and counter energy, RAPL, verdict). Without
     /// --start/--end: the recording-level analysis (all spans, marks, plot series).
@@ -45,10 +45,12 @@ pub struct Args {
     #[arg(long)]
     pub spans: bool,
     /// Analyze only this GPU (its `gpu_index`; rows without one count as GPU 0).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true,
+          value_parser = crate::values::gpu_index)]
     pub gpu: Option<i64>,
     /// Power intervals longer than this are skipped from the edge energy and reported.
-    #[arg(long, default_value_t = DEFAULT_MAX_GAP_MS, value_name = "MS")]
+    #[arg(long, default_value_t = DEFAULT_MAX_GAP_MS, value_name = "MS",
+          allow_hyphen_values = true, value_parser = crate::values::millis)]
     pub max_gap_ms: u64,
     /// Which NVML power reading gpu_power_W holds. Default: from the `<csv>.meta.json` sidecar
     /// when it says, else unknown.
@@ -305,6 +307,9 @@ fn warn_all(r: &RecordingAnalysis) {
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
+    if let Some(note) = r.gpu_energy_note {
+        eprintln!("note: {note}");
+    }
 }
 
 /// Whether a second CPU is there for [`analyze_two_threads`].
@@ -434,10 +439,13 @@ fn analyze_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOpti
 /// `--gpu N` where no sample has `gpu_index` N: an error naming it (the analysis would be empty).
 fn check_gpu(args: &Args, r: &RecordingAnalysis) -> Result<(), String> {
     match args.gpu {
-        Some(g) if r.gpus.is_empty() && r.rows.samples > 0 => Err(format!(
-            "flinch-trace analyze: --gpu {g}: no SAMPLE row of {} has gpu_index {g} (rows without one count as GPU 0); leave --gpu out to analyze every GPU",
-            args.csv.display()
-        )),
+        // A recording without GPU readings has no GPU at all: its note says so.
+        Some(g) if r.gpus.is_empty() && r.rows.samples > 0 && r.gpu_energy_note.is_none() => {
+            Err(format!(
+                "flinch-trace analyze: --gpu {g}: no SAMPLE row of {} has gpu_index {g} (rows without one count as GPU 0); leave --gpu out to analyze every GPU",
+                args.csv.display()
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -526,11 +534,8 @@ fn power_source(args: &Args) -> PowerSource {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    if let Err(message) = marks_given(&args, args.json) {
-        eprintln!("{message}");
-        return Ok(ExitCode::from(2));
-    }
-    let opts = analyze_options(&args, power_source(&args))?;
+    marks_given(&args, args.json).map_err(|m| CmdError::Usage(m.into()))?;
+    let opts = analyze_options(&args, power_source(&args)).map_err(CmdError::Usage)?;
     if args.json {
         return json_mode(&args, opts);
     }
@@ -558,7 +563,7 @@ pub fn run(args: Args) -> CmdResult {
         && let Some(err) = sel.error()
     {
         warn_all(r);
-        return Err(err.to_string());
+        return Err(err.to_string().into());
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = |e: std::io::Error| e.to_string();
@@ -579,7 +584,7 @@ pub fn run(args: Args) -> CmdResult {
         warn_all(r);
         return Err(
             "flinch-trace analyze: a mark of the window arrived too late in the file to be placed in time order (see the warning above)"
-                .to_string(),
+                .into(),
         );
     }
     if args.spans {

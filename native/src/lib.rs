@@ -14,7 +14,57 @@ pub mod progress;
 pub mod record;
 pub mod summarize;
 pub mod trace;
+pub mod values;
 pub mod web;
 
-/// What a subcommand returns: an exit code, or a message printed as-is on stderr with exit 1.
-pub type CmdResult = Result<std::process::ExitCode, String>;
+/// Why a subcommand failed; the kind decides the exit status (docs/cli.md, "Exit status").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CmdError {
+    /// Bad or conflicting options, or a value that does not parse or is out of range: exit 2,
+    /// as clap's own usage errors.
+    Usage(String),
+    /// The input cannot be read or is unusable, or the work failed: exit 1.
+    Runtime(String),
+}
+
+impl CmdError {
+    /// The exit status: 2 for a usage error, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CmdError::Usage(_) => 2,
+            CmdError::Runtime(_) => 1,
+        }
+    }
+
+    /// The message, printed as-is on stderr.
+    pub fn message(&self) -> &str {
+        match self {
+            CmdError::Usage(m) | CmdError::Runtime(m) => m,
+        }
+    }
+}
+
+impl std::fmt::Display for CmdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for CmdError {}
+
+/// A message alone is a runtime error (exit 1): the input or the work failed.
+impl From<String> for CmdError {
+    fn from(message: String) -> Self {
+        CmdError::Runtime(message)
+    }
+}
+
+impl From<&str> for CmdError {
+    fn from(message: &str) -> Self {
+        CmdError::Runtime(message.to_string())
+    }
+}
+
+/// What a subcommand returns: an exit code, or the error whose message is printed as-is on
+/// stderr with its exit status ([`CmdError::exit_code`]).
+pub type CmdResult = Result<std::process::ExitCode, CmdError>;

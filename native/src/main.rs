@@ -67,9 +67,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(msg) => {
-            eprintln!("{msg}");
-            ExitCode::from(1)
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -6,9 +6,9 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::CmdResult;
 use crate::record::clock::mono_now_ns;
 use crate::record::marks::MAX_LINE;
+use crate::{CmdError, CmdResult};
 
 /// Arguments of `flinch-trace mark`.
 #[derive(clap::Args)]
@@ -47,13 +47,18 @@ pub fn run(args: Args) -> CmdResult {
         .or_else(|| std::env::var_os("FLINCH_MARKS"))
     {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => return Err("error: mark: no FIFO: pass --fifo PATH or set FLINCH_MARKS".into()),
+        _ => {
+            return Err(CmdError::Usage(
+                "error: mark: no FIFO: pass --fifo PATH or set FLINCH_MARKS".into(),
+            ));
+        }
     };
-    let text = line(t, &args.label)?;
+    // A label that is not one line of the FIFO's format is a bad value: a usage error.
+    let text = line(t, &args.label).map_err(CmdError::Usage)?;
     match std::fs::metadata(&path) {
         Ok(m) if m.file_type().is_fifo() => {}
-        Ok(_) => return Err(format!("error: mark: {} is not a FIFO", path.display())),
-        Err(e) => return Err(format!("error: mark: {}: {e}", path.display())),
+        Ok(_) => return Err(format!("error: mark: {} is not a FIFO", path.display()).into()),
+        Err(e) => return Err(format!("error: mark: {}: {e}", path.display()).into()),
     }
     // Non-blocking open: ENXIO means nobody has the FIFO open for reading.
     let mut f = match std::fs::OpenOptions::new()
@@ -67,9 +72,10 @@ pub fn run(args: Args) -> CmdResult {
                 "error: mark: no recorder is listening on {} (start `flinch-trace record --marks-fifo {}`)",
                 path.display(),
                 path.display()
-            ));
+            )
+            .into());
         }
-        Err(e) => return Err(format!("error: mark: {}: {e}", path.display())),
+        Err(e) => return Err(format!("error: mark: {}: {e}", path.display()).into()),
     };
     // One write of at most PIPE_BUF bytes is atomic; wait if the pipe is momentarily full, but
     // not forever (a recorder that stopped reading).
@@ -82,12 +88,13 @@ pub fn run(args: Args) -> CmdResult {
                 return Err(format!(
                     "error: mark: the FIFO {} stayed full for 2 s: is the recorder stuck?",
                     path.display()
-                ));
+                )
+                .into());
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            Err(e) => return Err(format!("error: mark: writing {}: {e}", path.display())),
+            Err(e) => return Err(format!("error: mark: writing {}: {e}", path.display()).into()),
         }
     }
 }

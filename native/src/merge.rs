@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use flinch_core::merge::{MergeError, MergedSummary, merge_states, parse_state, render, to_json};
 
-use crate::CmdResult;
 use crate::trace::write_op_table;
+use crate::{CmdError, CmdResult};
 
 pub mod per_rank;
 
@@ -23,7 +23,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// How many (category, name) ops to list, largest summed duration first.
-    #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS)]
+    #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS, value_name = "N",
+          allow_hyphen_values = true, value_parser = crate::values::count)]
     top: usize,
 }
 
@@ -57,7 +58,9 @@ fn named(files: &[PathBuf], e: MergeError) -> String {
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
     if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
-        return Err("flinch-trace merge: `-` (stdin) can be given once".into());
+        return Err(CmdError::Usage(
+            "flinch-trace merge: `-` (stdin) can be given once".into(),
+        ));
     }
     let mut states = Vec::with_capacity(args.files.len());
     for (i, path) in args.files.iter().enumerate() {

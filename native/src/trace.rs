@@ -19,9 +19,9 @@ use flinch_core::join::FirstPass;
 use flinch_core::stats::Stats;
 use flinch_core::summary::TraceSummaryResult;
 
-use crate::CmdResult;
 use crate::input::{InputFile, Passes};
 use crate::progress::ProgressLine;
+use crate::{CmdError, CmdResult};
 
 #[cfg(unix)]
 pub(crate) mod exact_io;
@@ -47,7 +47,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// How many (category, name) ops to list, largest duration sum first.
-    #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS)]
+    #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS, value_name = "N",
+          allow_hyphen_values = true, value_parser = crate::values::count)]
     top: usize,
     /// Small bounded memory, in memory alone (Limits::BOUNDED, a few MiB): ops/categories beyond
     /// the limits fold into "(other)", percentiles may come from sketches and busy unions may be
@@ -156,13 +157,17 @@ pub fn run(args: Args) -> CmdResult {
     let mut failed = false;
     let mut json_items = Vec::new();
     // Checked whether or not the join runs, so that a bad option is never silently ignored.
-    let join_opts = args.join.options()?;
+    let join_opts = args.join.options().map_err(CmdError::Usage)?;
     let join_opts = args.join.enabled().then_some(join_opts);
     if args.mergeable && join_opts.is_some() {
-        return Err("--mergeable summarizes traces alone: drop the join's options".into());
+        return Err(CmdError::Usage(
+            "--mergeable summarizes traces alone: drop the join's options".into(),
+        ));
     }
     if args.join.perfetto().is_some() && args.files.len() > 1 {
-        return Err("--perfetto writes one merged file: give one trace".into());
+        return Err(CmdError::Usage(
+            "--perfetto writes one merged file: give one trace".into(),
+        ));
     }
     // Before any work: the merged file is none of the inputs, and a path an output may take.
     if let (Some((out, csv)), Some(trace)) = (args.join.perfetto(), args.files.first()) {
@@ -222,7 +227,7 @@ pub fn run(args: Args) -> CmdResult {
                 &mut failed,
             );
         }
-        Ok::<(), String>(())
+        Ok::<(), CmdError>(())
     })?;
     if args.json {
         if args.files.len() == 1 {

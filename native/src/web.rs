@@ -80,7 +80,8 @@ impl ServerLimits {
 #[derive(clap::Args)]
 pub struct Args {
     /// Port on 127.0.0.1 (0 picks a free one; the URL is printed on stdout).
-    #[arg(long, default_value_t = 8000)]
+    #[arg(long, default_value_t = 8000, value_name = "PORT", allow_hyphen_values = true,
+          value_parser = crate::values::port)]
     port: u16,
     /// Folder holding the page (build its wasm first with scripts/build-web.sh).
     #[arg(long, default_value = "www")]
@@ -97,7 +98,7 @@ pub fn run(args: Args) -> CmdResult {
         .canonicalize()
         .map_err(|e| format!("web: cannot open folder {}: {e}", args.dir.display()))?;
     if !root.join("index.html").is_file() {
-        return Err(format!("web: {} has no index.html", root.display()));
+        return Err(format!("web: {} has no index.html", root.display()).into());
     }
     if !root.join("pkg").is_dir() {
         eprintln!(

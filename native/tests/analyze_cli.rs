@@ -168,6 +168,108 @@ fn gpu_selection_and_recording_level_json() {
     );
 }
 
+/// `pause_start` and `pause_end` are consecutive marks and a pair: one span, `pair`, in the
+/// text and in the JSON.
+#[test]
+fn an_adjacent_pair_is_one_span() {
+    let (out, _, code) = run(&["--csv", "tests/analyze/pause.csv", "--spans"]);
+    assert_eq!(code, 0);
+    let pause: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("pause_start -> pause_end"))
+        .collect();
+    assert_eq!(pause.len(), 1, "{out}");
+    assert!(pause[0].starts_with("pair "), "{out}");
+    assert_eq!(out.lines().count(), 4, "{out}");
+    let (out, _, code) = run(&["--csv", "tests/analyze/pause.csv", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let kinds: Vec<(&str, &str)> = v["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["kind"].as_str().unwrap(),
+                s["start_label"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("pair", "begin"),
+            ("between", "begin"),
+            ("pair", "pause_start"),
+            ("between", "pause_end"),
+        ]
+    );
+}
+
+/// A real recording made without a GPU (examples/host-only): no GPU of `gpu_index: null` is
+/// listed, and why every GPU figure is null is said once, in `gpu_energy_note` and on stderr.
+#[test]
+fn a_recording_without_gpu_readings_says_why_and_lists_no_gpu() {
+    let csv = "examples/host-only/trace.csv";
+    let (out, err, code) = run(&[
+        "--csv",
+        csv,
+        "--start",
+        "cmd_start",
+        "--end",
+        "cmd_end",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let note = v["gpu_energy_note"].as_str().unwrap();
+    assert!(
+        note.starts_with("no GPU readings") && note.contains("NVML"),
+        "{note}"
+    );
+    assert_eq!(v["gpus"], serde_json::json!([]));
+    assert_eq!(v["window"]["gpus"], serde_json::json!([]));
+    assert_eq!(
+        v["window"]["total"]["energy_edge_j"],
+        serde_json::Value::Null
+    );
+    assert_eq!(out.matches("no GPU readings").count(), 1, "{out}");
+    assert_eq!(err.matches("no GPU readings").count(), 1, "{err}");
+    let (out, _, _) = run(&["--csv", csv, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["series"], serde_json::json!([]));
+    assert!(
+        v["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["gpus"] == serde_json::json!([]))
+    );
+    // The text forms: the reference's lines on stdout, the note once on stderr.
+    for extra in [
+        &["--start", "cmd_start", "--end", "cmd_end"][..],
+        &["--spans"],
+    ] {
+        let mut args = vec!["--csv", csv];
+        args.extend_from_slice(extra);
+        let (out, err, code) = run(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.contains("no GPU readings"), "{out}");
+        assert_eq!(
+            err.matches("note: no GPU readings").count(),
+            1,
+            "{extra:?}: {err}"
+        );
+    }
+    // --gpu 0 is no error there (rows without gpu_index count as GPU 0): the note says why.
+    let (_, err, code) = run(&["--csv", csv, "--spans", "--gpu", "0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("note: no GPU readings"), "{err}");
+    // A recording with GPU readings has no note.
+    let (out, err, _) = run(&["--csv", "tests/analyze/pause.csv", "--json"]);
+    assert!(!out.contains("gpu_energy_note") && !err.contains("no GPU readings"));
+}
+
 #[test]
 fn json_is_the_same_bytes_as_the_core_renders() {
     use flinch_core::window::{AnalyzeOptions, WindowAnalyzer};

@@ -230,17 +230,24 @@ fn clock_offset_gpu_map_and_errors() {
     ]));
     assert!(v["pauses"][0].get("telemetry").is_none());
     assert!(v["join_warnings"].to_string().contains("gpu_index 3"));
-    // Bad options.
+    // Bad options: usage errors (exit 2) naming the option.
     for bad in [
         &["--gpu-map", "0:3"][..],
         &["--clock-offset-ms", "1e3"],
+        &["--clock-offset-ms", "-x"],
         &["--min-gap-ms", "-1"],
+        &["--min-gap-ms", "nan"],
+        &["--min-gap-ms", "-inf"],
+        &["--top-pauses", "-3"],
     ] {
         let mut args = vec!["trace", t0, "--json"];
         args.extend_from_slice(bad);
         let out = run(&args);
-        assert_ne!(out.status.code(), Some(0), "{bad:?}");
-        assert!(!out.stderr.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains(bad[0]), "{bad:?}: {err}");
+        assert!(!err.contains("unexpected argument"), "{bad:?}: {err}");
+        assert!(out.stdout.is_empty(), "{bad:?}");
     }
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -700,6 +707,191 @@ fn base_time_errors_say_what_was_found() {
     assert!(
         err.contains("plus --clock-offset-ms 8000000000000.0 overflows"),
         "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--min-gap-ms 0` asks for every idle gap (HTA's idle time): kernels that touch leave no gap
+/// (none of zero length is listed), and every positive gap is, 1 ns ones too, with no warning of
+/// a raised minimum.
+#[test]
+fn min_gap_zero_lists_every_idle_gap_and_no_empty_one() {
+    let d = dir("mingap0");
+    let evs = [
+        // Busy [1000, 1100) and [1100, 1200) touch: no gap between them.
+        r#"{"ph":"X","cat":"kernel","name":"a","pid":0,"tid":7,"ts":1000,"dur":100}"#,
+        r#"{"ph":"X","cat":"kernel","name":"b","pid":0,"tid":8,"ts":1100,"dur":100}"#,
+        // A 0.001 µs (1 ns) gap, then a 50 µs one.
+        r#"{"ph":"X","cat":"kernel","name":"c","pid":0,"tid":7,"ts":1200.001,"dur":49.999}"#,
+        r#"{"ph":"X","cat":"kernel","name":"d","pid":0,"tid":7,"ts":1300,"dur":10}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"h","pid":9,"tid":9,"ts":1250,"dur":50}"#,
+    ];
+    let t = write(
+        &d,
+        "t.json",
+        &format!("{{\"traceEvents\":[\n{}\n]}}\n", evs.join(",\n")),
+    );
+    let v = json(&run(&[
+        "trace",
+        t.to_str().unwrap(),
+        "--min-gap-ms",
+        "0",
+        "--json",
+    ]));
+    let dev = &v["pause_devices"][0];
+    assert_eq!(dev["min_gap_ms"], 0.0, "{dev}");
+    let pauses: Vec<(f64, f64)> = v["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["start_ts_us"].as_f64().unwrap(),
+                p["duration_ms"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pauses,
+        [(1250.0, 0.05), (1200.0, 0.000001)],
+        "{}",
+        v["pauses"]
+    );
+    assert_eq!(dev["pauses_found"], 2);
+    assert_eq!(v["join_warnings"], serde_json::json!([]), "{v}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Non-finite power inside a pause (nan, inf, text) is left out of its energy, as `analyze`
+/// leaves it out of `energy_edge_j` (the power is bridged between the finite readings around
+/// it), and counted: per pause and per annotation name, and in one warning with the first line,
+/// as `analyze` words it.
+#[test]
+fn non_finite_power_in_a_pause_is_counted_and_left_out_as_analyze_does() {
+    let d = dir("nonfinite");
+    let t = write(&d, "trace.json", &trace(Some(BASE)));
+    // Three readings inside the 724 ms pause (at 1.80, 1.81 and 1.82 s) are not numbers.
+    let mut text = String::new();
+    let mut bad_lines = Vec::new();
+    for (i, line) in recording().lines().enumerate() {
+        let bad = ["nan", "inf", "N/A"]
+            .iter()
+            .zip([1_800_000_500i64, 1_810_000_500, 1_820_000_500])
+            .find(|(_, t)| line.starts_with(&format!("{},", BASE + t - MONO_SKEW)));
+        match bad {
+            Some((p, _)) => {
+                text.push_str(&line.replacen(",SAMPLE,,100,", &format!(",SAMPLE,,{p},"), 1));
+                bad_lines.push(i + 1);
+            }
+            None => text.push_str(line),
+        }
+        text.push('\n');
+    }
+    assert_eq!(bad_lines.len(), 3);
+    let c = write(&d, "trace.csv", &text);
+    let (t, c) = (t.to_str().unwrap(), c.to_str().unwrap());
+    let v = json(&run(&["trace", t, "--telemetry", c, "--json"]));
+    let p = &v["pauses"][0];
+    assert_eq!(p["duration_ms"], 724.0);
+    let tel = &p["telemetry"];
+    let e = tel["gpu_energy_j"].as_f64().expect("an energy, not null");
+    assert_eq!(tel["non_finite_power_readings"], 3, "{tel}");
+    assert!(
+        v["pauses"][1]["telemetry"]
+            .get("non_finite_power_readings")
+            .is_none()
+    );
+    let a = json(&run(&[
+        "analyze", "--csv", c, "--start", "b_start", "--end", "b_end", "--json",
+    ]));
+    let ea = a["window"]["gpus"][0]["energy_edge_j"].as_f64().unwrap();
+    assert_eq!(ea.to_bits(), e.to_bits());
+    assert_eq!(a["window"]["gpus"][0]["verdict"], tel["verdict"]);
+    let ann = &v["annotation_energy"][0];
+    assert_eq!(ann["name"], "ProfilerStep#1");
+    assert!(ann["gpu_energy_j"].as_f64().is_some(), "{ann}");
+    assert_eq!(ann["non_finite_power_readings"], 3, "{ann}");
+    // One warning, with analyze's words and the first line.
+    let want = format!(
+        "3 gpu_power_W values are not finite numbers (nan, inf or text): left out of the edge energy, idle floor and verdict (the reference figures take nan and inf as Python does); first at line {}",
+        bad_lines[0]
+    );
+    assert_eq!(a["warnings"], serde_json::json!([want.clone()]));
+    let warned: Vec<&str> = v["join_warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.contains("not finite"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", v["join_warnings"]);
+    assert!(
+        warned[0].starts_with(&format!("the recording's {}", &want[..2])),
+        "{}",
+        warned[0]
+    );
+    assert!(
+        warned[0].ends_with(&format!("first at line {}", bad_lines[0])),
+        "{}",
+        warned[0]
+    );
+    // The text view says it too.
+    let out = run(&["trace", t, "--telemetry", c]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("not finite"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A real recording made without a GPU (examples/host-only) joined with a trace of the same
+/// time: no pause lists a phantom GPU's telemetry, no device names a recorded GPU, and why is
+/// said once, in `gpu_energy_note` and in the text.
+#[test]
+fn a_recording_without_gpu_readings_says_why_once() {
+    let d = dir("hostonly");
+    // Kernels over the recording's time (its t_wall_ns start at 1795987818012798571).
+    let evs = [
+        r#"{"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":100000,"dur":200000}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":1500000,"dur":200000}"#,
+        r#"{"ph":"X","cat":"user_annotation","name":"step","pid":9,"tid":9,"ts":50000,"dur":2000000}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::item","pid":9,"tid":9,"ts":400000,"dur":200000}"#,
+    ];
+    let t = write(
+        &d,
+        "t.json",
+        &format!(
+            "{{\"traceEvents\":[\n{}\n],\"baseTimeNanoseconds\":1795987818000000000}}\n",
+            evs.join(",\n")
+        ),
+    );
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/host-only/trace.csv");
+    let (t, c) = (t.to_str().unwrap(), csv.to_str().unwrap());
+    let out = run(&["trace", t, "--telemetry", c, "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let v = json(&out);
+    let note = v["gpu_energy_note"].as_str().expect("a note");
+    assert!(
+        note.contains("no GPU readings") && note.contains("NVML"),
+        "{note}"
+    );
+    assert_eq!(text.matches("no GPU readings").count(), 1, "{text}");
+    assert_eq!(v["pauses"].as_array().unwrap().len(), 1);
+    assert!(
+        v["pauses"][0].get("telemetry").is_none(),
+        "{}",
+        v["pauses"][0]
+    );
+    assert!(v["pause_devices"][0].get("gpu_index").is_none());
+    assert_eq!(v["annotation_energy"][0]["gpu_energy_j"], Value::Null);
+    assert_eq!(v["annotation_energy"][0]["spans_without_gpu"], 1);
+    // No per-device warning repeats it.
+    assert_eq!(v["join_warnings"], serde_json::json!([]));
+    let out = run(&["trace", t, "--telemetry", c]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.matches("note: the recording has no GPU readings")
+            .count(),
+        1,
+        "{text}"
     );
     let _ = std::fs::remove_dir_all(&d);
 }

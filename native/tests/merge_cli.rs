@@ -162,8 +162,9 @@ fn bad_summaries_name_the_file_and_key() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.json"));
+    // Stdin twice is a usage error.
     let out = bin().args(["merge", "-", "-"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     // --mergeable needs --json.
     let out = bin()
         .arg("trace")

@@ -907,13 +907,22 @@ fn bad_arguments_are_clear_errors() {
     let out = d.join("t.csv");
     for (args, want) in [
         (&["--gpu", "0,0"][..], "lists a GPU twice"),
-        (&["--interval-ms", "0"], "at least 0.05"),
+        (
+            &["--interval-ms", "0"],
+            "'0' for '--interval-ms <MS>': expected a number of ms from 0.05",
+        ),
         (
             &["--interval-ms", "-5"],
-            "--interval-ms -5: must be at least 0.05",
+            "'-5' for '--interval-ms <MS>': expected a number of ms from 0.05",
         ),
-        (&["--seconds", "0"], "must be positive"),
-        (&["--seconds", "-1"], "--seconds -1: must be positive"),
+        (
+            &["--seconds", "0"],
+            "'0' for '--seconds <S>': expected a positive number",
+        ),
+        (
+            &["--seconds", "-1"],
+            "'-1' for '--seconds <S>': expected a positive number",
+        ),
         (
             &["--seconds", "1", "--", "true"],
             "either --seconds or a command",
@@ -930,7 +939,8 @@ fn bad_arguments_are_clear_errors() {
             .args(args)
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        // Usage errors, all of them: exit 2.
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(stderr.contains(want), "{args:?}: {stderr}");
         assert!(!out.exists(), "{args:?} wrote a file");

@@ -243,6 +243,13 @@ test('a real Kineto trace with a recording of another time: native --json byte f
   assert.match(r.join_warnings.join('\n'), /do not overlap/);
   assert.equal(await page.locator('#pauses-table tbody tr').count(), r.pauses.length);
   await page.screenshot({ path: artifactPath('page-join-hta.png'), fullPage: true });
+  // 0: every idle gap, as the CLI gives it.
+  await page.fill('#min-gap-ms', '0');
+  await page.setInputFiles('#file-input', [files.hta, files.csv]);
+  assert.equal(await waitFinished(page, 120_000), 'done', await page.textContent('#error'));
+  const every = await page.textContent('#result-json');
+  assert.equal(`${every}\n`, nativeJoin(files.hta, ['--min-gap-ms', '0', '--clock-offset-ms', '0']));
+  assert.ok(JSON.parse(every).pause_devices[0].pauses_found > r.pauses.length);
   await page.fill('#clock-offset-ms', '');
   await page.fill('#min-gap-ms', '100');
 });

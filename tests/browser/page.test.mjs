@@ -1,13 +1,13 @@
 // The page itself: loading, serving, privacy (CSP + request interception), errors, screenshot.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   startServer, startBrowser, openPage, waitFinished, chooseFile, dropFile, artifactPath, native,
-  resultJson,
+  resultJson, ROOT,
 } from './harness.mjs';
 
 let server;
@@ -168,5 +168,39 @@ test('once loaded, the page analyzes a file with the network off', async () => {
 test('screenshot of the page', async () => {
   const page = await openPage(browser.context, server.url);
   await page.screenshot({ path: artifactPath('page-ready.png'), fullPage: true });
+  await page.close();
+});
+
+// The progress and result lines give the file bytes read: a plain file's chunks are handed to the
+// analysis worker (their buffers transferred), and were counted after that, as 0 B.
+test('the job line gives the bytes read, for a plain file and a .gz', async () => {
+  const page = await openPage(browser.context, server.url);
+  const csv = path.join(ROOT, 'examples/h200/trace.csv');
+  const gz = path.join(scratch, 'bytes.json.gz');
+  writeFileSync(gz, gzipSync('{"traceEvents":[{"ph":"X","cat":"k","name":"a","ts":1,"dur":2.5}]}'));
+  for (const [file, drop] of [[csv, true], [gz, false]]) {
+    const size = statSync(file).size;
+    if (drop) await dropFile(page, file);
+    else await chooseFile(page, file);
+    assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+    assert.equal(await page.evaluate(() => document.body.dataset.bytes), String(size), file);
+    const stats = await page.textContent('#job-stats');
+    const kb = `${(size / 1e3).toFixed(1)} kB in `;
+    assert.ok(size >= 1e3 ? stats.startsWith(kb) : stats.startsWith(`${size} B in `), `${file}: ${stats}`);
+    assert.ok(!stats.startsWith('0 B'), stats);
+  }
+  await page.close();
+});
+
+// A recording made without a GPU: the overview says why there are no GPU figures (the JSON's
+// gpu_energy_note), and lists no GPU.
+test('a recording without GPU readings says why on the page', async () => {
+  const page = await openPage(browser.context, server.url);
+  await dropFile(page, path.join(ROOT, 'examples/host-only/trace.csv'));
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const overview = await page.textContent('#csv-overview');
+  assert.match(overview, /0 GPU\(s\)/);
+  assert.match(overview, /Note: no GPU readings/);
+  assert.match((await resultJson(page)).gpu_energy_note, /^no GPU readings/);
   await page.close();
 });

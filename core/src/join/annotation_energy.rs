@@ -37,6 +37,7 @@ struct Acc {
     /// compute, waiting, mixed, none.
     verdicts: [u64; 4],
     without_gpu: u64,
+    non_finite_power: u64,
 }
 
 /// Counts of the single spans' verdicts.
@@ -76,6 +77,10 @@ pub struct AnnotationEnergy {
     /// Spans with no recorded GPU to charge.
     #[serde(skip_serializing_if = "is_zero")]
     pub spans_without_gpu: u64,
+    /// `gpu_power_W` values in the spans (per GPU charged) that are not finite numbers (nan,
+    /// inf, text), left out of the figures (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub non_finite_power_readings: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -191,6 +196,7 @@ impl<'r> AnnotationEnergyAcc<'r> {
                 acc.per_gpu[slot].0 += j;
                 acc.per_gpu[slot].1 = acc.per_gpu[slot].1.saturating_add(w.acc.power.covered_ns);
             }
+            acc.non_finite_power += w.non_finite_power;
             acc.util_integral += w.acc.util.integral;
             acc.util_covered_ns = acc.util_covered_ns.saturating_add(w.acc.util.covered_ns);
             verdicts.push(w.verdict);
@@ -241,6 +247,7 @@ impl<'r> AnnotationEnergyAcc<'r> {
                         none,
                     },
                     spans_without_gpu: a.without_gpu,
+                    non_finite_power_readings: a.non_finite_power,
                 }
             })
             .collect();

@@ -43,7 +43,7 @@ pub use first_pass::{
 pub use gaps::{Gap, GapFinder, GapOptions, GapsFound};
 pub use names::Names;
 pub use pauses::{HostEntry, PauseHost, PauseOptions, WithinEntry};
-pub use recording::{RecRef, Recording, RecordingBuilder, RecordingOptions};
+pub use recording::{NO_GPU_READINGS, RecRef, Recording, RecordingBuilder, RecordingOptions};
 pub use session::{NextFile, Timeline, TraceJoin, TraceJoinOptions, join_options, merge_json};
 
 use crate::json::Event;
@@ -106,8 +106,16 @@ pub struct PauseTelemetry {
     pub avg_util_pct: Option<f64>,
     /// Share of the pause covered by power readings.
     pub power_coverage: f64,
+    /// `gpu_power_W` values in the pause that are not finite numbers (nan, inf, text), left
+    /// out of its figures (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub non_finite_power_readings: u64,
     /// `compute` / `waiting` / `mixed` with the evidence.
     pub verdict: Verdict,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One pause.
@@ -173,6 +181,10 @@ pub struct JoinReport {
     pub annotation_energy: Option<Vec<AnnotationEnergy>>,
     /// What the reader should know.
     pub join_warnings: Vec<String>,
+    /// Why there is no GPU figure, when the recording has no GPU readings
+    /// ([`NO_GPU_READINGS`]); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_energy_note: Option<&'static str>,
 }
 
 /// The second pass.
@@ -231,6 +243,8 @@ impl<'r> JoinPass<'r> {
                     let g = opts.gpu_map.gpu_index(d.device);
                     match r.slot(g) {
                         Some(slot) => device_slots.push((d.device, slot)),
+                        // A recording without GPU readings: its note says it once.
+                        None if r.gpu_energy_note().is_some() => {}
                         None => warnings.push(format!(
                             "trace device {} maps to gpu_index {g}, which the recording does not have",
                             d.device
@@ -238,7 +252,7 @@ impl<'r> JoinPass<'r> {
                     }
                 }
                 let host_slots: Vec<usize> = if found.devices.is_empty() {
-                    r.slots().collect()
+                    r.gpu_slots().collect()
                 } else {
                     let mut s: Vec<usize> = device_slots.iter().map(|d| d.1).collect();
                     s.sort_unstable();
@@ -294,11 +308,16 @@ impl<'r> JoinPass<'r> {
         } = self;
         let rec = rec.as_deref();
         let alignment = align.map(|a| alignment_report(&a, &found, rec, &mut warnings));
+        let gpu_energy_note = rec.and_then(Recording::gpu_energy_note);
+        warnings.extend(rec.and_then(Recording::bad_power_warning));
         let ms = |ns: i64| ns as f64 / 1e6;
         let mut pause_devices = Vec::new();
         let mut pauses = Vec::new();
         for d in &found.devices {
-            let gpu_index = rec.map(|_| opts.gpu_map.gpu_index(d.device));
+            // No recorded GPU to name when the recording has none.
+            let gpu_index = rec
+                .filter(|_| gpu_energy_note.is_none())
+                .map(|_| opts.gpu_map.gpu_index(d.device));
             let slot = gpu_index.and_then(|g| rec.and_then(|r| r.slot(g)));
             let listed = host
                 .devices
@@ -320,7 +339,9 @@ impl<'r> JoinPass<'r> {
                     .fold(0i64, |a, g| a.saturating_add(g.dur_ns()))),
                 pauses_listed: listed.len() as u64,
             });
-            if d.min_gap_ns_effective > opts.gaps.min_gap_ns {
+            // The finder takes at least 1 ns (0 asks for every idle gap): only a raise past
+            // that is worth a warning.
+            if d.min_gap_ns_effective > opts.gaps.min_gap_ns.max(1) {
                 warnings.push(format!(
                     "device {}: more than {} gaps, so only gaps of at least {:.3} ms are reported (exact)",
                     d.device,
@@ -353,6 +374,7 @@ impl<'r> JoinPass<'r> {
                             avg_util_pct: (a.util.covered_ns > 0)
                                 .then(|| a.util.integral / a.util.covered_ns as f64),
                             power_coverage: a.power.covered_ns as f64 / g.dur_ns() as f64,
+                            non_finite_power_readings: w.non_finite_power,
                             verdict: w.verdict,
                         };
                         if t.verdict.verdict == Some("compute") {
@@ -415,6 +437,7 @@ impl<'r> JoinPass<'r> {
             pauses,
             annotation_energy,
             join_warnings: warnings,
+            gpu_energy_note,
         }
     }
 }

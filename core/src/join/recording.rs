@@ -23,6 +23,7 @@ use crate::csv::Row;
 use crate::csv::{Col, CsvEvent, RowKind, TraceCsvReader};
 use crate::window::{
     GpuAcc, GpuSummary, ParsedKind, ParsedRow, PowerSource, Prev, Sample, Verdict, VerdictContext,
+    power_text_is_bad,
 };
 
 mod idle;
@@ -60,10 +61,25 @@ struct RecGpu {
     power: Vec<(i64, f64)>,
     util: Vec<(i64, f64)>,
     counter: Vec<(i64, f64)>,
+    /// Times of the `gpu_power_W` values that are not finite numbers (nan, inf, text): left
+    /// out of `power`, as the analyzer leaves them out, and counted per window.
+    bad_power: Vec<i64>,
     /// The latest time of a row kept so far, and whether an earlier one followed it (the
     /// series then need sorting).
     last_t: Option<i64>,
     out_of_order: bool,
+}
+
+impl RecGpu {
+    /// Rows without a `gpu_index` that carry no GPU reading: no GPU (a recording made
+    /// without NVML).
+    fn is_phantom(&self) -> bool {
+        self.key.is_none()
+            && self.power.is_empty()
+            && self.bad_power.is_empty()
+            && self.util.is_empty()
+            && self.counter.is_empty()
+    }
 }
 
 /// Streams a trace.csv into a [`Recording`]: [`write`](Self::write) chunks, then
@@ -78,6 +94,8 @@ pub struct RecordingBuilder {
     without_wall: u64,
     first_without_wall: Option<u64>,
     dropped_gpu_samples: u64,
+    bad_power: u64,
+    first_bad_power_line: Option<u64>,
     span: Option<(i64, i64)>,
     error: Option<String>,
     /// Bytes the whole input holds, when the caller knows ([`size_hint`](Self::size_hint)).
@@ -105,6 +123,8 @@ impl RecordingBuilder {
             without_wall: 0,
             first_without_wall: None,
             dropped_gpu_samples: 0,
+            bad_power: 0,
+            first_bad_power_line: None,
             span: None,
             error: None,
             total_bytes: None,
@@ -185,6 +205,19 @@ impl RecordingBuilder {
                     return;
                 }
                 self.samples += 1;
+                // Counted over the rows the analyzer counts them in (those with a t_mono_ns).
+                let parsed = p.kind == ParsedKind::Sample;
+                let raw_power = row.raw(Col::GpuPowerW).unwrap_or(b"");
+                let power_w = if parsed {
+                    p.power_w
+                } else {
+                    row.f64(Col::GpuPowerW)
+                };
+                let bad_power = power_text_is_bad(raw_power, power_w);
+                if bad_power && parsed {
+                    self.bad_power += 1;
+                    self.first_bad_power_line.get_or_insert(row.line());
+                }
                 let Some(t) = row.i64(Col::TWallNs) else {
                     self.without_wall += 1;
                     self.first_without_wall.get_or_insert(row.line());
@@ -192,7 +225,6 @@ impl RecordingBuilder {
                 };
                 // A sample row without a `t_mono_ns` is bad to the idle floor (as to the
                 // analyzer), and nothing else of it is parsed yet.
-                let parsed = p.kind == ParsedKind::Sample;
                 let key = if parsed {
                     p.gpu_index
                 } else {
@@ -215,18 +247,18 @@ impl RecordingBuilder {
                 let g = &mut self.gpus[slot];
                 g.out_of_order |= g.last_t.is_some_and(|l| t < l);
                 g.last_t = Some(t);
-                let before = g.power.len() + g.util.len() + g.counter.len();
+                let before = g.power.len() + g.util.len() + g.counter.len() + g.bad_power.len();
                 let (power, util, energy) = if parsed {
-                    (p.power_w, p.util_pct, p.energy_mj)
+                    (power_w, p.util_pct, p.energy_mj)
                 } else {
-                    (
-                        row.f64(Col::GpuPowerW),
-                        row.f64(Col::GpuUtilPct),
-                        row.f64(Col::GpuEnergyMj),
-                    )
+                    (power_w, row.f64(Col::GpuUtilPct), row.f64(Col::GpuEnergyMj))
                 };
-                if let Some(p) = power {
-                    g.power.push((t, p));
+                // Only finite power enters the series: the analyzer bridges a non-finite
+                // reading with the finite ones around it, and so does every window here.
+                match power {
+                    Some(p) if p.is_finite() => g.power.push((t, p)),
+                    _ if bad_power => g.bad_power.push(t),
+                    _ => {}
                 }
                 if let Some(u) = util {
                     g.util.push((t, u));
@@ -234,7 +266,8 @@ impl RecordingBuilder {
                 if let Some(e) = energy {
                     g.counter.push((t, e));
                 }
-                self.readings += g.power.len() + g.util.len() + g.counter.len() - before;
+                self.readings +=
+                    g.power.len() + g.util.len() + g.counter.len() + g.bad_power.len() - before;
                 self.span = Some(match self.span {
                     None => (t, t),
                     Some((a, b)) => (a.min(t), b.max(t)),
@@ -281,6 +314,7 @@ impl RecordingBuilder {
             g.power.sort_by_key(|r| r.0);
             g.util.sort_by_key(|r| r.0);
             g.counter.sort_by_key(|r| r.0);
+            g.bad_power.sort_unstable();
         }
         let summaries = self.floors.end();
         Ok(Recording {
@@ -293,6 +327,9 @@ impl RecordingBuilder {
             samples_without_wall: self.without_wall,
             first_line_without_wall: self.first_without_wall,
             dropped_gpu_samples: self.dropped_gpu_samples,
+            bad_power: self.bad_power,
+            first_bad_power_line: self.first_bad_power_line,
+            gpu_readings: self.readings as u64,
         })
     }
 }
@@ -330,7 +367,17 @@ pub struct Recording {
     pub first_line_without_wall: Option<u64>,
     /// Samples of GPUs past `max_gpus` (skipped).
     pub dropped_gpu_samples: u64,
+    /// `gpu_power_W` values that are not finite numbers (nan, inf, text), as `analyze` counts
+    /// them.
+    pub bad_power: u64,
+    /// Line of the first of them.
+    pub first_bad_power_line: Option<u64>,
+    /// GPU readings kept (power, its non-finite values, utilization, energy counter).
+    gpu_readings: u64,
 }
+
+/// Why the join has no GPU figure for a recording whose SAMPLE rows carry no GPU reading.
+pub const NO_GPU_READINGS: &str = "the recording has no GPU readings: no SAMPLE row has a gpu_power_W, gpu_util_pct or gpu_energy_mJ value (recorded without NVML, e.g. on a host without a GPU), so the pauses have no telemetry and the annotations no energy";
 
 /// A recording borrowed (the native join, which outlives its passes) or shared (a join that
 /// owns its recording across calls, as the page's [`TraceJoin`](super::session::TraceJoin)).
@@ -371,6 +418,9 @@ pub struct GpuWindowJoin {
     pub acc: GpuAcc,
     /// The verdict with its evidence.
     pub verdict: Verdict,
+    /// `gpu_power_W` values in the window that are not finite numbers (nan, inf, text): left
+    /// out of the figures, as `analyze` leaves them out.
+    pub non_finite_power: u64,
 }
 
 impl GpuWindowJoin {
@@ -383,11 +433,35 @@ impl GpuWindowJoin {
 }
 
 impl Recording {
-    /// The slot of the GPU recorded as `gpu_index` (a file without the column is GPU 0).
+    /// The slot of the GPU recorded as `gpu_index` (a file without the column is GPU 0);
+    /// rows without a `gpu_index` and without any GPU reading are no GPU.
     pub fn slot(&self, gpu_index: i64) -> Option<usize> {
         self.gpus
             .iter()
-            .position(|g| g.key.unwrap_or(0) == gpu_index)
+            .position(|g| !g.is_phantom() && g.key.unwrap_or(0) == gpu_index)
+    }
+
+    /// Slots of the recorded GPUs that are GPUs: not rows without a `gpu_index` and without
+    /// any GPU reading.
+    pub fn gpu_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.slots().filter(|&s| !self.gpus[s].is_phantom())
+    }
+
+    /// [`NO_GPU_READINGS`] when the recording has SAMPLE rows but no GPU reading in any.
+    pub fn gpu_energy_note(&self) -> Option<&'static str> {
+        (self.samples > 0 && self.gpu_readings == 0).then_some(NO_GPU_READINGS)
+    }
+
+    /// The warning of the non-finite `gpu_power_W` values, when there are any: `analyze`'s
+    /// words, for what the join leaves out.
+    pub fn bad_power_warning(&self) -> Option<String> {
+        (self.bad_power > 0).then(|| {
+            alloc::format!(
+                "the recording's {} gpu_power_W values are not finite numbers (nan, inf or text): left out of the pause and annotation energies, idle floor and verdicts (each pause and annotation counts its own in non_finite_power_readings); first at line {}",
+                self.bad_power,
+                self.first_bad_power_line.unwrap_or(0)
+            )
+        })
     }
 
     /// Slots of every recorded GPU.
@@ -482,6 +556,13 @@ impl Recording {
             Some(i) => ctx.gpu_verdict(i, &acc, t0_ns, t1_ns),
             None => crate::window::combine_verdicts(core::iter::empty()),
         };
-        GpuWindowJoin { acc, verdict }
+        let bad = &g.bad_power;
+        let non_finite_power =
+            (bad.partition_point(|&t| t <= t1_ns) - bad.partition_point(|&t| t < t0_ns)) as u64;
+        GpuWindowJoin {
+            acc,
+            verdict,
+            non_finite_power,
+        }
     }
 }

@@ -56,6 +56,9 @@ pub fn merge_json(summary_json: &str, r: &JoinReport) -> String {
         add("annotation_energy", pretty(a));
     }
     add("join_warnings", pretty(&r.join_warnings));
+    if let Some(note) = r.gpu_energy_note {
+        add("gpu_energy_note", pretty(&note));
+    }
     out.push_str("\n}");
     out
 }
@@ -77,12 +80,14 @@ pub fn join_options(
 ) -> Result<JoinOptions, String> {
     let mut o = JoinOptions::default();
     if let Some(ms) = min_gap_ms {
-        if !(ms.is_finite() && ms > 0.0 && ms < 1e12) {
+        if !(ms.is_finite() && (0.0..1e12).contains(&ms)) {
             return Err(format!(
-                "--min-gap-ms {ms}: expected a positive number of ms"
+                "--min-gap-ms {ms}: expected a number of ms, 0 or more (0: every idle gap)"
             ));
         }
-        o.gaps.min_gap_ns = (round_positive(ms * 1e6) as i64).max(1);
+        // 0 asks for every idle gap: times are whole ns, so the finder takes gaps of 1 ns or
+        // more (busy stretches that touch leave no gap).
+        o.gaps.min_gap_ns = round_positive(ms * 1e6) as i64;
     }
     o.pauses.max_pauses_per_device = top_pauses;
     if let Some(text) = clock_offset_ms {
@@ -888,7 +893,7 @@ impl Timeline {
         let n = buckets.max(1);
         let width = (hi - lo) / n as f64;
         let gpus = rec
-            .slots()
+            .gpu_slots()
             .map(|slot| {
                 let mut b: Vec<Option<(f64, f64)>> = vec![None; n];
                 let mut max_w = 0.0f64;

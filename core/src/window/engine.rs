@@ -45,6 +45,19 @@ pub(crate) struct GpuState {
     pub(crate) repeated: u64,
     pub(crate) first_power_t: Option<i64>,
     pub(crate) last_power_t: Option<i64>,
+    /// Rows with any GPU reading ([`has_gpu_reading`]).
+    pub(crate) readings: u64,
+}
+
+/// Whether a SAMPLE row carries a GPU reading: power (a number or not), utilization, SM clock
+/// or energy counter (as parsed; the reference-only figures parse power and utilization alone).
+#[inline]
+pub(crate) fn has_gpu_reading(p: &ParsedRow) -> bool {
+    p.power_w.is_some()
+        || p.power_bad
+        || p.util_pct.is_some()
+        || p.sm_clock_mhz.is_some()
+        || p.energy_mj.is_some()
 }
 
 impl GpuState {
@@ -83,6 +96,7 @@ impl GpuState {
             repeated: 0,
             first_power_t: None,
             last_power_t: None,
+            readings: 0,
         }
     }
 
@@ -167,6 +181,8 @@ pub(super) struct Engine {
     pub(super) open_quote_line: Option<u64>,
     /// `gpu_power_W` values that are not finite numbers (nan, inf, text).
     pub(super) bad_power: u64,
+    /// SAMPLE rows with a GPU reading, of any GPU ([`has_gpu_reading`]).
+    pub(super) gpu_reading_rows: u64,
     /// Line of the first of them.
     pub(super) first_bad_power_line: Option<u64>,
     /// Pair starts never closed by their end mark.
@@ -208,6 +224,7 @@ impl Engine {
             no_header_line: None,
             open_quote_line: None,
             bad_power: 0,
+            gpu_reading_rows: 0,
             first_bad_power_line: None,
             unclosed_pairs: 0,
             unclosed_first: Vec::new(),
@@ -281,6 +298,8 @@ impl Engine {
             }
             ParsedKind::Sample => {
                 self.counts.samples += 1;
+                let reading = has_gpu_reading(p);
+                self.gpu_reading_rows += u64::from(reading);
                 if p.power_bad {
                     self.bad_power += 1;
                     self.first_bad_power_line.get_or_insert(p.line);
@@ -294,6 +313,9 @@ impl Engine {
                 } else {
                     None
                 };
+                if let Some(slot) = slot {
+                    self.gpus[slot as usize].readings += u64::from(reading);
+                }
                 match slot {
                     Some(slot) => Item::Sample(SampleItem {
                         slot,
@@ -452,6 +474,20 @@ impl Engine {
         w
     }
 
+    /// A span removed before it closed, which is never reported: its place under `max_spans`
+    /// is given back, and pass 3 waits for no result of it.
+    fn forget_span(&mut self, w: &ActiveWindow) {
+        if !w.kept {
+            return;
+        }
+        self.kept_spans -= 1;
+        if let Mode::Spans(st) = &mut self.mode
+            && let Ok(i) = st.slots.binary_search_by_key(&w.id, |s| s.0)
+        {
+            st.slots.remove(i);
+        }
+    }
+
     /// Pass 3: the output slot of a new kept span (none for one never closed); a span kept
     /// aside by pass 1 is decided at once.
     fn slot_span(&mut self, w: &mut ActiveWindow) {
@@ -552,16 +588,10 @@ impl Engine {
         if !self.opts.spans {
             return;
         }
-        // The stretch since the previous mark ends here.
-        for w in self.active.iter_mut() {
-            if w.kind == "between" && w.t1.is_none() {
-                w.t1 = Some(t);
-                w.end_label = Some(label);
-            }
-        }
         // A pair end closes the latest open pair with the same stem and the same thread.
         let name = self.labels[label as usize].clone();
         let thread = m.thread;
+        let mut closed_pair = None;
         if let Some(stem) = pair_end_stem(&name) {
             // The latest by creation (`active` is reordered by `swap_remove`).
             let found = self
@@ -577,7 +607,25 @@ impl Engine {
             if let Some(w) = found {
                 w.t1 = Some(t);
                 w.end_label = Some(label);
+                closed_pair = Some(w.id);
             }
+        }
+        // The stretch since the previous mark ends here, unless the pair just closed is that
+        // very stretch (its start was the previous mark: the stretch was created right after
+        // it): the span is then listed once, as the `pair`.
+        let mut i = 0;
+        while i < self.active.len() {
+            let w = &mut self.active[i];
+            if w.kind == "between" && w.t1.is_none() {
+                if closed_pair.is_some_and(|id| w.id == id + 1) {
+                    let w = self.active.swap_remove(i);
+                    self.forget_span(&w);
+                    continue;
+                }
+                w.t1 = Some(t);
+                w.end_label = Some(label);
+            }
+            i += 1;
         }
         if pair_start_stem(&name).is_some() {
             let open = self
@@ -853,8 +901,9 @@ impl Engine {
         let series = self
             .gpus
             .iter()
-            .filter(|_| self.opts.series_points > 0)
-            .map(|g| GpuSeries {
+            .zip(&gpus)
+            .filter(|(_, s)| self.opts.series_points > 0 && !s.is_phantom())
+            .map(|(g, _)| GpuSeries {
                 gpu_index: g.key,
                 bucket_ns: g.series.bucket_ns(),
                 points: g.series.points(),
@@ -868,6 +917,10 @@ impl Engine {
             never_closed,
             gpus: gpus.clone(),
         });
+        let gpu_energy_note =
+            (self.counts.samples > 0 && self.gpu_reading_rows == 0).then_some(NO_GPU_READINGS);
+        let mut gpus = gpus;
+        gpus.retain(|g| !g.is_phantom());
         Planned {
             analysis: RecordingAnalysis {
                 rows: self.counts.clone(),
@@ -878,6 +931,7 @@ impl Engine {
                 spans: if self.opts.spans { spans } else { Vec::new() },
                 series,
                 warnings,
+                gpu_energy_note,
             },
             marks_streamed,
             spans: spans_plan,
@@ -891,7 +945,7 @@ impl Engine {
         for (i, a) in w.gpus.iter().enumerate() {
             // The whole recording's figures (in pass 3 of a streamed analysis, pass 1's).
             let g = &ctx.gpus[i];
-            if g.samples == 0 {
+            if g.samples == 0 || g.is_phantom() {
                 continue;
             }
             let has_power = a.power.covered_ns > 0 || a.power.skipped_ns > 0;
@@ -979,6 +1033,7 @@ pub(crate) fn summarize_gpu(g: &GpuState) -> GpuSummary {
         busy_threshold_w: threshold,
         mean_interval_ms,
         repeated_power_readings: g.repeated,
+        gpu_readings: g.readings,
     }
 }
 

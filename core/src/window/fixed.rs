@@ -128,9 +128,17 @@ pub(crate) struct Gpu {
     power_samples: u64,
     first_power_t: Option<i64>,
     last_power_t: Option<i64>,
+    /// Rows with a GPU reading (power text or utilization).
+    readings: u64,
 }
 
 impl Gpu {
+    /// Rows without a `gpu_index` and without a reading are no GPU, as to the growable
+    /// analyzer (`GpuSummary::is_phantom`).
+    fn is_phantom(&self) -> bool {
+        self.key.is_none() && self.readings == 0
+    }
+
     const NEW: Gpu = Gpu {
         key: None,
         prev: Prev {
@@ -142,6 +150,7 @@ impl Gpu {
         power_samples: 0,
         first_power_t: None,
         last_power_t: None,
+        readings: 0,
     };
 }
 
@@ -395,6 +404,8 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
                     self.counts.samples_dropped += 1;
                     return;
                 };
+                self.gpus[slot as usize].readings +=
+                    u64::from(p.power_w.is_some() || p.power_bad || p.util_pct.is_some());
                 Item::Sample {
                     slot,
                     power_w: p.power_w,
@@ -489,7 +500,10 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
     fn result(&self) -> FixedResult {
         let mut r = FixedResult {
             rows: self.counts.clone(),
-            gpus: self.n_gpus,
+            gpus: self.gpus[..self.n_gpus]
+                .iter()
+                .filter(|g| !g.is_phantom())
+                .count(),
             start_t_mono_ns: self.sel_t[0],
             end_t_mono_ns: self.sel_t[1],
             window: None,
@@ -501,7 +515,7 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
         };
         let source = self.opts.power_source;
         let verdicts = (0..self.n_gpus)
-            .filter(|&i| self.gpus[i].samples > 0)
+            .filter(|&i| self.gpus[i].samples > 0 && !self.gpus[i].is_phantom())
             .map(|i| {
                 let g = &self.gpus[i];
                 let f = &self.floors[i];

@@ -43,6 +43,7 @@ pub use fixed::{FixedBuffers, FixedOptions, FixedResult, FixedWindow, FixedWindo
 pub(crate) use floor::PowerHistogram;
 pub use floor::TwoPassQuantile;
 pub use lines::{InputNotes, PyFixed, VerdictText, write_reference_lines};
+pub use result::NO_GPU_READINGS;
 #[cfg(feature = "alloc")]
 pub use result::{GpuSeries, GpuWindow, MarkInfo, RecordingAnalysis, Selection, WindowResult};
 pub use result::{GpuSummary, RaplWindow, RefFigures, RowCounts, SelectionError, WindowTotals};
@@ -245,6 +246,15 @@ impl WindowAnalyzer {
     /// Ends the input and returns the analysis.
     pub fn end(self) -> RecordingAnalysis {
         self.end_planned().analysis
+    }
+
+    /// Ends the input: every GPU's summary, those not listed (`GpuSummary::is_phantom`)
+    /// included, in slot order (the join's tests compare its idle floors with these).
+    #[cfg(test)]
+    pub(crate) fn end_every_gpu(mut self) -> Vec<GpuSummary> {
+        self.flush_reader();
+        self.eng.end_input();
+        self.eng.gpus.iter().map(summarize_gpu).collect()
     }
 
     fn flush_reader(&mut self) {

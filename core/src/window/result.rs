@@ -69,6 +69,17 @@ pub struct GpuSummary {
     pub mean_interval_ms: Option<f64>,
     /// Repeated power readings (equal to the previous one).
     pub repeated_power_readings: u64,
+    /// Rows with any GPU reading (power text, utilization, SM clock or energy counter).
+    #[serde(skip)]
+    pub gpu_readings: u64,
+}
+
+impl GpuSummary {
+    /// A GPU that is none: rows without a `gpu_index` that carry no GPU reading (a recording
+    /// made without NVML). It is not listed, and no window lists it.
+    pub fn is_phantom(&self) -> bool {
+        self.gpu_index.is_none() && self.gpu_readings == 0
+    }
 }
 
 /// The reference's samples-only figures.
@@ -154,7 +165,7 @@ pub struct RaplWindow {
 #[cfg(feature = "alloc")]
 #[derive(Clone, Debug, Serialize)]
 pub struct WindowResult {
-    /// `window` (the selected pair), `pair` (X_start/X_end, begin/end) or `between` (consecutive marks).
+    /// `window` (the selected pair), `pair` (X_start/X_end, begin/end) or `between` (consecutive marks that are not a pair's start and end).
     pub kind: &'static str,
     /// Start mark label.
     pub start_label: String,
@@ -290,7 +301,15 @@ pub struct RecordingAnalysis {
     pub series: Vec<GpuSeries>,
     /// Warnings about the input.
     pub warnings: Vec<String>,
+    /// Why every GPU figure is null, when the recording has SAMPLE rows but no GPU reading in
+    /// any of them ([`NO_GPU_READINGS`]); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_energy_note: Option<&'static str>,
 }
+
+/// The note of a recording without GPU readings: said once, in `gpu_energy_note` (and by the
+/// CLI's text forms on stderr), instead of a GPU of `gpu_index: null` with null figures.
+pub const NO_GPU_READINGS: &str = "no GPU readings: no SAMPLE row has a gpu_power_W, gpu_util_pct, gpu_sm_clock_MHz or gpu_energy_mJ value (recorded without NVML, e.g. on a host without a GPU), so there are no GPU energies, utilization or verdicts";
 
 #[cfg(feature = "alloc")]
 impl RecordingAnalysis {

@@ -225,6 +225,71 @@ fn spans_cover_consecutive_marks_and_pairs() {
     });
 }
 
+/// A pair whose start and end marks are consecutive is that stretch too: listed once, as the
+/// `pair`, and it takes one place under `max_spans`.
+#[test]
+fn an_adjacent_pair_is_listed_once_as_the_pair() {
+    let data = format!(
+        "{HDR}10,0,SAMPLE,,100,50,,,,,0,\n20,0,MARK,a_start,,,,,,,,\n30,0,SAMPLE,,100,50,,,,,0,\n40,0,MARK,a_end,,,,,,,,\n50,0,SAMPLE,,300,90,,,,,0,\n60,0,MARK,b,,,,,,,,\n70,0,SAMPLE,,100,10,,,,,0,\n80,0,MARK,begin,,,,,,,,\n90,0,MARK,end,,,,,,,,\n95,0,SAMPLE,,100,10,,,,,0,\n"
+    );
+    let spans = |r: &RecordingAnalysis| -> Vec<(&'static str, String, String, i64, i64)> {
+        r.spans
+            .iter()
+            .map(|s| {
+                (
+                    s.kind,
+                    s.start_label.clone(),
+                    s.end_label.clone(),
+                    s.t0_mono_ns,
+                    s.t1_mono_ns,
+                )
+            })
+            .collect()
+    };
+    let opts = AnalyzeOptions {
+        spans: true,
+        ..AnalyzeOptions::default()
+    };
+    let s = |k, a: &str, b: &str, t0, t1| (k, a.to_string(), b.to_string(), t0, t1);
+    for_each_split(data.as_bytes(), 3, 1, |chunks| {
+        let r = analyze(chunks, &opts);
+        assert_eq!(
+            spans(&r),
+            [
+                s("pair", "a_start", "a_end", 20, 40),
+                s("between", "a_end", "b", 40, 60),
+                s("between", "b", "begin", 60, 80),
+                s("pair", "begin", "end", 80, 90),
+            ]
+        );
+        assert_eq!(r.rows.spans_dropped, 0);
+    });
+    // Two places: the first two spans, none of them lost to the stretches listed as pairs.
+    let r = analyze(
+        &[data.as_bytes()],
+        &AnalyzeOptions {
+            limits: Limits {
+                max_spans: 2,
+                ..Limits::EXACT
+            },
+            ..opts.clone()
+        },
+    );
+    assert_eq!(
+        spans(&r),
+        [
+            s("pair", "a_start", "a_end", 20, 40),
+            s("between", "a_end", "b", 40, 60),
+        ]
+    );
+    assert_eq!(r.rows.spans_dropped, 2);
+    // The streamed passes agree, and pass 3 waits for no span it will never see.
+    for hold in [0, 1, 2] {
+        let (got, _) = analyze_streamed(&[data.as_bytes()], &opts, hold);
+        assert_eq!(got.to_json(), analyze(&[data.as_bytes()], &opts).to_json());
+    }
+}
+
 #[test]
 fn overlapping_same_name_pairs_pair_by_mark_thread() {
     // Threads 7 and 9 both run `step`, overlapping: 7 over [10, 40], 9 over [20, 60]; thread 7
@@ -835,4 +900,47 @@ fn unclosed_pair_starts_are_listed_in_the_warnings() {
         &opts,
     );
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+/// SAMPLE rows without a `gpu_index` and without any GPU reading (a recording made without
+/// NVML) are no GPU: none is listed, and the note says why; rows without a `gpu_index` that do
+/// carry readings (the reference's 10 columns) are GPU 0 as before, without a note.
+#[test]
+fn rows_without_gpu_readings_make_no_phantom_gpu() {
+    let hdr = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index\n";
+    let host_only = format!(
+        "{hdr}1000,0,MARK,a,,,,,,,\n2000,0,SAMPLE,,,,,,,5,\n3000,0,SAMPLE,,,,,,,9,\n4000,0,MARK,b,,,,,,,\n"
+    );
+    let with_power = host_only.replace(",SAMPLE,,,,", ",SAMPLE,,100,,");
+    let opts = |select: bool| AnalyzeOptions {
+        select: select.then(|| WindowSelect {
+            start: "a".into(),
+            end: "b".into(),
+            occurrence: 1,
+        }),
+        spans: true,
+        series_points: 10,
+        ..AnalyzeOptions::default()
+    };
+    for select in [false, true] {
+        for_each_split(host_only.as_bytes(), 2, 3, |chunks| {
+            let r = analyze(chunks, &opts(select));
+            assert_eq!(r.gpu_energy_note, Some(NO_GPU_READINGS));
+            assert!(r.gpus.is_empty() && r.series.is_empty());
+            assert!(r.spans.iter().all(|s| s.gpus.is_empty()));
+            assert_eq!(r.rows.samples, 2);
+            if select {
+                let w = r.window.as_ref().unwrap();
+                assert!(w.gpus.is_empty());
+                // RAPL is still there.
+                assert!(w.rapl.is_some());
+            }
+            assert_eq!(r.to_json().matches("no GPU readings").count(), 1);
+        });
+        let r = analyze(&[with_power.as_bytes()], &opts(select));
+        assert_eq!(r.gpu_energy_note, None);
+        assert_eq!(r.gpus.len(), 1);
+        assert_eq!(r.gpus[0].gpu_index, None);
+        assert!(!r.to_json().contains("gpu_energy_note"));
+    }
 }

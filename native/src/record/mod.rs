@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::CmdResult;
+use crate::{CmdError, CmdResult, values};
 
 pub mod clock;
 pub mod command;
@@ -45,17 +45,20 @@ pub struct Args {
     metrics: Option<String>,
     /// Distinct window names with series of their own in `--metrics`; later names are counted
     /// under `window="(other)"`.
-    #[arg(long, default_value_t = 64, value_name = "N")]
+    #[arg(long, default_value_t = 64, value_name = "N", allow_hyphen_values = true,
+          value_parser = values::metrics_windows)]
     metrics_windows: usize,
     /// GPU indices to sample, e.g. `0,2` (default: every GPU).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true,
+          value_parser = values::nvml_index)]
     gpu: Option<Vec<u32>>,
-    /// Sampling period in milliseconds (fractions allowed, at least 0.05).
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
+    /// Sampling period in milliseconds (fractions allowed, 0.05 to 3600000).
+    #[arg(long, default_value_t = 10.0, value_name = "MS", allow_hyphen_values = true,
+          value_parser = values::interval_ms)]
     interval_ms: f64,
     /// Recording length in seconds (default 30; `inf` records until Ctrl-C or SIGTERM). With a
     /// command, the recording lasts as long as the command instead.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, value_name = "S", allow_hyphen_values = true, value_parser = values::seconds)]
     seconds: Option<f64>,
     /// Marks FIFO (created 0600 if missing). With a command, a private one is made when omitted.
     #[arg(long)]
@@ -73,7 +76,8 @@ pub struct Args {
     #[arg(long, default_value = "/proc")]
     proc_root: PathBuf,
     /// Host CPU/memory period in milliseconds (/proc/stat counts in 10 ms jiffies).
-    #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 100, value_name = "MS", allow_hyphen_values = true,
+          value_parser = values::host_interval_ms)]
     host_interval_ms: u64,
     /// Do not record host CPU and memory.
     #[arg(long)]
@@ -85,13 +89,14 @@ pub struct Args {
     #[arg(long)]
     host_jsonl: Option<PathBuf>,
     /// Host-telemetry JSONL period in milliseconds.
-    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1000, value_name = "MS", allow_hyphen_values = true,
+          value_parser = values::host_interval_ms)]
     host_jsonl_interval_ms: u64,
     /// Testing seam: replay GPU readings from a script instead of NVML (see README).
     #[arg(long, hide = true)]
     scripted_gpu: Option<PathBuf>,
     /// Testing seam: a virtual clock advancing this many ns per reading (deterministic output).
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, allow_hyphen_values = true, value_parser = values::step_ns)]
     fake_clock_step_ns: Option<u64>,
     /// Do not inject the NVTX library into the command (its NVTX ranges then make no marks).
     #[arg(long)]
@@ -142,46 +147,31 @@ fn private_fifo() -> Result<FifoGuard, String> {
     })
 }
 
-fn validate(a: &Args) -> Result<(), String> {
-    if !(a.interval_ms.is_finite() && a.interval_ms >= 0.05) {
-        return Err(format!(
-            "error: --interval-ms {}: must be at least 0.05",
-            a.interval_ms
-        ));
-    }
-    if let Some(s) = a.seconds {
-        if s.is_nan() || s <= 0.0 {
-            return Err(format!("error: --seconds {s}: must be positive (or inf)"));
-        }
-        if !a.command.is_empty() {
-            return Err("error: give either --seconds or a command (the command's lifetime is the recording)".into());
-        }
+/// The options together: conflicting ones are usage errors (each value's range is its parser's,
+/// `crate::values`); an output path that cannot be a file is a runtime error.
+fn validate(a: &Args) -> Result<(), CmdError> {
+    let usage = |m: &str| Err(CmdError::Usage(format!("error: {m}")));
+    if a.seconds.is_some() && !a.command.is_empty() {
+        return usage(
+            "give either --seconds or a command (the command's lifetime is the recording)",
+        );
     }
     if a.fake_clock_step_ns.is_some()
         && a.command.is_empty()
         && !a.seconds.is_some_and(f64::is_finite)
     {
-        return Err("error: the virtual clock needs a finite --seconds".into());
+        return usage("the virtual clock needs a finite --seconds");
     }
     if a.scripted_gpu.is_some() && a.gpu.is_some() {
-        return Err("error: --gpu does not apply to a scripted GPU source".into());
+        return usage("--gpu does not apply to a scripted GPU source");
     }
     if let Some(g) = &a.gpu {
         let mut seen = g.clone();
         seen.sort_unstable();
         seen.dedup();
         if seen.len() != g.len() {
-            return Err("error: --gpu lists a GPU twice".into());
+            return usage("--gpu lists a GPU twice");
         }
-    }
-    if a.host_interval_ms == 0 || a.host_jsonl_interval_ms == 0 {
-        return Err("error: host intervals must be at least 1 ms".into());
-    }
-    if !(1..=4096).contains(&a.metrics_windows) {
-        return Err(format!(
-            "error: --metrics-windows {}: must be 1 to 4096",
-            a.metrics_windows
-        ));
     }
     if let Some(out) = &a.out {
         writer::check_output_path(out)?;
@@ -211,7 +201,8 @@ fn validate(a: &Args) -> Result<(), String> {
                 "error: {option} {} is the same file as {other} {}; refusing to overwrite it",
                 o.display(),
                 i.display()
-            ));
+            )
+            .into());
         }
     }
     Ok(())
@@ -264,11 +255,9 @@ pub fn run(mut args: Args) -> CmdResult {
                 driver = Some(src.driver.clone());
                 (Some(Box::new(src)), "nvml")
             }
-            Err(why) if why.starts_with("--gpu") => return Err(format!("error: {why}")),
+            Err(why) if why.starts_with("--gpu") => return Err(format!("error: {why}").into()),
             Err(why) if args.require_gpu => {
-                return Err(format!(
-                    "error: no GPU data: {why}; --require-gpu was given"
-                ));
+                return Err(format!("error: no GPU data: {why}; --require-gpu was given").into());
             }
             Err(why) => {
                 warn(format!(
@@ -354,7 +343,7 @@ pub fn run(mut args: Args) -> CmdResult {
                 Ok(t) => Some(t),
                 Err(e) => {
                     signals::finish(&stop_state, sig_thread);
-                    return Err(e);
+                    return Err(e.into());
                 }
             }
         }
@@ -369,7 +358,7 @@ pub fn run(mut args: Args) -> CmdResult {
         Ok(w) => w,
         Err(e) => {
             signals::finish(&stop_state, sig_thread);
-            return Err(e);
+            return Err(e.into());
         }
     };
     let clock: Arc<dyn Clock> = match args.fake_clock_step_ns {
@@ -394,7 +383,7 @@ pub fn run(mut args: Args) -> CmdResult {
         Err(e) => {
             drop(writer.finish());
             signals::finish(&stop_state, sig_thread);
-            return Err(e);
+            return Err(e.into());
         }
     };
     let marks_reader = match &fifo {
@@ -404,7 +393,7 @@ pub fn run(mut args: Args) -> CmdResult {
             Err(e) => {
                 drop(writer.finish());
                 signals::finish(&stop_state, sig_thread);
-                return Err(e);
+                return Err(e.into());
             }
         },
         None => None,

@@ -35,10 +35,12 @@ pub struct JoinArgs {
     #[arg(long)]
     pauses: bool,
     /// A pause is a GPU idle gap of at least this many ms (default 100).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", allow_hyphen_values = true,
+          value_parser = crate::values::min_gap_ms)]
     min_gap_ms: Option<f64>,
     /// Pauses listed per device, longest first.
-    #[arg(long, default_value_t = 50, value_name = "N")]
+    #[arg(long, default_value_t = 50, value_name = "N", allow_hyphen_values = true,
+          value_parser = crate::values::count)]
     top_pauses: usize,
     /// A recording (trace.csv) of the same run: adds telemetry to each pause and energy per
     /// annotation name.
@@ -369,6 +371,9 @@ pub fn render(r: &JoinReport) -> String {
     }
     for w in &r.join_warnings {
         let _ = writeln!(s, "  warning: {w}");
+    }
+    if let Some(note) = r.gpu_energy_note {
+        let _ = writeln!(s, "  note: {note}");
     }
     s
 }

@@ -121,11 +121,17 @@ fn build(chunks: &[&[u8]], hint: Option<u64>) -> Result<Recording, String> {
     b.end()
 }
 
-/// The oracle of the summaries: the analyzer as the builder would run it.
+/// The oracle of the summaries: the analyzer as the builder would run it (without its count of
+/// rows with a GPU reading, which only tells it which GPUs to list, and is not kept here), and
+/// with the GPUs it does not list (`GpuSummary::is_phantom`) in their places.
 fn analyzer_summaries(text: &[u8]) -> Vec<GpuSummary> {
     let mut a = WindowAnalyzer::new(AnalyzeOptions::default());
     a.write(text);
-    a.end().gpus
+    let mut gpus = a.end_every_gpu();
+    for g in &mut gpus {
+        g.gpu_readings = 0;
+    }
+    gpus
 }
 
 /// The oracle of the series: every SAMPLE row with a `t_wall_ns`, read one by one, per
@@ -160,8 +166,13 @@ fn naive_series(text: &[u8]) -> Vec<RecGpu> {
                     None => continue,
                 };
                 let g = &mut gpus[slot];
-                if let Some(v) = row.f64(Col::GpuPowerW) {
-                    g.power.push((t, v));
+                // Finite power in the series; the other values' times apart.
+                let raw = row.raw(Col::GpuPowerW).unwrap_or(b"");
+                match row.f64(Col::GpuPowerW) {
+                    Some(v) if v.is_finite() => g.power.push((t, v)),
+                    Some(_) => g.bad_power.push(t),
+                    None if !raw.trim_ascii().is_empty() => g.bad_power.push(t),
+                    None => {}
                 }
                 if let Some(v) = row.f64(Col::GpuUtilPct) {
                     g.util.push((t, v));
@@ -177,6 +188,7 @@ fn naive_series(text: &[u8]) -> Vec<RecGpu> {
         g.power.sort_by_key(|r| r.0);
         g.util.sort_by_key(|r| r.0);
         g.counter.sort_by_key(|r| r.0);
+        g.bad_power.sort_unstable();
     }
     gpus
 }
@@ -206,6 +218,7 @@ fn check(text: &str, rounds: usize, seed: u64) {
                 assert_eq!(bits(&g.power), bits(&n.power));
                 assert_eq!(bits(&g.util), bits(&n.util));
                 assert_eq!(bits(&g.counter), bits(&n.counter));
+                assert_eq!(g.bad_power, n.bad_power);
             }
         }
     });
