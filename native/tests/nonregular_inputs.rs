@@ -416,6 +416,23 @@ fn perfetto_with_the_recording_on_a_fifo_is_the_regular_files() {
         std::fs::read(&out_path).unwrap() == want_bytes,
         "merged files differ"
     );
+
+    // The trace on a pipe: the merged file is copied from its spool in the join's second pass.
+    let pipe_out = d.join("pipe.json");
+    let mut c = bin();
+    c.args(["trace", "--json", "--telemetry"])
+        .arg(&rec)
+        .arg("--perfetto")
+        .arg(&pipe_out)
+        .arg("/dev/stdin");
+    let trace = std::fs::read(&file).unwrap();
+    let out = bounded("/dev/stdin --perfetto", c, Some(trace));
+    assert_eq!(without_source(&ok("pipe", &out)), want);
+    spool_note(&out, "/dev/stdin");
+    assert!(
+        std::fs::read(&pipe_out).unwrap() == want_bytes,
+        "merged files differ (the trace on a pipe)"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -158,6 +158,18 @@ for how in file fifo pipe subst; do
   fi
 done
 
+# The trace itself on a pipe with --perfetto: the merged file is copied from the trace's spool.
+rc=0
+cat "$T/t.json" | timeout "$LIMIT" "$BIN" trace --json --telemetry "$T/rec.csv" --perfetto "$T/merged-trace-pipe.json" \
+  /dev/stdin >/dev/null 2>"$T/p.err" || rc=$?
+if [[ $rc -ne 0 ]]; then
+  bad "perfetto-trace-pipe: exit $rc: $(head -3 "$T/p.err")"
+elif ! cmp -s "$T/merged-file.json" "$T/merged-trace-pipe.json"; then
+  bad "perfetto-trace-pipe: the merged file differs from the regular file's"
+else
+  ok
+fi
+
 # The spool says so on stderr, once; a one-pass job does not spool.
 cat "$T/m.csv" | timeout "$LIMIT" "$BIN" analyze --spans --csv /dev/stdin >/dev/null 2>"$T/n.err" || true
 if [[ $(grep -c '^note: /dev/stdin is not a regular file; spooling it to a temporary file' "$T/n.err") == 1 ]]; then
