@@ -243,7 +243,7 @@ impl TraceSummaryResult {
             truncated: self.truncated,
             busy_union_ns: self.totals.busy_union_ns,
             busy_union_error_bound_ns: parts.busy_union_error_bound_ns,
-            busy_union_ns_by_category: busy_by_category,
+            busy_union_ns_by_category: busy_by_category.into(),
             warnings: self.warnings.clone(),
         };
         let state = MergeState {
