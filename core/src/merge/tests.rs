@@ -579,3 +579,27 @@ fn ops_out_of_order_fold_as_in_order() {
     assert_eq!(with_split.ops.len(), state.ops.len());
     assert_eq!(merge_states(vec![split, state]).unwrap(), with_split);
 }
+
+/// The summary writes its section's ops from the result in place (no sorted copy): the same
+/// bytes as the canonical state's JSON, whatever the ops.
+#[test]
+fn the_section_written_in_place_equals_the_canonical_state() {
+    let mut rng = Rng::from_env(17);
+    for _ in 0..20 {
+        let events = 1 + rng.below(300) as usize;
+        let (doc, _) = rank_doc(&mut rng, events);
+        let mut a = Analyzer::new(AnalyzerOptions {
+            kind: Kind::Trace,
+            source: "r.json".to_string(),
+            mergeable: true,
+            ..AnalyzerOptions::default()
+        });
+        a.write(doc.as_bytes()).unwrap();
+        let crate::analyzer::Analysis::Trace(r) = a.finish().unwrap() else {
+            panic!("not a trace")
+        };
+        let pretty = serde_json::to_string_pretty(&*r).unwrap();
+        let want = with_section(pretty, &r.mergeable_state().unwrap()).unwrap();
+        assert_eq!(r.to_json(), want);
+    }
+}
