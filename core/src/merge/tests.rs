@@ -400,7 +400,7 @@ fn inconsistent_summaries_are_named_errors() {
         .reverse();
     assert_eq!(
         merge_values(&[v]).unwrap(),
-        merge_values(&[good.clone()]).unwrap()
+        merge_values(core::slice::from_ref(&good)).unwrap()
     );
 }
 

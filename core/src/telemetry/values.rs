@@ -257,10 +257,10 @@ impl BoundedStats {
                 if !refill(c, &mut *spill) {
                     return false;
                 }
-                if let Some(&v) = c.buf.get(c.at) {
-                    if best.is_none_or(|(b, _)| v < b) {
-                        best = Some((v, k));
-                    }
+                if let Some(&v) = c.buf.get(c.at)
+                    && best.is_none_or(|(b, _)| v < b)
+                {
+                    best = Some((v, k));
                 }
             }
             let held_head = self.values.get(held).copied();
