@@ -29,7 +29,7 @@ pub use render::{
     MERGED_SCOPE, MergedApproximations, MergedCategories, MergedCategory, MergedOpRow,
     MergedSummary, MergedTotals, RanksView,
 };
-pub use state::{CategorySum, MergeState, OpSum, Problem, Rank, VERSION};
+pub use state::{ByCategory, CategorySum, Folder, MergeState, OpSum, Problem, Rank, VERSION};
 
 use crate::summary::DEFAULT_TOP_OPS;
 
@@ -119,81 +119,149 @@ fn section(index: usize, input: Input) -> Result<MergeState, MergeError> {
 /// The sections of an array's elements folded into one (the merge is associative and
 /// commutative, so folding them first changes nothing); errors name the element (`[k].key`).
 fn sections(index: usize, inputs: Vec<Input>) -> Result<MergeState, MergeError> {
-    let element = |k: usize, mut e: MergeError| {
-        e.path = if e.path.is_empty() {
-            alloc::format!("[{k}]")
-        } else {
-            alloc::format!("[{k}].{}", e.path)
-        };
-        e
-    };
-    let mut states = Vec::with_capacity(inputs.len());
-    for (k, input) in inputs.into_iter().enumerate() {
-        states.push(section(index, input).map_err(|e| element(k, e))?);
+    if inputs.is_empty() {
+        return Err(empty_array(index));
     }
-    let Some(scale) = states.iter().map(|s| s.scale).min() else {
-        return Err(MergeError {
-            index: Some(index),
-            path: String::new(),
-            message: String::from("an empty array of summaries"),
-        });
-    };
-    state::fold(scale, states).map_err(|(_, p)| at(index, p))
+    let mut folder = Folder::new();
+    for (k, input) in inputs.into_iter().enumerate() {
+        let state = section(index, input).map_err(|e| element(k, e))?;
+        folder.add(state).map_err(|p| at(index, p))?;
+    }
+    Ok(folder.finish())
 }
 
-fn is_array(json: &[u8]) -> bool {
-    json.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+fn empty_array(index: usize) -> MergeError {
+    MergeError {
+        index: Some(index),
+        path: String::new(),
+        message: String::from("an empty array of summaries"),
+    }
+}
+
+/// `e` of an array's element `k`: its path prefixed with `[k]`.
+fn element(k: usize, mut e: MergeError) -> MergeError {
+    e.path = if e.path.is_empty() {
+        alloc::format!("[{k}]")
+    } else {
+        alloc::format!("[{k}].{}", e.path)
+    };
+    e
 }
 
 /// Parses one summary's JSON (a per-rank summary, a merge's output, or an array of them as
 /// `trace --json --mergeable` prints for several files, folded into one) to its checked state.
 ///
-/// The bytes go straight into the typed state; only when that fails are they parsed again
-/// through `serde_path_to_error`, whose key path the error then names (tracking the path costs
-/// most of the parse, so the good summaries do without it).
-///
 /// # Errors
 /// Bad JSON, a missing or malformed `mergeable` section, naming `index` and the key.
 pub fn parse_state(index: usize, json: &[u8]) -> Result<MergeState, MergeError> {
-    let parsed = if is_array(json) {
-        serde_json::from_slice(json).map(|Inputs(v)| Err(v))
-    } else {
-        serde_json::from_slice(json).map(Ok)
+    let mut merger = Merger::new();
+    merger.add_json(index, json)?;
+    merger.finish().map_err(|_| empty_array(index))
+}
+
+/// Why [`Merger::add_from`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AddError {
+    /// The text is not a summary (bad JSON, a key of the wrong type): the error has no key path
+    /// yet; [`locate_error`] over the same text again gives it.
+    Syntax(MergeError),
+    /// A summary that parsed but was refused (no section, an inconsistent one, an overflow): the
+    /// error names the key.
+    Refused(MergeError),
+}
+
+impl AddError {
+    /// The error.
+    pub fn into_inner(self) -> MergeError {
+        match self {
+            AddError::Syntax(e) | AddError::Refused(e) => e,
+        }
+    }
+}
+
+/// Folds the summaries of one input as they are parsed: a summary object, or each element of
+/// an array of them, folded in and dropped before the next is read. Without a folder it only
+/// parses (to find where a text that failed is wrong).
+struct FoldInput<'a> {
+    index: usize,
+    folder: Option<&'a mut Folder>,
+    refused: &'a mut Option<MergeError>,
+}
+
+impl FoldInput<'_> {
+    fn take<E: serde::de::Error>(&mut self, input: Input, k: Option<usize>) -> Result<(), E> {
+        let Some(folder) = self.folder.as_deref_mut() else {
+            return Ok(());
+        };
+        let named = |e| match k {
+            Some(k) => element(k, e),
+            None => e,
+        };
+        let added = section(self.index, input)
+            .map_err(named)
+            .and_then(|state| folder.add(state).map_err(|p| at(self.index, p)));
+        added.map_err(|e| {
+            let message = e.message.clone();
+            *self.refused = Some(e);
+            E::custom(message)
+        })
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for FoldInput<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FoldInput<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a summary (a JSON object) or an array of them")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, map: A) -> Result<(), A::Error> {
+        let input = Input::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        self.take(input, None)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        let mut k = 0;
+        while let Some(input) = seq.next_element::<Input>()? {
+            self.take(input, Some(k))?;
+            k += 1;
+        }
+        if k == 0 && self.folder.is_some() {
+            let e = empty_array(self.index);
+            let message = e.message.clone();
+            *self.refused = Some(e);
+            return Err(serde::de::Error::custom(message));
+        }
+        Ok(())
+    }
+}
+
+/// Where the text of summary `index` that [`Merger::add_from`] found not to be a summary is
+/// wrong: the same parse again, through `de` (over the same text), with the key path tracked
+/// (tracking costs most of the parse, so the good summaries do without it). Nothing is kept.
+pub fn locate_error<'de, D: serde::Deserializer<'de>>(index: usize, de: D) -> Option<MergeError> {
+    let mut refused = None;
+    let seed = FoldInput {
+        index,
+        folder: None,
+        refused: &mut refused,
     };
-    match parsed {
-        Ok(Ok(one)) => section(index, one),
-        Ok(Err(many)) => sections(index, many),
-        Err(fast) => Err(parse_error_at_path(index, json, fast)),
+    let mut track = serde_path_to_error::Track::new();
+    let tracked = serde_path_to_error::Deserializer::new(de, &mut track);
+    match serde::de::DeserializeSeed::deserialize(seed, tracked) {
+        Ok(()) => None,
+        Err(e) => Some(parse_error(
+            index,
+            serde_path_to_error::Error::new(track.path(), e),
+        )),
     }
-}
-
-/// The error of a summary the fast parse rejected: the same parse again, tracking the key path.
-/// `fast` is kept should the second parse disagree (it cannot: both run the same deserializer).
-fn parse_error_at_path(index: usize, json: &[u8], fast: serde_json::Error) -> MergeError {
-    match parse_tracked(index, json) {
-        Err(e) => e,
-        Ok(()) => MergeError {
-            index: Some(index),
-            path: String::new(),
-            message: fast.to_string(),
-        },
-    }
-}
-
-/// [`parse_state`]'s parse with the key path tracked, checks left out: the error, if any.
-fn parse_tracked(index: usize, json: &[u8]) -> Result<(), MergeError> {
-    let mut de = serde_json::Deserializer::from_slice(json);
-    if is_array(json) {
-        serde_path_to_error::deserialize::<_, Inputs>(&mut de).map(drop)
-    } else {
-        serde_path_to_error::deserialize::<_, Input>(&mut de).map(drop)
-    }
-    .map_err(|e| parse_error(index, e))?;
-    de.end().map_err(|e| MergeError {
-        index: Some(index),
-        path: String::new(),
-        message: e.to_string(),
-    })
 }
 
 /// [`parse_state`] for a summary already parsed as a `serde_json::Value` (integers above
@@ -217,15 +285,114 @@ pub fn state_of_value(index: usize, value: &serde_json::Value) -> Result<MergeSt
 /// # Errors
 /// No states; a sum that overflows (naming the state whose addition overflowed).
 pub fn merge_states(states: Vec<MergeState>) -> Result<MergeState, MergeError> {
-    let Some(scale) = states.iter().map(|s| s.scale).min() else {
-        return Err(MergeError {
-            index: None,
-            path: String::new(),
-            message: String::from("no summaries to merge"),
+    let mut merger = Merger::new();
+    for (i, state) in states.into_iter().enumerate() {
+        merger.add_state(i, state)?;
+    }
+    merger.finish()
+}
+
+/// A merge fed one summary at a time: each is parsed, checked, folded into one merged state and
+/// dropped, so memory holds the merged state (its ops, buckets and ranks) and one summary's
+/// text, whatever the number of summaries. The result is that of [`merge_states`] on them all.
+#[derive(Debug, Default)]
+pub struct Merger {
+    folder: Folder,
+}
+
+impl Merger {
+    /// An empty merge.
+    pub fn new() -> Merger {
+        Merger::default()
+    }
+
+    /// Parses summary `index` (a summary, a merge's output, or an array of them) and folds it
+    /// in, an array's elements one at a time.
+    ///
+    /// # Errors
+    /// Bad JSON, a missing, malformed or inconsistent `mergeable` section, naming `index` and
+    /// the key; a sum that overflows.
+    pub fn add_json(&mut self, index: usize, json: &[u8]) -> Result<(), MergeError> {
+        let mut de = serde_json::Deserializer::from_slice(json);
+        let added = self.add_from(index, &mut de).and_then(|()| {
+            de.end().map_err(|e| {
+                AddError::Syntax(MergeError {
+                    index: Some(index),
+                    path: String::new(),
+                    message: e.to_string(),
+                })
+            })
         });
-    };
-    // An overflow names the summary whose addition overflowed.
-    state::fold(scale, states).map_err(|(i, p)| at(i, p))
+        match added {
+            Ok(()) => Ok(()),
+            Err(AddError::Refused(e)) => Err(e),
+            Err(AddError::Syntax(e)) => {
+                let mut de = serde_json::Deserializer::from_slice(json);
+                Err(locate_error(index, &mut de).unwrap_or(e))
+            }
+        }
+    }
+
+    /// Folds in the summaries `de` gives (one, or an array's elements as they are parsed: an
+    /// array of many summaries is never held whole). The caller checks the end of the input.
+    ///
+    /// # Errors
+    /// [`AddError`]: a text that is not a summary, or a summary refused.
+    pub fn add_from<'de, D: serde::Deserializer<'de>>(
+        &mut self,
+        index: usize,
+        de: D,
+    ) -> Result<(), AddError> {
+        let mut refused = None;
+        let seed = FoldInput {
+            index,
+            folder: Some(&mut self.folder),
+            refused: &mut refused,
+        };
+        match serde::de::DeserializeSeed::deserialize(seed, de) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(match refused {
+                Some(r) => AddError::Refused(r),
+                None => AddError::Syntax(MergeError {
+                    index: Some(index),
+                    path: String::new(),
+                    message: e.to_string(),
+                }),
+            }),
+        }
+    }
+
+    /// Folds in summary `index`, parsed as a `serde_json::Value` ([`state_of_value`]).
+    ///
+    /// # Errors
+    /// As [`state_of_value`]; a sum that overflows.
+    pub fn add_value(&mut self, index: usize, value: &serde_json::Value) -> Result<(), MergeError> {
+        let state = state_of_value(index, value)?;
+        self.add_state(index, state)
+    }
+
+    /// Folds in a checked state, `index` naming it in an error.
+    ///
+    /// # Errors
+    /// A sum that overflows.
+    pub fn add_state(&mut self, index: usize, state: MergeState) -> Result<(), MergeError> {
+        self.folder.add(state).map_err(|p| at(index, p))
+    }
+
+    /// The merged state.
+    ///
+    /// # Errors
+    /// Nothing was added.
+    pub fn finish(self) -> Result<MergeState, MergeError> {
+        if self.folder.is_empty() {
+            return Err(MergeError {
+                index: None,
+                path: String::new(),
+                message: String::from("no summaries to merge"),
+            });
+        }
+        Ok(self.folder.finish())
+    }
 }
 
 /// Merges summaries given as JSON texts (per-rank `trace --json --mergeable` outputs, or merge
@@ -245,12 +412,11 @@ pub fn merge_json_with<S: AsRef<[u8]>>(
     summaries: &[S],
     options: &MergeOptions,
 ) -> Result<String, MergeError> {
-    let states = summaries
-        .iter()
-        .enumerate()
-        .map(|(i, s)| parse_state(i, s.as_ref()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let merged = render::render(merge_states(states)?, options.top);
+    let mut merger = Merger::new();
+    for (i, s) in summaries.iter().enumerate() {
+        merger.add_json(i, s.as_ref())?;
+    }
+    let merged = render::render(merger.finish()?, options.top);
     Ok(to_json(&merged))
 }
 
@@ -259,12 +425,11 @@ pub fn merge_json_with<S: AsRef<[u8]>>(
 /// # Errors
 /// See [`MergeError`].
 pub fn merge_values(summaries: &[serde_json::Value]) -> Result<serde_json::Value, MergeError> {
-    let states = summaries
-        .iter()
-        .enumerate()
-        .map(|(i, v)| state_of_value(i, v))
-        .collect::<Result<Vec<_>, _>>()?;
-    let merged = render::render(merge_states(states)?, DEFAULT_TOP_OPS);
+    let mut merger = Merger::new();
+    for (i, v) in summaries.iter().enumerate() {
+        merger.add_value(i, v)?;
+    }
+    let merged = render::render(merger.finish()?, DEFAULT_TOP_OPS);
     let fail = |e: serde_json::Error| MergeError {
         index: None,
         path: String::new(),

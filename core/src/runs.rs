@@ -68,7 +68,7 @@ pub use warnings::Warnings;
 pub use crate::ordered::OrderedMap;
 
 use crate::pynum::{add, sub};
-use crate::telemetry::{Num, TelemetrySummary, Window};
+use crate::telemetry::{Num, TelemetrySummary, ValueBudget, Window};
 use jsonl::{num, truthy};
 
 /// Largest file read whole (`report.json`, `status.json`, a trace's diagnostic `report.json`),
@@ -197,7 +197,11 @@ pub struct RunSummarizer {
     w: Warnings,
     report: Option<Map<String, Value>>,
     host_report: Map<String, Value>,
-    requests: Vec<requests::Request>,
+    /// The first warmup request (what `startup` reads of the requests).
+    warmup: Option<requests::Request>,
+    /// The sustained phase's request figures, from the report's bounds on.
+    sustained: Option<requests::SustainedAcc>,
+    budget: ValueBudget,
     requests_reader: JsonlReader,
     log: Option<LogObserver>,
     /// Computed once the log has ended: startup figures and the sustained phase.
@@ -227,13 +231,22 @@ impl RunSummarizer {
             w: Warnings::default(),
             report: None,
             host_report: Map::new(),
-            requests: Vec::new(),
+            warmup: None,
+            sustained: None,
+            budget: ValueBudget::in_memory(),
             requests_reader: JsonlReader::with_max_line_bytes(max_line_bytes),
             log: Some(LogObserver::with_max_line_bytes(max_line_bytes)),
             details: None,
             telemetry: None,
             max_line_bytes,
         }
+    }
+
+    /// Where the run's series keep their values (call before [`report`](Self::report)): the
+    /// default, [`ValueBudget::in_memory`], moves a series past its share to the quantile
+    /// sketch (said in the output); with a spill every figure stays exact.
+    pub fn set_value_budget(&mut self, budget: ValueBudget) {
+        self.budget = budget;
     }
 
     /// The run's files, to read them.
@@ -245,6 +258,9 @@ impl RunSummarizer {
     pub fn report(&mut self, file: FileRead<'_>) {
         let shown = self.paths.report.to_py_string();
         self.report = read_object(file, &shown, &mut self.w);
+        if let Some(Ok(Some((s, d)))) = self.report.as_ref().map(sustained_bounds) {
+            self.sustained = Some(requests::SustainedAcc::new(s, d, &self.budget));
+        }
     }
 
     /// Whether the run has a report, so that its status, requests and log are read.
@@ -268,9 +284,9 @@ impl RunSummarizer {
 
     /// The next chunk of `requests.jsonl`.
     pub fn requests_push(&mut self, chunk: &[u8]) {
-        let rows = &mut self.requests;
+        let (warmup, sustained) = (&mut self.warmup, &mut self.sustained);
         self.requests_reader.push(chunk, &mut self.w, |line, v, w| {
-            keep_request(rows, line, v, w)
+            take_request(warmup, sustained, line, v, w)
         });
     }
 
@@ -278,9 +294,10 @@ impl RunSummarizer {
     pub fn requests_end(&mut self, read_error: Option<&str>) {
         match read_error {
             None => {
-                let rows = &mut self.requests;
-                self.requests_reader
-                    .finish(&mut self.w, |line, v, w| keep_request(rows, line, v, w));
+                let (warmup, sustained) = (&mut self.warmup, &mut self.sustained);
+                self.requests_reader.finish(&mut self.w, |line, v, w| {
+                    take_request(warmup, sustained, line, v, w)
+                });
             }
             Some(e) => {
                 let shown = self.paths.requests.to_py_string();
@@ -317,16 +334,13 @@ impl RunSummarizer {
         let startup = requests::startup(
             report,
             &self.host_report,
-            &self.requests,
+            self.warmup.as_ref(),
             obs.timing_lines,
             &mut self.w,
         );
-        let start = report.get("sustained_start_unix").unwrap_or(&Value::Null);
-        let duration = report.get("sustained_wall_s").unwrap_or(&Value::Null);
-        let sustained = match (truthy(start) && truthy(duration), num(start), num(duration)) {
-            (false, _, _) => None,
-            (true, Some(s), Some(d)) if s.is_finite() && d.is_finite() => Some((s, d)),
-            _ => {
+        let sustained = match sustained_bounds(report) {
+            Ok(bounds) => bounds,
+            Err((start, duration)) => {
                 self.w.note(alloc::format!(
                     "report.json sustained_start_unix/sustained_wall_s are not numbers ({start}, {duration}); sustained windows skipped"
                 ));
@@ -345,8 +359,9 @@ impl RunSummarizer {
             self.log_end(None);
         }
         let (details, max_line_bytes) = (&self.details, self.max_line_bytes);
+        let budget = &self.budget;
         self.telemetry.get_or_insert_with(|| {
-            TelemetryReader::with_max_line_bytes(&windows(details), max_line_bytes)
+            TelemetryReader::with_budget(&windows(details), max_line_bytes, budget.clone())
         })
     }
 
@@ -380,7 +395,10 @@ impl RunSummarizer {
             record.sustained_first_5min = summaries.next();
             record.sustained_last_5min = summaries.next();
             record.sustained_last_60s = summaries.next();
-            let (summary, trends) = requests::sustained(&self.requests, s, d, &mut self.w);
+            let _ = (s, d);
+            let acc = self.sustained.take();
+            let acc = acc.unwrap_or_else(|| requests::SustainedAcc::new(s, d, &self.budget));
+            let (summary, trends) = acc.finish(&mut self.w);
             record.sustained_request_summary = Some(summary);
             record.sustained_request_trends = Some(trends);
         }
@@ -404,10 +422,37 @@ fn windows(details: &Option<Details>) -> Vec<Window> {
     windows
 }
 
-fn keep_request(rows: &mut Vec<requests::Request>, line: usize, v: Value, w: &mut Warnings) {
-    match v {
-        Value::Object(fields) => rows.push(requests::Request { line, fields }),
-        _ => w.at_line("skipped, not a JSON object", line),
+/// The report's sustained phase `(start, duration)`: none when it gives none (falsy values),
+/// `Err` with both values when they are not finite numbers.
+fn sustained_bounds(report: &Map<String, Value>) -> Result<Option<(Num, Num)>, (Value, Value)> {
+    let start = report.get("sustained_start_unix").unwrap_or(&Value::Null);
+    let duration = report.get("sustained_wall_s").unwrap_or(&Value::Null);
+    match (truthy(start) && truthy(duration), num(start), num(duration)) {
+        (false, _, _) => Ok(None),
+        (true, Some(s), Some(d)) if s.is_finite() && d.is_finite() => Ok(Some((s, d))),
+        _ => Err((start.clone(), duration.clone())),
+    }
+}
+
+/// One row of `requests.jsonl`: the first warmup row is kept (for `startup`), a sustained row
+/// is counted into the phase's figures, and the row is dropped.
+fn take_request(
+    warmup: &mut Option<requests::Request>,
+    sustained: &mut Option<requests::SustainedAcc>,
+    line: usize,
+    v: Value,
+    w: &mut Warnings,
+) {
+    let Value::Object(fields) = v else {
+        w.at_line("skipped, not a JSON object", line);
+        return;
+    };
+    let r = requests::Request { line, fields };
+    if let Some(acc) = sustained.as_mut().filter(|_| r.phase_is("sustained")) {
+        acc.push(&r);
+    }
+    if warmup.is_none() && r.phase_is("warmup") {
+        *warmup = Some(r);
     }
 }
 

@@ -8,9 +8,12 @@
 //! [`crate::runs`] parses the JSON and decides which rows are usable; this module picks the
 //! metrics out of a row and shapes the output.
 //!
-//! Memory: values are kept exactly (the statistics need them all); vectors grow geometrically,
-//! so the allocation count is logarithmic in the row count, never one per row. The distinct AC
-//! states kept are bounded by [`MAX_AC_STATES`]. Needs the `alloc` feature.
+//! Memory: the percentiles need the values; each series keeps them as `f64` within its share of
+//! a [`ValueBudget`] (from [`crate::Limits`]) and past it writes sorted runs to the caller's
+//! [`ValueSpill`] (exact), or, without one, moves to the quantile sketch (a warning in the
+//! window's summary states it and its bound): [`values`]. Vectors grow geometrically, so the
+//! allocation count is logarithmic in the row count, never one per row. The distinct AC states
+//! kept are bounded by [`MAX_AC_STATES`]. Needs the `alloc` feature.
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -19,10 +22,13 @@ use serde::Serializer;
 
 use crate::ordered::OrderedMap;
 use crate::pynum;
-use crate::stats::ExactStats;
 pub use crate::stats::{Num, Stats};
 pub use crate::windowed::Window;
-use crate::windowed::{WindowSummary, WindowedStats};
+use crate::windowed::{SeriesState, WindowState, WindowSummary, WindowedStats};
+
+pub mod values;
+use values::Shares;
+pub use values::{BoundedStats, SharedSpill, ValueBudget, ValueSpill};
 
 /// Distinct `power.ACLineStatus` values kept per window; more are counted in a warning.
 pub const MAX_AC_STATES: usize = 64;
@@ -244,17 +250,69 @@ impl AcStates {
 #[derive(Debug)]
 pub struct TelemetryAccumulator {
     windows: Vec<Window>,
-    stats: WindowedStats<ExactStats>,
+    stats: WindowedStats<BoundedStats>,
+    shares: Shares,
     ac_states: Vec<AcStates>,
 }
 
+impl core::fmt::Debug for Shares {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Shares")
+    }
+}
+
 impl TelemetryAccumulator {
-    /// An accumulator for `windows` (the first is usually [`Window::ALL`]).
+    /// An accumulator for `windows` (the first is usually [`Window::ALL`]), within
+    /// [`ValueBudget::in_memory`].
     pub fn new(windows: &[Window]) -> Self {
+        Self::with_budget(windows, ValueBudget::in_memory())
+    }
+
+    /// An accumulator whose series share `budget`.
+    pub fn with_budget(windows: &[Window], budget: ValueBudget) -> Self {
+        // Sinks are tagged in the order made: each window's row gaps, then the cells.
+        let mut shares = budget.shares(windows.len() * (SERIES + 1));
+        let states: Vec<_> = windows
+            .iter()
+            .map(|&w| WindowState::new(w, shares.sink()))
+            .collect();
+        let cells: Vec<_> = (0..windows.len() * SERIES)
+            .map(|_| SeriesState::new(shares.sink()))
+            .collect();
+        let stats = WindowedStats::from_parts(states, cells)
+            .unwrap_or_else(|| unreachable!("windows x series cells"));
         TelemetryAccumulator {
             windows: Vec::from(windows),
-            stats: WindowedStats::exact(windows, SERIES),
+            stats,
+            shares,
             ac_states: windows.iter().map(|_| AcStates::default()).collect(),
+        }
+    }
+
+    /// What a window's summary says of its series past the memory budget without a spill.
+    fn approximations(
+        &self,
+        w: usize,
+        names: &[(usize, &'static str)],
+        warnings: &mut Vec<String>,
+    ) {
+        let n_windows = self.windows.len() as u32;
+        for tag in self.shares.sketched() {
+            let name = if tag < n_windows {
+                (tag as usize == w).then_some("sampling_gap_s")
+            } else {
+                let cell = (tag - n_windows) as usize;
+                (cell / SERIES == w)
+                    .then(|| names.iter().find(|(s, _)| *s == cell % SERIES).map(|p| p.1))
+                    .flatten()
+            };
+            if let Some(name) = name {
+                warnings.push(alloc::format!(
+                    "{name}: more values than this run's exact-values budget ({} per series): percentiles from a quantile sketch, within {:.3}% relative error (null where a temporary file failed)",
+                    self.shares.quota(),
+                    values::sketch_error() * 100.0
+                ));
+            }
         }
     }
 
@@ -332,6 +390,15 @@ impl TelemetryAccumulator {
             }
         }
         let mut warnings = Vec::new();
+        let mut names: Vec<(usize, &'static str)> =
+            HOST_SERIES.iter().copied().enumerate().collect();
+        names.extend(
+            GPU_FIELDS
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (HOST_SERIES.len() + i, f.1)),
+        );
+        self.approximations(w, &names, &mut warnings);
         let ac_states = states.finish(&mut warnings);
         TelemetrySummary {
             source: String::from(source),

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use flinch_core::merge::{MergeError, MergedSummary, merge_states, parse_state, render, to_json};
+use flinch_core::merge::{AddError, MergeError, MergedSummary, Merger, locate_error, render};
 
 use crate::trace::write_op_table;
 use crate::{CmdError, CmdResult};
@@ -39,6 +39,57 @@ fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("flinch-trace merge: {}: {e}", path.display()))
 }
 
+/// Files up to this size are read whole and parsed from memory (the faster parse); larger ones
+/// (an array of many ranks' summaries, a large merge) are parsed as they are read, an array's
+/// summaries folded one at a time, so the file is never held whole. Tests set a smaller size
+/// with the environment variable `FLINCH_MERGE_READ_WHOLE_BYTES`.
+const READ_WHOLE_BYTES: u64 = 16 << 20;
+
+fn read_whole_bytes() -> u64 {
+    std::env::var("FLINCH_MERGE_READ_WHOLE_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(READ_WHOLE_BYTES)
+}
+
+enum Failed {
+    Read(String),
+    Merge(MergeError),
+}
+
+fn add_file(merger: &mut Merger, index: usize, path: &PathBuf) -> Result<(), Failed> {
+    let open = || {
+        std::fs::File::open(path)
+            .map_err(|e| Failed::Read(format!("flinch-trace merge: {}: {e}", path.display())))
+    };
+    let large = path.as_os_str() != "-"
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > read_whole_bytes());
+    if !large {
+        let bytes = read(path).map_err(Failed::Read)?;
+        return merger.add_json(index, &bytes).map_err(Failed::Merge);
+    }
+    let reader = |file| std::io::BufReader::with_capacity(1 << 20, file);
+    let mut de = serde_json::Deserializer::from_reader(reader(open()?));
+    let added = merger.add_from(index, &mut de).and_then(|()| {
+        de.end().map_err(|e| {
+            AddError::Syntax(MergeError {
+                index: Some(index),
+                path: String::new(),
+                message: e.to_string(),
+            })
+        })
+    });
+    match added {
+        Ok(()) => Ok(()),
+        Err(AddError::Refused(e)) => Err(Failed::Merge(e)),
+        // The key path, from a second (tracking) parse of the file.
+        Err(AddError::Syntax(e)) => {
+            let mut de = serde_json::Deserializer::from_reader(reader(open()?));
+            Err(Failed::Merge(locate_error(index, &mut de).unwrap_or(e)))
+        }
+    }
+}
+
 /// The error with the file's name in place of its index.
 fn named(files: &[PathBuf], e: MergeError) -> String {
     match e.index.and_then(|i| files.get(i)) {
@@ -55,6 +106,37 @@ fn named(files: &[PathBuf], e: MergeError) -> String {
     }
 }
 
+/// Each file named once more after its first naming (by device and inode: the same file under
+/// another name, or through a link, too): `(later, earlier)` positions. Files that cannot be
+/// looked at are left to the read, which names them.
+fn repeated_files(files: &[PathBuf]) -> Vec<(usize, usize)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let mut seen = std::collections::HashMap::new();
+        let mut out = Vec::new();
+        for (i, f) in files.iter().enumerate() {
+            if f.as_os_str() == "-" {
+                continue;
+            }
+            let Ok(m) = std::fs::metadata(f) else {
+                continue;
+            };
+            if let Some(&first) = seen.get(&(m.dev(), m.ino())) {
+                out.push((i, first));
+            } else {
+                seen.insert((m.dev(), m.ino()), i);
+            }
+        }
+        out
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = files;
+        Vec::new()
+    }
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
     if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
@@ -62,21 +144,73 @@ pub fn run(args: Args) -> CmdResult {
             "flinch-trace merge: `-` (stdin) can be given once".into(),
         ));
     }
-    let mut states = Vec::with_capacity(args.files.len());
+    for (later, first) in repeated_files(&args.files) {
+        eprintln!(
+            "flinch-trace merge: warning: {} is the same file as {}: its ranks are merged twice",
+            args.files[later].display(),
+            args.files[first].display()
+        );
+    }
+    // One summary at a time: read, folded in, dropped.
+    let mut merger = Merger::new();
     for (i, path) in args.files.iter().enumerate() {
-        let bytes = read(path)?;
-        states.push(parse_state(i, &bytes).map_err(|e| named(&args.files, e))?);
+        add_file(&mut merger, i, path).map_err(|e| match e {
+            Failed::Read(text) => text,
+            Failed::Merge(e) => named(&args.files, e),
+        })?;
     }
     let merged = render(
-        merge_states(states).map_err(|e| named(&args.files, e))?,
+        merger.finish().map_err(|e| named(&args.files, e))?,
         args.top,
     );
     if args.json {
-        println!("{}", to_json(&merged));
+        print_json(&merged).map_err(|e| format!("flinch-trace merge: stdout: {e}"))?;
     } else {
         print!("{}", render_text(&merged));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `flinch_core::merge::to_json`'s text and a newline, written to stdout as it is made: a merge
+/// of many ranks lists each of them, and its text is not held whole (nor twice).
+fn print_json(merged: &MergedSummary) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    // The pretty-printed object but its closing "\n}", then the section on one line.
+    let mut body = HoldBack {
+        inner: &mut out,
+        held: Vec::with_capacity(4),
+    };
+    serde_json::to_writer_pretty(&mut body, merged)?;
+    let held = std::mem::take(&mut body.held);
+    if held != b"\n}" {
+        return Err(std::io::Error::other("the summary is not a JSON object"));
+    }
+    out.write_all(b",\n  \"mergeable\": ")?;
+    serde_json::to_writer(&mut out, &merged.mergeable)?;
+    out.write_all(b"\n}\n")?;
+    out.flush()
+}
+
+/// A writer that passes everything on but its last two bytes, kept in `held`.
+struct HoldBack<'a, W: std::io::Write> {
+    inner: &'a mut W,
+    held: Vec<u8>,
+}
+
+impl<W: std::io::Write> std::io::Write for HoldBack<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.held.extend_from_slice(buf);
+        if self.held.len() > 2 {
+            let pass = self.held.len() - 2;
+            self.inner.write_all(&self.held[..pass])?;
+            self.held.drain(..pass);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The readable view: totals and busy union per rank, then the top ops.

@@ -16,9 +16,12 @@ use flinch_core::runs::{
     FileRead, MAX_LINE_BYTES, MAX_WHOLE_FILE_BYTES, PyPath, RunPaths, RunRecord, RunSummarizer,
     RunsSummary, TOO_LARGE, host_run_name, report_path,
 };
+use flinch_core::telemetry::ValueBudget;
 
 use crate::CmdResult;
 
+#[cfg(unix)]
+mod spill;
 mod traces;
 
 /// Arguments of `flinch-trace summarize`.
@@ -178,6 +181,24 @@ fn max_line_bytes() -> usize {
         .unwrap_or(MAX_LINE_BYTES)
 }
 
+/// Each run's series hold `Limits::NATIVE`'s exact-values budget in memory and write runs past
+/// it to a temporary file, so every figure stays exact. Tests set a smaller budget (in values)
+/// with the environment variable `FLINCH_SUMMARIZE_MAX_VALUES`.
+fn value_budget() -> ValueBudget {
+    let mut budget = ValueBudget::in_memory();
+    if let Some(n) = std::env::var("FLINCH_SUMMARIZE_MAX_VALUES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        budget.max_values = n;
+    }
+    #[cfg(unix)]
+    let budget = budget.with_spill(std::rc::Rc::new(std::cell::RefCell::new(
+        spill::FileValueSpill::default(),
+    )));
+    budget
+}
+
 /// Streams the file at `path` into `push` in 64 KiB chunks. `Err(text)` when it cannot be
 /// opened (`opened: false`) or a read fails part way (`opened: true`).
 fn stream_file(path: &PyPath, mut push: impl FnMut(&[u8])) -> Result<(), (bool, String)> {
@@ -196,6 +217,7 @@ fn stream_file(path: &PyPath, mut push: impl FnMut(&[u8])) -> Result<(), (bool, 
 /// One run: its files read in the order the core takes them.
 fn summarize_run(runs: &PyPath, name: &str) -> RunRecord {
     let mut run = RunSummarizer::with_max_line_bytes(runs, name, max_line_bytes());
+    run.set_value_budget(value_budget());
     let paths = run.paths().clone();
     with_file(&paths.report, |f| run.report(f));
     if run.wants_details() {

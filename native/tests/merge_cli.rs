@@ -174,3 +174,81 @@ fn bad_summaries_name_the_file_and_key() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// The same file named twice (or through a hard link) is merged twice with a warning on stderr
+/// naming both, and the output's `warnings` name the rank merged twice; a summary that disagrees
+/// with itself (an op listed twice) is refused naming the file and the key. Files past the
+/// read-whole size are parsed as they are read (an array's summaries folded one at a time) with
+/// the same output and errors.
+#[test]
+fn repeated_files_warn_and_inconsistent_summaries_are_refused() {
+    let f = &hta()[0];
+    let g = &hta()[1];
+    let text = trace(f, true);
+    let a = tmp("rep-a.json", &text);
+    let b = tmp("rep-b.json", &trace(g, true));
+    let link = a.with_file_name("rep-link.json");
+    let _ = std::fs::remove_file(&link);
+    std::fs::hard_link(&a, &link).unwrap();
+    let array = tmp("rep-array.json", &format!("[{text}, {}]", trace(g, true)));
+    for whole in ["", "1"] {
+        let run = |files: &[&Path]| {
+            let mut c = bin();
+            c.env(
+                "FLINCH_MERGE_READ_WHOLE_BYTES",
+                if whole.is_empty() { "16777216" } else { whole },
+            );
+            c.arg("merge").arg("--json").args(files);
+            c.output().unwrap()
+        };
+        let out = run(&[&a, &b, &link]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("warning: ")
+                && err.contains("rep-link.json is the same file as ")
+                && err.contains("rep-a.json"),
+            "{err}"
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let w = v["warnings"].as_array().unwrap();
+        assert!(
+            w.iter().any(|w| w
+                .as_str()
+                .unwrap()
+                .contains("the same rank summary is merged 2 times")),
+            "{w:?}"
+        );
+        let once = run(&[&array]);
+        assert_eq!(ok(once), ok(run(&[&a, &b])));
+        // An op listed twice.
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        let op = v["mergeable"]["ops"][0].clone();
+        v["mergeable"]["ops"].as_array_mut().unwrap().push(op);
+        let n = v["mergeable"]["ops"].as_array().unwrap().len();
+        let bad = tmp("rep-dup.json", &format!("[{text}, {v}]"));
+        let out = run(&[&b, &bad]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("rep-dup.json: [1].mergeable.ops[{}]: op (", n - 1))
+                && err.contains("is listed twice"),
+            "{err}"
+        );
+        // A key of the wrong type, inside an array's second element: the key path.
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        v["mergeable"]["ops"][1]["n"] = Value::from("x");
+        let bad = tmp("rep-type.json", &format!("[{text}, {v}]"));
+        let out = run(&[&bad]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("rep-type.json: [1].mergeable.ops[1].n: invalid type"),
+            "{err}"
+        );
+    }
+}

@@ -158,6 +158,27 @@ fn percentiles_us(op: &OpSum, scale: u8) -> [Option<f64>; 4] {
     })
 }
 
+/// One warning per rank that appears more than once, equal in every field (source, counts,
+/// unions, warnings): the same summary merged twice (`merge r0.json r0.json`, or a merge's
+/// output merged again with one of its inputs), whose counts are then added twice. Ranks are
+/// sorted, so equal ones are adjacent; as the rest of the output, this is a function of the
+/// folded state, so the merge stays associative.
+fn repeated_ranks(ranks: &[super::state::Rank]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < ranks.len() {
+        let run = ranks[k..].iter().take_while(|r| **r == ranks[k]).count();
+        if run > 1 {
+            out.push(format!(
+                "{}: the same rank summary is merged {run} times (a file given twice, or a merge merged again with one of its inputs?): its counts are added {run} times",
+                ranks[k].source
+            ));
+        }
+        k += run;
+    }
+    out
+}
+
 /// The merged summary of a folded state, listing the `top` ops.
 pub fn render(state: MergeState, top: usize) -> MergedSummary {
     let sources: Vec<String> = state.ranks.iter().map(|r| r.source.clone()).collect();
@@ -169,7 +190,7 @@ pub fn render(state: MergeState, top: usize) -> MergedSummary {
                 .ranks
                 .iter()
                 .map(|r| {
-                    let ns = r.busy_union_ns_by_category.get(&c.name).copied();
+                    let ns = r.busy_union_ns_by_category.get(&c.name);
                     ns_to_us(u128::from(ns.unwrap_or(0)))
                 })
                 .collect();
@@ -236,6 +257,7 @@ pub fn render(state: MergeState, top: usize) -> MergedSummary {
         warnings.extend(r.warnings.iter().map(|w| format!("{}: {w}", r.source)));
     }
     totals.duration_sum_us = ns_to_us(totals.duration_sum_ns);
+    warnings.extend(repeated_ranks(&state.ranks));
     let without = state.ops.iter().filter(|o| o.histogram.is_none()).count() as u64;
     let approximate = without > 0
         || state.ops_folded_into_other

@@ -307,13 +307,130 @@ fn bad_summaries_are_named_errors() {
     v["mergeable"]["ops"][0]["histogram"]["buckets"][0][0] = serde_json::json!(1 << 20);
     let e = merge_values(&[v]).unwrap_err();
     assert_eq!(e.path, "mergeable.ops[0].histogram.buckets[0]", "{e}");
-    // Overflowing sums are errors naming the summary that overflowed.
+    // Overflowing sums are errors naming the summary that overflowed (the consistency checks
+    // would reject a parsed summary with one count edited first: states made in code).
     let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
     v["mergeable"]["categories"][0]["events"] = serde_json::json!(u64::MAX);
+    let e = merge_values(&[v.clone()]).unwrap_err();
+    assert_eq!(e.path, "mergeable.categories", "{e}");
+    let edited: MergeState = serde_json::from_value(v["mergeable"].take()).unwrap();
     let w: serde_json::Value = serde_json::from_str(&good).unwrap();
-    let e = merge_values(&[w, v]).unwrap_err();
+    let w: MergeState = serde_json::from_value(w["mergeable"].clone()).unwrap();
+    let e = merge_states(vec![w, edited]).unwrap_err();
     assert_eq!(e.index, Some(1), "{e}");
     assert!(e.message.contains("overflow"), "{e}");
+}
+
+/// A section that disagrees with itself is an error naming the key: an op or a category listed
+/// twice (which would count its durations twice), a sum outside `n` times the op's range, and
+/// counts or sums that differ between the ranks, the categories and the ops.
+#[test]
+fn inconsistent_summaries_are_named_errors() {
+    let mut rng = Rng::from_env(15);
+    let (doc, _) = rank_doc(&mut rng, 300);
+    let good: serde_json::Value = serde_json::from_str(&summarize(&doc, "a.json", true)).unwrap();
+    let err = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = good.clone();
+        edit(&mut v["mergeable"]);
+        let text = serde_json::to_string(&v).unwrap();
+        let e = merge_json(&[text.as_str()]).unwrap_err();
+        assert_eq!(merge_values(&[v]).unwrap_err(), e);
+        e
+    };
+    // An op listed twice: its duplicate's position and the first's.
+    let e = err(&|m| {
+        let op = m["ops"][1].clone();
+        m["ops"].as_array_mut().unwrap().push(op);
+    });
+    let last = good["mergeable"]["ops"].as_array().unwrap().len();
+    assert_eq!(e.path, format!("mergeable.ops[{last}]"), "{e}");
+    assert!(
+        e.message
+            .contains("listed twice (also at mergeable.ops[1])"),
+        "{e}"
+    );
+    let e = err(&|m| {
+        let c = m["categories"][0].clone();
+        m["categories"].as_array_mut().unwrap().insert(1, c);
+    });
+    assert_eq!(e.path, "mergeable.categories[1]", "{e}");
+    assert!(e.message.contains("listed twice"), "{e}");
+    let e = err(&|m| m["ops"][0]["duration_sum_ns"] = serde_json::json!(u64::MAX));
+    assert_eq!(e.path, "mergeable.ops[0].duration_sum_ns", "{e}");
+    let e = err(&|m| {
+        let n = m["categories"][0]["events"].as_u64().unwrap();
+        m["categories"][0]["events"] = serde_json::json!(n + 1);
+    });
+    assert_eq!(e.path, "mergeable.categories", "{e}");
+    assert!(e.message.contains("but the ops' n to"), "{e}");
+    let e = err(&|m| {
+        let n = m["ranks"][0]["duration_events"].as_u64().unwrap();
+        m["ranks"][0]["duration_events"] = serde_json::json!(n + 1);
+    });
+    assert!(e.message.contains("ranks' duration_events"), "{e}");
+    let e = err(&|m| {
+        let n = m["ranks"][0]["duration_sum_ns"].as_u64().unwrap();
+        m["ranks"][0]["duration_sum_ns"] = serde_json::json!(n + 7);
+    });
+    assert!(e.message.contains("ranks' duration_sum_ns"), "{e}");
+    // One op moved to another category: totals agree, the categories do not.
+    let e = err(&|m| {
+        let cats: Vec<String> = m["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect();
+        let from = m["ops"][0]["category"].as_str().unwrap().to_string();
+        let to = cats.iter().find(|c| **c != from).unwrap().clone();
+        let name = m["ops"][0]["name"].as_str().unwrap().to_string();
+        m["ops"][0]["category"] = serde_json::json!(to);
+        m["ops"][0]["name"] = serde_json::json!(format!("{name}~moved"));
+    });
+    assert!(
+        e.path.starts_with("mergeable.categories[") && e.path.ends_with("].events"),
+        "{e}"
+    );
+    // Reordered ops and categories (unique) are still accepted, as before.
+    let mut v = good.clone();
+    v["mergeable"]["ops"].as_array_mut().unwrap().reverse();
+    v["mergeable"]["categories"]
+        .as_array_mut()
+        .unwrap()
+        .reverse();
+    assert_eq!(
+        merge_values(&[v]).unwrap(),
+        merge_values(core::slice::from_ref(&good)).unwrap()
+    );
+}
+
+/// The same rank merged twice is kept (its counts added twice, as asked) with a warning naming
+/// it, in the JSON and after a further merge (the warning is a function of the folded state).
+#[test]
+fn a_rank_merged_twice_is_named_in_the_warnings() {
+    let mut rng = Rng::from_env(16);
+    let (doc, _) = rank_doc(&mut rng, 100);
+    let a = summarize(&doc, "r0.json", true);
+    let b = summarize(&rank_doc(&mut rng, 100).0, "r1.json", true);
+    let once: serde_json::Value = serde_json::from_str(&merge_json(&[&a, &b]).unwrap()).unwrap();
+    assert!(once["warnings"].as_array().unwrap().is_empty(), "{once}");
+    let twice_text = merge_json(&[&a, &b, &a]).unwrap();
+    let twice: serde_json::Value = serde_json::from_str(&twice_text).unwrap();
+    let warnings = twice["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = warnings[0].as_str().unwrap();
+    assert!(
+        w.starts_with("r0.json: the same rank summary is merged 2 times"),
+        "{w}"
+    );
+    assert_eq!(twice["ranks"]["n"], 3);
+    // A merge's output merged again with one of its inputs: the same warning.
+    let m = merge_json(&[&a, &b]).unwrap();
+    assert_eq!(merge_json(&[&m, &a]).unwrap(), twice_text);
+    // A rank with the same source but other counts is another rank: no warning.
+    let other = summarize(&rank_doc(&mut rng, 50).0, "r0.json", true);
+    let v: serde_json::Value = serde_json::from_str(&merge_json(&[&a, &other]).unwrap()).unwrap();
+    assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
 }
 
 #[test]
@@ -331,24 +448,31 @@ fn mutated_summaries_never_panic() {
     }
 }
 
-/// The parse with the key path tracked throughout (the oracle of the fast parse).
+/// The parse with the key path tracked throughout (the oracle of the fast parse, which tracks
+/// it only in a second parse of a text that failed).
 fn parse_state_tracked(index: usize, json: &[u8]) -> Result<MergeState, MergeError> {
     let mut de = serde_json::Deserializer::from_slice(json);
-    let parsed = if is_array(json) {
-        serde_path_to_error::deserialize(&mut de).map(|Inputs(v)| Err(v))
-    } else {
-        serde_path_to_error::deserialize(&mut de).map(Ok)
+    let mut folder = Folder::new();
+    let mut refused = None;
+    let seed = FoldInput {
+        index,
+        folder: Some(&mut folder),
+        refused: &mut refused,
     };
-    let parsed = parsed.map_err(|e| parse_error(index, e))?;
+    let mut track = serde_path_to_error::Track::new();
+    let tracked = serde_path_to_error::Deserializer::new(&mut de, &mut track);
+    if let Err(e) = serde::de::DeserializeSeed::deserialize(seed, tracked) {
+        return Err(match refused {
+            Some(r) => r,
+            None => parse_error(index, serde_path_to_error::Error::new(track.path(), e)),
+        });
+    }
     de.end().map_err(|e| MergeError {
         index: Some(index),
         path: String::new(),
         message: e.to_string(),
     })?;
-    match parsed {
-        Ok(one) => section(index, one),
-        Err(many) => sections(index, many),
-    }
+    Ok(folder.finish())
 }
 
 #[test]
@@ -398,6 +522,12 @@ fn scales_merge_at_the_smaller() {
     }
     let merged = merge_states(vec![state.clone(), coarse.clone()]).unwrap();
     assert_eq!(merged.scale, 5);
+    // The fold keeps the smallest scale seen so far: a finer state after a coarser one, or a
+    // coarser one after a finer one, gives the same state.
+    assert_eq!(
+        merge_states(vec![coarse.clone(), state.clone()]).unwrap(),
+        merged
+    );
     let again = merge_states(vec![coarse.clone(), coarse]).unwrap();
     assert_eq!(merged, again);
     let view = render(merged, usize::MAX);
@@ -439,10 +569,37 @@ fn ops_out_of_order_fold_as_in_order() {
         merge_states(vec![reversed.clone(), state.clone()]).unwrap(),
         want
     );
+    // Parsed, a section listing an op twice is rejected; folded in code, it adds up.
+    let dup = split.check().unwrap_err();
+    assert_eq!(dup.path, format!("mergeable.ops[{}]", split.ops.len() - 1));
     let with_split = merge_states(vec![state.clone(), split.clone()]).unwrap();
     let op = &with_split.ops[1];
     assert_eq!(op.n, 2 * state.ops[1].n + 1);
     assert_eq!(op.histogram, None);
     assert_eq!(with_split.ops.len(), state.ops.len());
     assert_eq!(merge_states(vec![split, state]).unwrap(), with_split);
+}
+
+/// The summary writes its section's ops from the result in place (no sorted copy): the same
+/// bytes as the canonical state's JSON, whatever the ops.
+#[test]
+fn the_section_written_in_place_equals_the_canonical_state() {
+    let mut rng = Rng::from_env(17);
+    for _ in 0..20 {
+        let events = 1 + rng.below(300) as usize;
+        let (doc, _) = rank_doc(&mut rng, events);
+        let mut a = Analyzer::new(AnalyzerOptions {
+            kind: Kind::Trace,
+            source: "r.json".to_string(),
+            mergeable: true,
+            ..AnalyzerOptions::default()
+        });
+        a.write(doc.as_bytes()).unwrap();
+        let crate::analyzer::Analysis::Trace(r) = a.finish().unwrap() else {
+            panic!("not a trace")
+        };
+        let pretty = serde_json::to_string_pretty(&*r).unwrap();
+        let want = with_section(pretty, &r.mergeable_state().unwrap()).unwrap();
+        assert_eq!(r.to_json(), want);
+    }
 }

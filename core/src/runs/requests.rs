@@ -11,8 +11,10 @@ use super::OrderedMap;
 use super::jsonl::{num, truthy};
 use super::warnings::Warnings;
 use crate::pynum::{add, gt, sub};
-use crate::stats::{Num, Stats, stats_in_place};
-use crate::windowed::Window;
+use crate::stats::{Num, Stats};
+use crate::telemetry::values::Shares;
+use crate::telemetry::{BoundedStats, ValueBudget};
+use crate::windowed::{StatsSink, Window};
 
 const INCLUSIVE_STARTUP_SCOPE: &str = "Host launch through first warmup submission/output includes imports, artifact hashing, plan construction and engine startup; uses recorded host/engine wall timestamps. Constructor timing alone excludes preparation before the constructor.";
 const PRE_CONSTRUCTOR_SCOPE: &str = "Host launch to report creation includes Python/import/preparation work; not isolated OS process creation.";
@@ -42,7 +44,8 @@ impl Request {
     fn get(&self, key: &str) -> &Value {
         self.fields.get(key).unwrap_or(&Value::Null)
     }
-    fn phase_is(&self, phase: &str) -> bool {
+    /// Whether the row's `phase` is `phase`.
+    pub fn phase_is(&self, phase: &str) -> bool {
         self.fields.get("phase").and_then(Value::as_str) == Some(phase)
     }
 }
@@ -94,11 +97,10 @@ fn truthy_num(v: &Value, what: &str, w: &mut Warnings) -> Option<Num> {
 pub fn startup(
     report: &Map<String, Value>,
     host_report: &Map<String, Value>,
-    requests: &[Request],
+    warmup: Option<&Request>,
     timing_lines: Vec<String>,
     w: &mut Warnings,
 ) -> Startup {
-    let warmup = requests.iter().find(|r| r.phase_is("warmup"));
     let launch = truthy_num(
         host_report.get("start_unix").unwrap_or(&Value::Null),
         "status.json start_unix",
@@ -219,81 +221,159 @@ fn above(r: &Request, key: &str, threshold: i64, w: &mut Warnings) -> bool {
     }
 }
 
-fn series(requests: &[&Request], key: &str) -> Stats {
-    let mut values: Vec<Num> = requests.iter().filter_map(|r| num(r.get(key))).collect();
-    stats_in_place(&mut values)
+/// One trend window being accumulated: its bounds, its requests and each metric's values.
+struct TrendAcc {
+    window: Window,
+    n: usize,
+    metrics: [BoundedStats; TREND_METRICS.len()],
 }
 
-/// The sustained phase's request summary and trends. `start`/`duration` are the report's
-/// `sustained_start_unix` and `sustained_wall_s`.
-pub fn sustained(
-    requests: &[Request],
-    start: Num,
-    duration: Num,
-    w: &mut Warnings,
-) -> (RequestSummary, Trends) {
-    let sustained: Vec<&Request> = requests
-        .iter()
-        .filter(|r| r.phase_is("sustained"))
-        .collect();
-    let summary = RequestSummary {
-        n: sustained.len(),
-        rtf_above_one_requests: sustained
-            .iter()
-            .filter(|r| above(r, "rtf_total", 1, w))
-            .count(),
-        simulated_playback_deficit_requests: sustained
-            .iter()
-            .filter(|r| above(r, "stall_at_ttfa_ms", 0, w))
-            .count(),
-        rtf_total: series(&sustained, "rtf_total"),
-        scope: REQUEST_SUMMARY_SCOPE,
-    };
-    // Submission times; what the reference cannot compare is left out of every window.
-    let submitted: Vec<Option<Num>> = sustained
-        .iter()
-        .map(|r| match r.fields.get("submitted_unix") {
+/// The sustained phase's request figures, accumulated one request row at a time as the file
+/// streams (nothing is kept per row): the counts, and each series' values within its share of
+/// the run's [`ValueBudget`] (exact; see [`crate::telemetry::values`]). Warnings are kept per
+/// kind and added to the run's in the order the reference's passes would give them.
+pub(crate) struct SustainedAcc {
+    n: usize,
+    rtf_above_one: usize,
+    deficit: usize,
+    rtf_total: BoundedStats,
+    /// first 5 min, last 5 min, last 60 s.
+    trends: [TrendAcc; 3],
+    warn_rtf: Warnings,
+    warn_stall: Warnings,
+    warn_submitted: Warnings,
+    shares: Shares,
+}
+
+impl core::fmt::Debug for SustainedAcc {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SustainedAcc").field("n", &self.n).finish()
+    }
+}
+
+/// The names of the series of [`SustainedAcc`], by tag (the order they are made in).
+fn series_name(tag: u32) -> String {
+    const WINDOWS: [&str; 3] = ["first_5min", "last_5min", "last_60s"];
+    let t = tag as usize;
+    if t == 0 {
+        return String::from("sustained_request_summary.rtf_total");
+    }
+    let (w, m) = ((t - 1) / TREND_METRICS.len(), (t - 1) % TREND_METRICS.len());
+    format!(
+        "sustained_request_trends.{}.metrics.{}",
+        WINDOWS[w.min(2)],
+        TREND_METRICS[m]
+    )
+}
+
+impl SustainedAcc {
+    /// The phase starting at `start`, `duration` long (the report's `sustained_start_unix` and
+    /// `sustained_wall_s`); the reference's trend windows: `[start, start+300)`,
+    /// `[end-300, end)`, `[end-60, end)`, with `end = start + duration`.
+    pub(crate) fn new(start: Num, duration: Num, budget: &ValueBudget) -> SustainedAcc {
+        let mut shares = budget.shares(1 + 3 * TREND_METRICS.len());
+        let rtf_total = shares.sink();
+        let end = add(start, duration);
+        let bounds = [
+            (start, add(start, Num::Int(300))),
+            (sub(end, Num::Int(300)), end),
+            (sub(end, Num::Int(60)), end),
+        ];
+        let trends = bounds.map(|(b, e)| TrendAcc {
+            window: Window::half_open(b, e),
+            n: 0,
+            metrics: core::array::from_fn(|_| shares.sink()),
+        });
+        SustainedAcc {
+            n: 0,
+            rtf_above_one: 0,
+            deficit: 0,
+            rtf_total,
+            trends,
+            warn_rtf: Warnings::default(),
+            warn_stall: Warnings::default(),
+            warn_submitted: Warnings::default(),
+            shares,
+        }
+    }
+
+    /// One row of `requests.jsonl` in the sustained phase.
+    pub(crate) fn push(&mut self, r: &Request) {
+        self.n += 1;
+        self.rtf_above_one += usize::from(above(r, "rtf_total", 1, &mut self.warn_rtf));
+        self.deficit += usize::from(above(r, "stall_at_ttfa_ms", 0, &mut self.warn_stall));
+        if let Some(v) = num(r.get("rtf_total")) {
+            self.rtf_total.push_value(v);
+        }
+        // Submission time; what the reference cannot compare is left out of every window.
+        let submitted = match r.fields.get("submitted_unix") {
             None => Some(Num::Int(-1)),
             Some(v) => {
                 let n = num(v);
                 if n.is_none() {
-                    w.at_line(
+                    self.warn_submitted.at_line(
                         "submitted_unix is null or not a number, left out of trends",
                         r.line,
                     );
                 }
                 n
             }
-        })
-        .collect();
-    // The reference's windows: [start, start+300), [end-300, end), [end-60, end), with
-    // end = start + duration.
-    let end = add(start, duration);
-    let trends = Trends {
-        first_5min: trend(&sustained, &submitted, start, add(start, Num::Int(300))),
-        last_5min: trend(&sustained, &submitted, sub(end, Num::Int(300)), end),
-        last_60s: trend(&sustained, &submitted, sub(end, Num::Int(60)), end),
-    };
-    (summary, trends)
-}
+        };
+        let Some(t) = submitted else { return };
+        for trend in &mut self.trends {
+            if !trend.window.contains(t) {
+                continue;
+            }
+            trend.n += 1;
+            for (m, sink) in TREND_METRICS.iter().zip(&mut trend.metrics) {
+                if let Some(v) = num(r.get(m)) {
+                    sink.push_value(v);
+                }
+            }
+        }
+    }
 
-/// Requests submitted in `[begin, end)` and their metric statistics.
-fn trend(sustained: &[&Request], submitted: &[Option<Num>], begin: Num, end: Num) -> Trend {
-    let window = Window::half_open(begin, end);
-    let kept: Vec<&Request> = sustained
-        .iter()
-        .zip(submitted)
-        .filter(|(_, t)| t.is_some_and(|t| window.contains(t)))
-        .map(|(r, _)| *r)
-        .collect();
-    Trend {
-        n: kept.len(),
-        window_basis: "request submission time",
-        metrics: OrderedMap(
-            TREND_METRICS
-                .iter()
-                .map(|m| (m.to_string(), series(&kept, m)))
-                .collect(),
-        ),
+    /// The summary and trends; the warnings go to `w` in the reference's order.
+    pub(crate) fn finish(mut self, w: &mut Warnings) -> (RequestSummary, Trends) {
+        w.extend(core::mem::take(&mut self.warn_rtf));
+        w.extend(core::mem::take(&mut self.warn_stall));
+        w.extend(core::mem::take(&mut self.warn_submitted));
+        let summary = RequestSummary {
+            n: self.n,
+            rtf_above_one_requests: self.rtf_above_one,
+            simulated_playback_deficit_requests: self.deficit,
+            rtf_total: self.rtf_total.stats(),
+            scope: REQUEST_SUMMARY_SCOPE,
+        };
+        let [a, b, c] = self.trends.map(|t| {
+            let mut metrics = t.metrics;
+            Trend {
+                n: t.n,
+                window_basis: "request submission time",
+                metrics: OrderedMap(
+                    TREND_METRICS
+                        .iter()
+                        .zip(metrics.iter_mut())
+                        .map(|(m, s)| (m.to_string(), s.stats()))
+                        .collect(),
+                ),
+            }
+        });
+        for tag in self.shares.sketched() {
+            w.note(format!(
+                "{}: more values than the run's exact-values budget ({} per series): percentiles from a quantile sketch, within {:.3}% relative error (null where a temporary file failed)",
+                series_name(tag),
+                self.shares.quota(),
+                crate::telemetry::values::sketch_error() * 100.0
+            ));
+        }
+        (
+            summary,
+            Trends {
+                first_5min: a,
+                last_5min: b,
+                last_60s: c,
+            },
+        )
     }
 }

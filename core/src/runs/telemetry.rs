@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::jsonl::{JsonlReader, num};
 use super::warnings::Warnings;
 use crate::telemetry::{
-    AcStateRef, Num, TelemetryAccumulator, TelemetryRow, TelemetrySummary, Window,
+    AcStateRef, Num, TelemetryAccumulator, TelemetryRow, TelemetrySummary, ValueBudget, Window,
 };
 
 /// Summaries of one telemetry file over several windows (in the order given). Rows the
@@ -29,8 +29,13 @@ impl TelemetryReader {
 
     /// A reader for `windows` skipping lines longer than `max_line_bytes`.
     pub fn with_max_line_bytes(windows: &[Window], max_line_bytes: usize) -> Self {
+        Self::with_budget(windows, max_line_bytes, ValueBudget::in_memory())
+    }
+
+    /// [`with_max_line_bytes`](Self::with_max_line_bytes), the series sharing `budget`.
+    pub fn with_budget(windows: &[Window], max_line_bytes: usize, budget: ValueBudget) -> Self {
         TelemetryReader {
-            acc: TelemetryAccumulator::new(windows),
+            acc: TelemetryAccumulator::with_budget(windows, budget),
             reader: JsonlReader::with_max_line_bytes(max_line_bytes),
             warnings: Warnings::default(),
         }

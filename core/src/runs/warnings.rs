@@ -34,6 +34,22 @@ impl Warnings {
         self.plain.push(text);
     }
 
+    /// Adds `other`'s warnings after these, as if noted here in their order (a kind noted in
+    /// both adds its count and lines).
+    pub fn extend(&mut self, other: Warnings) {
+        self.plain.extend(other.plain);
+        for (kind, count, lines) in other.kinds {
+            match self.kinds.iter_mut().find(|k| k.0 == kind) {
+                Some(k) => {
+                    k.1 += count;
+                    let room = LINES_LISTED.saturating_sub(k.2.len());
+                    k.2.extend(lines.into_iter().take(room));
+                }
+                None => self.kinds.push((kind, count, lines)),
+            }
+        }
+    }
+
     /// One line per warning, e.g. `r-host/telemetry.jsonl: skipped, missing unix: 3 lines (4, 9, 12)`.
     pub fn render(&self, file: &str) -> Vec<String> {
         let mut out: Vec<String> = self.plain.clone();

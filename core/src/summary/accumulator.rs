@@ -440,21 +440,27 @@ impl TraceSummary {
                 let (cat, name) = self.ops.key2(i as u32);
                 (lossy(cat), lossy(name))
             };
+            // An exact op's durations are freed once its histogram is made (`finish` computed
+            // the listed ops' stats before): the histogram pass gets their memory.
             let (n, min_ns, max_ns, histogram) = match &mut acc.values {
                 OpValues::Exact32(v) => {
                     v.sort_unstable();
                     let h = LogHistogram::from_sorted(v.iter().map(|&x| u64::from(x)), SCALE);
-                    (
+                    let got = (
                         v.len() as u64,
                         u64::from(v[0]),
                         u64::from(v[v.len() - 1]),
                         Some(h),
-                    )
+                    );
+                    *v = Vec::new();
+                    got
                 }
                 OpValues::Exact64(v) => {
                     v.sort_unstable();
                     let h = LogHistogram::from_sorted(v.iter().copied(), SCALE);
-                    (v.len() as u64, v[0], v[v.len() - 1], Some(h))
+                    let got = (v.len() as u64, v[0], v[v.len() - 1], Some(h));
+                    *v = Vec::new();
+                    got
                 }
                 OpValues::Sketch(s) => (s.sketch.len(), s.min_ns, s.max_ns, None),
                 &mut OpValues::Dropped { n, min_ns, max_ns } => (n, min_ns, max_ns, None),
@@ -649,9 +655,6 @@ impl TraceSummary {
             });
         }
         categories.retain(|c| c.events > 0);
-        // Before the further passes, which free the durations of the ops not listed.
-        let mergeable_ops = self.mergeable.then(|| self.mergeable_ops());
-        let histogram_warning = mergeable_ops.as_ref().and_then(|(_, _, w)| w.clone());
         let mut order: Vec<usize> = (0..self.op_accs.len()).collect();
         order.sort_by(|&a, &b| {
             self.op_accs[b]
@@ -661,6 +664,22 @@ impl TraceSummary {
         });
         order.retain(|&i| !self.op_accs[i].values.is_empty());
         order.truncate(top);
+        // With the mergeable section: the listed ops' exact stats first, so that every op's
+        // durations can be freed once its histogram is made, before the histogram pass takes the
+        // durations budget (the durations and the pass's counts are never held together).
+        let mut exact_stats: Vec<Option<Stats>> = alloc::vec![None; order.len()];
+        if self.mergeable {
+            for (k, &i) in order.iter().enumerate() {
+                exact_stats[k] = match &mut self.op_accs[i].values {
+                    OpValues::Exact32(values) => Some(stats_ns_in_place(values)),
+                    OpValues::Exact64(values) => Some(stats_ns_in_place(values)),
+                    _ => None,
+                };
+            }
+        }
+        // Before the further passes, which free the durations of the ops not listed.
+        let mergeable_ops = self.mergeable.then(|| self.mergeable_ops());
+        let histogram_warning = mergeable_ops.as_ref().and_then(|(_, _, w)| w.clone());
         let refined = match self.refine_listed(&order) {
             Ok(r) => r,
             Err(e) => {
@@ -672,7 +691,7 @@ impl TraceSummary {
         let mut collapsed_ops = 0u64;
         let mut sketched_ops = 0u64;
         let mut ops_without_percentiles = 0u64;
-        for i in order {
+        for (i, exact) in order.into_iter().zip(exact_stats) {
             let (category, name) = if i as u32 == self.other_op {
                 (String::from(OTHER), String::from(OTHER))
             } else {
@@ -681,6 +700,7 @@ impl TraceSummary {
             };
             let acc = &mut self.op_accs[i];
             let stats = match &mut acc.values {
+                _ if exact.is_some() => exact.unwrap_or(Stats::EMPTY),
                 OpValues::Exact32(values) => stats_ns_in_place(values),
                 OpValues::Exact64(values) => stats_ns_in_place(values),
                 OpValues::Sketch(s) => {
@@ -884,8 +904,12 @@ impl TraceSummary {
                 summary: self.warnings,
             },
             approximations,
-            mergeable: mergeable_ops.map(|(ops, scale, _)| MergeableParts {
-                ops,
+            mergeable: mergeable_ops.map(|(mut ops, scale, _)| MergeableParts {
+                ops: {
+                    // The section's order, so that it is written without a sorted copy.
+                    ops.sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
+                    ops
+                },
                 scale,
                 busy_union_error_bound_ns: union_error_ns,
                 ops_folded_into_other: self.other_op != NONE,

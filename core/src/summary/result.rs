@@ -197,7 +197,7 @@ pub struct TraceSummaryResult {
 /// the result's fields.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MergeableParts {
-    /// Every op with a duration (first-seen order).
+    /// Every op with a duration, in (category, name) order.
     pub ops: Vec<OpSum>,
     /// The histograms' scale ([`SCALE`](crate::merge::histogram::SCALE), or lower when the counts of ops past the durations
     /// budget needed it to fit).
@@ -215,16 +215,60 @@ impl TraceSummaryResult {
     /// `mergeable` section last when it was asked for.
     pub fn to_json(&self) -> String {
         let json = serde_json::to_string_pretty(self);
-        let json = match (json, self.mergeable_state()) {
-            (Ok(json), Some(state)) => crate::merge::with_section(json, &state),
+        let json = match (json, &self.mergeable) {
+            (Ok(json), Some(parts)) => self.with_section(json, parts),
             (json, _) => json,
         };
         json.unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
+    /// `json` with the mergeable section added. The ops, the largest part, are written from
+    /// the result itself where they are already in the section's order without repeats (the
+    /// accumulator sorts them): the section without its ops, then the ops' JSON in place of
+    /// its empty list, with no copy of the ops. Otherwise (names that UTF-8 repair made equal)
+    /// through the canonical state.
+    fn with_section(&self, json: String, parts: &MergeableParts) -> serde_json::Result<String> {
+        fn key(o: &OpSum) -> (&str, &str) {
+            (&o.category, &o.name)
+        }
+        let canonical = parts.ops.windows(2).all(|w| key(&w[0]) < key(&w[1]));
+        let Some(state) = self.state_with_ops(Vec::new()) else {
+            return Ok(json);
+        };
+        let ops_in_place = canonical && state.ops.is_empty();
+        if !ops_in_place {
+            return match self.mergeable_state() {
+                Some(state) => crate::merge::with_section(json, &state),
+                None => Ok(json),
+            };
+        }
+        let head = serde_json::to_string(&state)?;
+        let Some(head) = head.strip_suffix("\"ops\":[]}") else {
+            return crate::merge::with_section(json, &self.mergeable_state().unwrap_or(state));
+        };
+        let ops = serde_json::to_string(&parts.ops)?;
+        let body = json.strip_suffix("\n}").unwrap_or(&json);
+        let sep = if body.ends_with('{') { "" } else { "," };
+        let mut out = String::with_capacity(body.len() + head.len() + ops.len() + 32);
+        out.push_str(body);
+        out.push_str(sep);
+        out.push_str("\n  \"mergeable\": ");
+        out.push_str(head);
+        out.push_str("\"ops\":");
+        out.push_str(&ops);
+        out.push_str("}\n}");
+        Ok(out)
+    }
+
     /// The mergeable section (docs/merge.md), when asked for: this summary as one rank, in the
     /// canonical order a merge gives.
     pub fn mergeable_state(&self) -> Option<MergeState> {
+        let parts = self.mergeable.as_ref()?;
+        self.state_with_ops(parts.ops.clone())
+    }
+
+    /// [`mergeable_state`](Self::mergeable_state) with `ops` for the op list.
+    fn state_with_ops(&self, ops: Vec<OpSum>) -> Option<MergeState> {
         let parts = self.mergeable.as_ref()?;
         let mut busy_by_category = BTreeMap::new();
         for c in &self.categories.0 {
@@ -243,7 +287,7 @@ impl TraceSummaryResult {
             truncated: self.truncated,
             busy_union_ns: self.totals.busy_union_ns,
             busy_union_error_bound_ns: parts.busy_union_error_bound_ns,
-            busy_union_ns_by_category: busy_by_category,
+            busy_union_ns_by_category: busy_by_category.into(),
             warnings: self.warnings.clone(),
         };
         let state = MergeState {
@@ -264,7 +308,7 @@ impl TraceSummaryResult {
             warning_counts: counters,
             ops_folded_into_other: parts.ops_folded_into_other,
             categories_folded_into_other: parts.categories_folded_into_other,
-            ops: parts.ops.clone(),
+            ops,
         };
         // Canonical order (and keys that UTF-8 repair made equal, folded); a sum of one
         // summary's values cannot overflow the wider integers of the section.
