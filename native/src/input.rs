@@ -111,6 +111,16 @@ pub fn open_input(path: &Path) -> Result<Input, String> {
 /// # Errors
 /// "cannot open PATH: reason" when the file cannot be opened or read.
 pub fn open_input_with(path: &Path, options: InputOptions) -> Result<Input, String> {
+    open_input_indexing(path, options, None)
+}
+
+/// [`open_input_with`]; for gzip with `restart`, its inflater also keeps restart points in it,
+/// handed to [`checkpoints`] at the end (docs/gzip-restart.md).
+fn open_input_indexing(
+    path: &Path,
+    options: InputOptions,
+    restart: Option<checkpoints::Recorder>,
+) -> Result<Input, String> {
     let cannot = |e: io::Error| format!("cannot open {}: {e}", path.display());
     let mut file = File::open(path).map_err(cannot)?;
     let total = file.metadata().map_err(cannot)?.len();
@@ -135,6 +145,7 @@ pub fn open_input_with(path: &Path, options: InputOptions) -> Result<Input, Stri
         read: read.clone(),
         tx,
         free: free_rx,
+        restart: restart.filter(|_| gzip),
     };
     let name = if gzip {
         "flinch-inflate"
@@ -267,6 +278,8 @@ struct Worker {
     read: Arc<AtomicU64>,
     tx: SyncSender<Msg>,
     free: Receiver<Vec<u8>>,
+    /// Restart points to keep while inflating (gzip only).
+    restart: Option<checkpoints::Recorder>,
 }
 
 impl Worker {
@@ -323,7 +336,12 @@ impl Worker {
 
     /// Gzip files: inflate into the ring's buffers.
     fn run_gzip(mut self) {
-        let mut dec = GzDecoder::with_inflater(ZlibRsInflate::new());
+        let mut points = self.restart.take();
+        let inflater = match points {
+            Some(_) => ZlibRsInflate::new().stopping_at_blocks(),
+            None => ZlibRsInflate::new(),
+        };
+        let mut dec = GzDecoder::with_inflater(inflater);
         let mut in_pos = 0;
         let mut eof = false;
         loop {
@@ -352,7 +370,8 @@ impl Worker {
                     }
                     continue;
                 }
-                match dec.decode(&self.inbuf[in_pos..self.in_len], &mut out[filled..]) {
+                let input = &self.inbuf[in_pos..self.in_len];
+                match dec.decode_with(input, &mut out[filled..], &mut points) {
                     Ok((_, nin, nout)) => {
                         in_pos += nin;
                         filled += nout;
@@ -367,6 +386,10 @@ impl Worker {
                 return;
             }
             if let Some(msg) = end {
+                // Kept before the end is told, so that a second pass after it finds them.
+                if let Some(p) = points.take() {
+                    p.keep();
+                }
                 let _ = self.tx.send(msg);
                 return;
             }
@@ -381,6 +404,7 @@ fn gz_error(e: flinch_core::gzip::GzError) -> InputError {
     }
 }
 
+pub mod checkpoints;
 mod zlib_rs;
 pub use zlib_rs::ZlibRsInflate;
 

@@ -353,7 +353,11 @@ pub fn summarize_file_also(
         };
         return parallel::summarize(plan, source, limits, Some(top), exact_io, also, update);
     }
-    let input = open_input(path)?;
+    // For the join, a .gz keeps restart points on this read for its second pass (rescan).
+    let input = match also {
+        Also::Join(_) => crate::input::checkpoints::open_indexed(path)?,
+        _ => open_input(path)?,
+    };
     let read = input.progress();
     let mut progress = show_progress.then(|| ProgressLine::new("trace", read.total_bytes()));
     let update = || {

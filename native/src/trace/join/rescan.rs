@@ -3,8 +3,9 @@
 //! meet a listed pause is scanned again from where the first pass said a scanner can start
 //! (the document's start, an element boundary it verified, or right after an event it read);
 //! the kept annotation spans of the others are replayed. A plain file is read with positioned
-//! reads, only the ranges scanned; a `.gz` is inflated from its start again (a gzip stream has
-//! no place to start in the middle), but only the ranges scanned are copied and scanned.
+//! reads, only the ranges scanned; a `.gz` is inflated from the restart point before each range
+//! that the first pass kept (`crate::input::checkpoints`, docs/gzip-restart.md), or from its
+//! start when it kept none; only the ranges scanned are copied and scanned.
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -14,7 +15,7 @@ use flinch_core::gzip::is_gzip;
 use flinch_core::join::{KeptAnnotations, Resume, SecondPassStep};
 use flinch_core::json::{ElementBoundary, Event, EventScanner, Scan};
 
-use crate::input::{Input, open_input};
+use crate::input::checkpoints::GzRanges;
 
 /// Bytes per read (and per scanner call).
 const READ_BYTES: usize = 1 << 20;
@@ -27,17 +28,11 @@ pub(super) enum Fallback {
     NotResumable(u64),
 }
 
-/// The trace's bytes, read forward.
+/// The trace's bytes.
 enum Source {
     File(File),
-    /// A `.gz`, inflated from the start: `pending` holds decoded bytes from `pending_at`, `pos`
-    /// is the decoded offset past the last chunk taken from `input`.
-    Stream {
-        input: Box<Input>,
-        pos: u64,
-        pending: Vec<u8>,
-        pending_at: u64,
-    },
+    /// A `.gz`, inflated from restart points.
+    Gz(Box<GzRanges>),
 }
 
 impl Source {
@@ -46,19 +41,14 @@ impl Source {
         let mut head = [0u8; 2];
         let n = file.read_at(&mut head, 0).unwrap_or(0);
         if is_gzip(&head[..n]) {
-            Ok(Source::Stream {
-                input: Box::new(open_input(path)?),
-                pos: 0,
-                pending: Vec::new(),
-                pending_at: 0,
-            })
+            Ok(Source::Gz(Box::new(GzRanges::open(path)?)))
         } else {
             Ok(Source::File(file))
         }
     }
 
     /// Reads from decoded offset `at` into `buf`: the bytes read, 0 at the end (or where a cut
-    /// `.gz` stops: the join uses what was read, as the summary does). Offsets only go forward.
+    /// `.gz` stops: the join uses what was read, as the summary does).
     fn read(&mut self, at: u64, buf: &mut [u8]) -> Result<usize, String> {
         match self {
             Source::File(f) => {
@@ -73,34 +63,7 @@ impl Source {
                 }
                 Ok(n)
             }
-            Source::Stream {
-                input,
-                pos,
-                pending,
-                pending_at,
-            } => loop {
-                let end = *pending_at + pending.len() as u64;
-                if at >= *pending_at && at < end {
-                    let from = (at - *pending_at) as usize;
-                    let n = buf.len().min(pending.len() - from);
-                    buf[..n].copy_from_slice(&pending[from..from + n]);
-                    return Ok(n);
-                }
-                if at < *pending_at {
-                    return Err(format!("join: cannot read byte {at} of the stream again"));
-                }
-                let chunk = match input.next_chunk() {
-                    Ok(Some(c)) => c,
-                    Ok(None) | Err(_) => return Ok(0),
-                };
-                let start = *pos;
-                *pos += chunk.len() as u64;
-                pending.clear();
-                *pending_at = (*pos).min(at.max(start));
-                if *pos > at {
-                    pending.extend_from_slice(&chunk[(at - start) as usize..]);
-                }
-            },
+            Source::Gz(g) => g.read(at, buf).map_err(|e| format!("join: {e}")),
         }
     }
 
