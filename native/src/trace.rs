@@ -65,6 +65,10 @@ pub struct Args {
     /// `flinch-trace merge` combines across ranks.
     #[arg(long, requires = "json")]
     mergeable: bool,
+    /// Scan threads for a plain trace of 16 MiB or more (default: the available parallelism,
+    /// up to 16; 1: one scan thread). The output is the same for every N (docs/threads.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: Option<u16>,
     /// GPU pauses and the join with a recording (docs/join.md).
     #[command(flatten)]
     join: join::JoinArgs,
@@ -153,6 +157,9 @@ pub fn run(args: Args) -> CmdResult {
         Exactness::Native
     };
     let (limits, exact_io) = exactness.limits();
+    if let Some(n) = args.threads {
+        parallel::set_threads(usize::from(n));
+    }
     let mut failed = false;
     let mut json_items = Vec::new();
     // Checked whether or not the join runs, so that a bad option is never silently ignored.

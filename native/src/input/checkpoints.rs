@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use flinch_core::gzip::{GzDecoder, RawInflate, RestartIndex, RestartPoint, RestartSink};
@@ -109,6 +109,7 @@ pub fn take(path: &Path) -> Option<RestartIndex> {
 /// pass used them).
 static RESTARTS: AtomicU64 = AtomicU64::new(0);
 
+
 /// Restarts at a restart point so far, over every [`GzRanges`] of the process.
 pub fn restarts_total() -> u64 {
     RESTARTS.load(Ordering::Relaxed)
@@ -125,7 +126,8 @@ const OUT_BYTES: usize = 256 << 10;
 /// bytes end (the first pass reported why).
 pub struct GzRanges {
     file: File,
-    index: Option<RestartIndex>,
+    /// Shared: the join's second pass reads ranges on two threads over one index.
+    index: Option<Arc<RestartIndex>>,
     dec: GzDecoder<ZlibRsInflate>,
     inbuf: Vec<u8>,
     in_pos: usize,
@@ -152,11 +154,23 @@ impl GzRanges {
         GzRanges::with_index(path, index)
     }
 
+    /// Another reader of the same file over the same restart points.
+    ///
+    /// # Errors
+    /// "PATH: reason" when it cannot be opened.
+    pub fn another(&self, path: &Path) -> Result<GzRanges, String> {
+        GzRanges::with_shared(path, self.index.clone())
+    }
+
     /// Opens `path` with the given restart points.
     ///
     /// # Errors
     /// "PATH: reason" when it cannot be opened.
     pub fn with_index(path: &Path, index: Option<RestartIndex>) -> Result<GzRanges, String> {
+        GzRanges::with_shared(path, index.map(Arc::new))
+    }
+
+    fn with_shared(path: &Path, index: Option<Arc<RestartIndex>>) -> Result<GzRanges, String> {
         let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(GzRanges {
             file,
