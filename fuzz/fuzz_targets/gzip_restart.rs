@@ -103,8 +103,13 @@ fuzz_target!(|data: &[u8]| {
     }
     for (p, history) in &points.0 {
         assert!(p.out_offset <= whole.len() as u64 && p.in_offset <= gz.len() as u64);
-        let byte = if p.bits > 0 { gz[p.in_offset as usize - 1] } else { 0 };
-        let dec = GzDecoder::resume(ZlibRsInflate::new(), p, byte, history).expect("zlib-rs restarts");
+        let byte = if p.bits > 0 {
+            gz[p.in_offset as usize - 1]
+        } else {
+            0
+        };
+        let dec =
+            GzDecoder::resume(ZlibRsInflate::new(), p, byte, history).expect("zlib-rs restarts");
         let rest = &gz[p.in_offset as usize..];
         let (tail, tail_ok) = decode(dec, rest, chunk, &mut flinch_core::gzip::NoRestartPoints);
         let want = &whole[p.out_offset as usize..];

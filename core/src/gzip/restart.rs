@@ -124,22 +124,22 @@ mod index {
 
         /// The last point at or before decoded offset `out_offset`, with its history.
         pub fn before(&self, out_offset: u64) -> Option<(&RestartPoint, &[u8])> {
-            let n = self.points.partition_point(|(p, _)| p.out_offset <= out_offset);
+            let n = self
+                .points
+                .partition_point(|(p, _)| p.out_offset <= out_offset);
             n.checked_sub(1)
                 .map(|i| (&self.points[i].0, &*self.points[i].1))
         }
 
         /// Every other point dropped (the first kept), the spacing doubled.
         fn thin(&mut self) {
-            let mut i = 0;
             let mut kept = Vec::with_capacity(self.points.len() / 2 + 1);
-            for entry in self.points.drain(..) {
+            for (i, entry) in self.points.drain(..).enumerate() {
                 if i % 2 == 0 {
                     kept.push(entry);
                 } else {
                     self.spare.push(entry.1);
                 }
-                i += 1;
             }
             self.points = kept;
             self.spacing = self.spacing.saturating_mul(2);
@@ -200,7 +200,11 @@ mod index {
         }
 
         impl RawInflate for FakeHistory {
-            fn inflate(&mut self, _: &[u8], _: &mut [u8]) -> Result<(bool, usize, usize), InflateError> {
+            fn inflate(
+                &mut self,
+                _: &[u8],
+                _: &mut [u8],
+            ) -> Result<(bool, usize, usize), InflateError> {
                 Ok((false, 0, 0))
             }
             fn reset(&mut self) {}
@@ -223,7 +227,10 @@ mod index {
         #[test]
         fn keeps_one_point_per_spacing_and_finds_the_one_before() {
             let mut idx = RestartIndex::new(1 << 20, 100);
-            let mut inf = FakeHistory { len: HISTORY_BYTES, fill: 7 };
+            let mut inf = FakeHistory {
+                len: HISTORY_BYTES,
+                fill: 7,
+            };
             for off in (0..20u64).map(|k| k * 300_000) {
                 if idx.wants(off) {
                     idx.add(&point(off), &mut inf);
@@ -242,7 +249,10 @@ mod index {
         #[test]
         fn stays_bounded_by_thinning_and_doubling_the_spacing() {
             let mut idx = RestartIndex::new(64 << 10, 8);
-            let mut inf = FakeHistory { len: HISTORY_BYTES, fill: 1 };
+            let mut inf = FakeHistory {
+                len: HISTORY_BYTES,
+                fill: 1,
+            };
             for k in 0..10_000u64 {
                 let off = k * (64 << 10);
                 if idx.wants(off) {

@@ -8,8 +8,8 @@
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use flinch_core::gzip::{GzDecoder, RawInflate, RestartIndex, RestartPoint, RestartSink};
 
@@ -108,7 +108,6 @@ pub fn take(path: &Path) -> Option<RestartIndex> {
 /// Restarts at a point by every [`GzRanges`] of the process (a test's evidence that a second
 /// pass used them).
 static RESTARTS: AtomicU64 = AtomicU64::new(0);
-
 
 /// Restarts at a restart point so far, over every [`GzRanges`] of the process.
 pub fn restarts_total() -> u64 {

@@ -137,12 +137,16 @@ impl RawInflate for ZlibRsInflate {
                 return false;
             }
             if bits > 0
-                && z::inflatePrime(&mut *self.strm, i32::from(bits), i32::from(byte >> (8 - bits)))
-                    != z::Z_OK
+                && z::inflatePrime(
+                    &mut *self.strm,
+                    i32::from(bits),
+                    i32::from(byte >> (8 - bits)),
+                ) != z::Z_OK
             {
                 return false;
             }
-            z::inflateSetDictionary(&mut *self.strm, history.as_ptr(), history.len() as u32) == z::Z_OK
+            z::inflateSetDictionary(&mut *self.strm, history.as_ptr(), history.len() as u32)
+                == z::Z_OK
         }
     }
 }

@@ -58,8 +58,7 @@ impl TempFile {
     fn new(bytes: &[u8]) -> TempFile {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("flinch-restart-{}-{n}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("flinch-restart-{}-{n}", std::process::id()));
         std::fs::write(&path, bytes).unwrap();
         TempFile(path)
     }
@@ -72,7 +71,12 @@ impl Drop for TempFile {
 
 /// Decodes `gz` from the start in input pieces of random sizes (up to `max_piece`), keeping
 /// restart points at `spacing`: the decoded bytes and the index.
-fn decode_indexing(gz: &[u8], spacing: u64, rng: &mut Rng, max_piece: u64) -> (Vec<u8>, RestartIndex) {
+fn decode_indexing(
+    gz: &[u8],
+    spacing: u64,
+    rng: &mut Rng,
+    max_piece: u64,
+) -> (Vec<u8>, RestartIndex) {
     let mut index = RestartIndex::new(spacing, 10_000);
     let mut dec = GzDecoder::with_inflater(ZlibRsInflate::new().stopping_at_blocks());
     let mut out = Vec::new();
@@ -101,8 +105,16 @@ fn decode_indexing(gz: &[u8], spacing: u64, rng: &mut Rng, max_piece: u64) -> (V
 }
 
 /// Resumes at `point` and decodes the rest of `gz`: the bytes and whether the end checked out.
-fn decode_from(gz: &[u8], point: &flinch_core::gzip::RestartPoint, history: &[u8]) -> (Vec<u8>, bool) {
-    let byte = if point.bits > 0 { gz[point.in_offset as usize - 1] } else { 0 };
+fn decode_from(
+    gz: &[u8],
+    point: &flinch_core::gzip::RestartPoint,
+    history: &[u8],
+) -> (Vec<u8>, bool) {
+    let byte = if point.bits > 0 {
+        gz[point.in_offset as usize - 1]
+    } else {
+        0
+    };
     let mut dec = GzDecoder::resume(ZlibRsInflate::new(), point, byte, history).expect("restart");
     let mut out = Vec::new();
     let mut buf = vec![0u8; 70_000];
@@ -136,10 +148,17 @@ fn every_point_at_every_spacing_resumes_to_the_same_bytes() {
         let (out, index) = decode_indexing(&gz, spacing, &mut rng, 1 << 17);
         assert_eq!(out, whole, "from the start, spacing {spacing}");
         let want = (whole.len() as u64 / spacing.max(64 << 10)).saturating_sub(2) as usize;
-        assert!(index.len() >= want.min(3), "spacing {spacing}: {} points", index.len());
+        assert!(
+            index.len() >= want.min(3),
+            "spacing {spacing}: {} points",
+            index.len()
+        );
         for (p, h) in index.iter() {
             let (rest, ok) = decode_from(&gz, p, h);
-            assert!(ok, "spacing {spacing}: the stream's end checks out from {p:?}");
+            assert!(
+                ok,
+                "spacing {spacing}: the stream's end checks out from {p:?}"
+            );
             assert_eq!(
                 rest,
                 &whole[p.out_offset as usize..],
@@ -156,13 +175,21 @@ fn points_made_on_random_input_splits_all_resume() {
     let gz = member(&a, 6);
     for round in 0..6 {
         let max_piece = [1, 7, 600, 4096, 70_000, 1 << 20][round];
-        let gz = if max_piece == 1 { &gz[..120_000] } else { &gz[..] };
+        let gz = if max_piece == 1 {
+            &gz[..120_000]
+        } else {
+            &gz[..]
+        };
         let (out, index) = decode_indexing(gz, 64 << 10, &mut rng, max_piece);
         assert_eq!(out, &a[..out.len()], "split {max_piece}");
         assert!(!index.is_empty(), "split {max_piece}");
         for (p, h) in index.iter() {
             let (rest, _) = decode_from(gz, p, h);
-            assert_eq!(rest, &out[p.out_offset as usize..], "split {max_piece}, point {p:?}");
+            assert_eq!(
+                rest,
+                &out[p.out_offset as usize..],
+                "split {max_piece}, point {p:?}"
+            );
         }
     }
 }
@@ -187,7 +214,9 @@ fn ranges_read_through_restart_points_match_the_whole() {
             let len = 1 + rng.below(buf.len() as u64) as usize;
             let mut got = Vec::new();
             while got.len() < len {
-                let n = r.read(at + got.len() as u64, &mut buf[..len - got.len()]).unwrap();
+                let n = r
+                    .read(at + got.len() as u64, &mut buf[..len - got.len()])
+                    .unwrap();
                 if n == 0 {
                     break;
                 }
@@ -195,9 +224,16 @@ fn ranges_read_through_restart_points_match_the_whole() {
             }
             let from = (at as usize).min(whole.len());
             let to = (from + len).min(whole.len());
-            assert_eq!(got, &whole[from..to], "spacing {spacing}, at {at}, len {len}");
+            assert_eq!(
+                got,
+                &whole[from..to],
+                "spacing {spacing}, at {at}, len {len}"
+            );
         }
-        assert!(r.restarts() > 0, "spacing {spacing} ({points} points): restarts used");
+        assert!(
+            r.restarts() > 0,
+            "spacing {spacing} ({points} points): restarts used"
+        );
     }
     // Without an index: from the start, forward and back.
     let mut r = GzRanges::with_index(&file.0, None).unwrap();
@@ -252,7 +288,11 @@ fn an_indexed_input_keeps_its_points_for_the_file_and_only_for_it() {
     let index = take(&file.0).expect("points kept");
     assert!(take(&file.0).is_none(), "taken once");
     // One point per spacing at most (64 KiB in unit tests), and points there are.
-    assert!(index.len() >= 2 && index.len() <= 48, "{} points", index.len());
+    assert!(
+        index.len() >= 2 && index.len() <= 48,
+        "{} points",
+        index.len()
+    );
     let mut r = GzRanges::with_index(&file.0, Some(index)).unwrap();
     let mut buf = vec![0u8; 4096];
     let at = a.len() as u64 - 10_000;

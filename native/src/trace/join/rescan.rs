@@ -78,7 +78,6 @@ impl Source {
             Source::Gz(g) => g.read(at, buf).map_err(|e| format!("join: {e}")),
         }
     }
-
 }
 
 /// The source, seen through the range inflated ahead for the current step, if any.
