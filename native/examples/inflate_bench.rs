@@ -1,6 +1,7 @@
 //! Compares the inflaters the native input pipeline could use, on one `.gz` file, single thread,
 //! output discarded: flinch-core's `GzDecoder` over its miniz_oxide inflater, the same gzip
-//! framing over zlib-rs raw inflate (what native/src/input.rs uses), and flate2's own
+//! framing over zlib-rs raw inflate (what native/src/input.rs uses), the same keeping restart
+//! points (what the join's first pass of a `.gz` does), and flate2's own
 //! `MultiGzDecoder` with the zlib-rs backend. All check CRC32 and ISIZE.
 //!
 //! Usage: `cargo run --release -p flinch-trace --example inflate_bench -- FILE.gz [RUNS [ONLY]]`
