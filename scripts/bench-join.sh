@@ -6,6 +6,8 @@
 #
 # Usage: scripts/bench-join.sh [MEGABYTES]   (default 1000)
 # Env:   BENCH_RUNS=3   rounds (each round runs every command once, in turn)
+#        BENCH_ONLY=RE  only the commands whose "FILE|ARGS" matches the extended regex RE (and
+#                       only their data is generated), e.g. BENCH_ONLY='pauses/trace.json.gz'
 # Data (native/examples/gen_trace.rs, deterministic; delete a folder to regenerate):
 #   bench-data/kineto-<MB>mb         SHAPE plain: no GPU gap of 10 us or more (the shape of
 #                                    scripts/bench-trace.sh)
@@ -20,8 +22,12 @@ CSV=bench-data/join-360k.csv
 
 cargo build --release -q -p flinch-trace --bin flinch-trace --example gen_trace
 BIN=target/release/flinch-trace
+ONLY=${BENCH_ONLY:-}
 for spec in "kineto-${MB}mb plain" "kineto-${MB}mb-pauses plain+pauses" "stack-${MB}mb-pauses with_stack+pauses"; do
     read -r dir shape <<<"$spec"
+    if [[ -n $ONLY ]] && ! grep -qE -- "$ONLY" <<<"bench-data/$dir/trace.json.gz|"; then
+        continue
+    fi
     if [[ ! -s bench-data/$dir/trace.json || ! -s bench-data/$dir/trace.json.gz ]]; then
         target/release/examples/gen_trace "bench-data/$dir" "$MB" "$shape"
     fi
@@ -56,11 +62,20 @@ CMDS=(
     "$O|--json" "$O|--pauses --json" "$O|--telemetry $CSV --json" "$O|--pauses --min-gap-ms 0.001 --json"
     "$P.gz|--json" "$P.gz|--pauses --json" "$P.gz|--telemetry $CSV --json"
 )
+if [[ -n $ONLY ]]; then
+    kept=()
+    for c in "${CMDS[@]}"; do
+        if grep -qE -- "$ONLY" <<<"$c"; then kept+=("$c"); fi
+    done
+    CMDS=("${kept[@]}")
+fi
 echo "== load before: $(uptime)"
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-for f in "$P" "$S" "$O"; do echo "== $f: $(stat -c %s "$f") bytes"; done
+for c in "${CMDS[@]}"; do echo "${c%%|*}"; done | sort -u | while read -r f; do
+    echo "== $f: $(stat -c %s "$f") bytes"
+    cat "$f" >/dev/null
+done
 echo "== $CSV: $(wc -l <"$CSV") lines"
-cat "$P" "$S" "$O" "$P.gz" >/dev/null
 RAW=$(mktemp)
 trap 'rm -f "$RAW" /tmp/bench-join.time' EXIT
 for round in $(seq "$RUNS"); do

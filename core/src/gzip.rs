@@ -47,6 +47,11 @@ use core::fmt;
 mod crc32;
 use crc32::Crc32;
 
+mod restart;
+#[cfg(feature = "alloc")]
+pub use restart::RestartIndex;
+pub use restart::{NoRestartPoints, RestartPoint, RestartSink};
+
 use miniz_oxide::inflate::TINFLStatus;
 use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
 
@@ -226,6 +231,31 @@ pub trait RawInflate {
 
     /// Forgets the current stream: the next call starts a new deflate stream.
     fn reset(&mut self);
+
+    /// After the last [`inflate`](RawInflate::inflate) call: `Some(unread_bits)` when the
+    /// inflater stands at a deflate block boundary (the end-of-block code of a block that was not
+    /// the stream's last was just decoded), where `unread_bits` counts the bits at the end of the
+    /// consumed input that it holds but has not used. `None` elsewhere, and always for an
+    /// inflater that does not give restart points (the default).
+    fn block_boundary(&self) -> Option<u32> {
+        None
+    }
+
+    /// The current stream's last output, up to 32 KiB and oldest first, copied into `out` (of
+    /// 32 KiB): what a match may reach back into. Returns its length (0 by default).
+    fn history(&mut self, out: &mut [u8]) -> usize {
+        let _ = out;
+        0
+    }
+
+    /// Starts inside a deflate stream at a block boundary, as if it had just decoded `history`
+    /// (the stream's last output, up to 32 KiB): the next block begins with the `bits` (0..=7)
+    /// high bits of `byte`, then the next input byte. Returns false when this inflater cannot
+    /// (the default).
+    fn restart(&mut self, bits: u8, byte: u8, history: &[u8]) -> bool {
+        let _ = (bits, byte, history);
+        false
+    }
 }
 
 /// Invalid deflate data, found after consuming `nin` bytes of the failing call's input.
@@ -422,6 +452,9 @@ pub struct GzDecoder<I: RawInflate = MinizInflate> {
     member_start: u64,
     /// Offset of trailing garbage after the last member, once seen.
     garbage_at: Option<u64>,
+    /// The current member was entered at a restart point: its CRC32 covers only part of it and
+    /// is not checked (its ISIZE still is).
+    resumed: bool,
 }
 
 impl Default for GzDecoder {
@@ -468,7 +501,35 @@ impl<I: RawInflate> GzDecoder<I> {
             failed: None,
             member_start: 0,
             garbage_at: None,
+            resumed: false,
         }
+    }
+
+    /// A decoder entered inside a member at a restart point that [`GzDecoder::decode_with`]
+    /// gave: `inflater` is restarted with the point's history and, when the point falls inside
+    /// a byte, that byte's unread bits (`partial_byte`: the compressed byte at
+    /// `point.in_offset - 1`; ignored when `point.bits` is 0). Feed it the compressed input from
+    /// `point.in_offset` on; it decodes from `point.out_offset` on, with offsets (in errors too)
+    /// as if it had decoded from the start. That member's ISIZE is checked, its CRC32 is not
+    /// (the bytes before the point are not seen); every later member is checked in full.
+    /// `None` when the inflater cannot restart.
+    pub fn resume(
+        mut inflater: I,
+        point: &RestartPoint,
+        partial_byte: u8,
+        history: &[u8],
+    ) -> Option<GzDecoder<I>> {
+        if point.bits > 7 || !inflater.restart(point.bits, partial_byte, history) {
+            return None;
+        }
+        let mut dec = GzDecoder::with_inflater(inflater);
+        dec.state = State::Deflate;
+        dec.member_len = point.member_len;
+        dec.total_in = point.in_offset;
+        dec.total_out = point.out_offset;
+        dec.members = point.members;
+        dec.resumed = true;
+        Some(dec)
     }
 
     /// The offset of trailing garbage after the last complete member, if any was met: bytes
@@ -521,12 +582,27 @@ impl<I: RawInflate> GzDecoder<I> {
         input: &[u8],
         output: &mut [u8],
     ) -> Result<(GzStatus, usize, usize), GzError> {
+        self.decode_with(input, output, &mut NoRestartPoints)
+    }
+
+    /// [`decode`](GzDecoder::decode), offering `sink` a [`RestartPoint`] at each deflate block
+    /// boundary the inflater reports ([`RawInflate::block_boundary`]) where the sink
+    /// [wants](RestartSink::wants) one.
+    ///
+    /// # Errors
+    /// As [`decode`](GzDecoder::decode).
+    pub fn decode_with<S: RestartSink>(
+        &mut self,
+        input: &[u8],
+        output: &mut [u8],
+        sink: &mut S,
+    ) -> Result<(GzStatus, usize, usize), GzError> {
         if let Some(e) = self.failed {
             return Err(e);
         }
         let mut nin = 0usize;
         let mut nout = 0usize;
-        let result = self.decode_inner(input, output, &mut nin, &mut nout);
+        let result = self.decode_inner(input, output, &mut nin, &mut nout, sink);
         match result {
             Ok(status) => Ok((status, nin, nout)),
             Err(e) => {
@@ -601,17 +677,41 @@ impl<I: RawInflate> GzDecoder<I> {
 
     fn start_deflate(&mut self) {
         self.inflater.reset();
+        self.resumed = false;
         self.data_crc.reset();
         self.member_len = 0;
         self.state = State::Deflate;
     }
 
-    fn decode_inner(
+    /// Offers `sink` a restart point where the inflater stands at a block boundary.
+    fn offer_point<S: RestartSink>(&mut self, sink: &mut S) {
+        let Some(unread) = self.inflater.block_boundary() else {
+            return;
+        };
+        if !sink.wants(self.total_out) {
+            return;
+        }
+        // The next bit to read, counted from the start of the compressed stream.
+        let Some(bit) = (self.total_in * 8).checked_sub(u64::from(unread)) else {
+            return;
+        };
+        let point = RestartPoint {
+            in_offset: bit.div_ceil(8),
+            bits: ((8 - bit % 8) % 8) as u8,
+            out_offset: self.total_out,
+            member_len: self.member_len,
+            members: self.members,
+        };
+        sink.add(&point, &mut self.inflater);
+    }
+
+    fn decode_inner<S: RestartSink>(
         &mut self,
         input: &[u8],
         output: &mut [u8],
         nin: &mut usize,
         nout: &mut usize,
+        sink: &mut S,
     ) -> Result<GzStatus, GzError> {
         loop {
             let at_end = *nin == input.len();
@@ -750,13 +850,18 @@ impl<I: RawInflate> GzDecoder<I> {
                         .map_err(|e| GzError::CorruptDeflate {
                             offset: self.total_in + e.nin as u64,
                         })?;
-                    let written = &output[*nout..*nout + out_n];
-                    self.data_crc.update(written);
+                    if !self.resumed {
+                        // A resumed member's CRC is not checked (see `resume`): not computed.
+                        self.data_crc.update(&output[*nout..*nout + out_n]);
+                    }
                     self.member_len = self.member_len.wrapping_add(out_n as u32);
                     self.total_out += out_n as u64;
                     *nout += out_n;
                     *nin += in_n;
                     self.total_in += in_n as u64;
+                    if !ended {
+                        self.offer_point(sink);
+                    }
                     if ended {
                         self.state = State::Trailer { got: 0 };
                     } else if *nin == input.len() && *nout < output.len() {
@@ -787,7 +892,7 @@ impl<I: RawInflate> GzDecoder<I> {
                     let want_len =
                         u32::from_le_bytes([self.buf[4], self.buf[5], self.buf[6], self.buf[7]]);
                     let offset = self.total_in;
-                    if self.data_crc.value() != want_crc {
+                    if !self.resumed && self.data_crc.value() != want_crc {
                         return Err(GzError::CrcMismatch { offset });
                     }
                     if self.member_len != want_len {

@@ -1,6 +1,7 @@
 //! Compares the inflaters the native input pipeline could use, on one `.gz` file, single thread,
 //! output discarded: flinch-core's `GzDecoder` over its miniz_oxide inflater, the same gzip
-//! framing over zlib-rs raw inflate (what native/src/input.rs uses), and flate2's own
+//! framing over zlib-rs raw inflate (what native/src/input.rs uses), the same keeping restart
+//! points (what the join's first pass of a `.gz` does), and flate2's own
 //! `MultiGzDecoder` with the zlib-rs backend. All check CRC32 and ISIZE.
 //!
 //! Usage: `cargo run --release -p flinch-trace --example inflate_bench -- FILE.gz [RUNS [ONLY]]`
@@ -24,7 +25,23 @@ fn core_framing_zlib_rs(path: &str) -> u64 {
     framing(path, GzDecoder::with_inflater(ZlibRsInflate::new()))
 }
 
-fn framing<I: RawInflate>(path: &str, mut dec: GzDecoder<I>) -> u64 {
+/// As native's first pass of a join reads a `.gz`: stopping at every block, a restart point
+/// kept every 4 MiB (docs/gzip-restart.md).
+fn core_framing_zlib_rs_points(path: &str) -> u64 {
+    let dec = GzDecoder::with_inflater(ZlibRsInflate::new().stopping_at_blocks());
+    let mut index = flinch_core::gzip::RestartIndex::new(4 << 20, 512);
+    framing_with(path, dec, &mut index)
+}
+
+fn framing<I: RawInflate>(path: &str, dec: GzDecoder<I>) -> u64 {
+    framing_with(path, dec, &mut flinch_core::gzip::NoRestartPoints)
+}
+
+fn framing_with<I: RawInflate, S: flinch_core::gzip::RestartSink>(
+    path: &str,
+    mut dec: GzDecoder<I>,
+    sink: &mut S,
+) -> u64 {
     let mut file = File::open(path).unwrap();
     let mut inbuf = vec![0u8; 256 << 10];
     let mut out = vec![0u8; 1 << 20];
@@ -36,7 +53,7 @@ fn framing<I: RawInflate>(path: &str, mut dec: GzDecoder<I>) -> u64 {
         }
         let mut input = &inbuf[..n];
         loop {
-            let (status, nin, nout) = dec.decode(input, &mut out).unwrap();
+            let (status, nin, nout) = dec.decode_with(input, &mut out, sink).unwrap();
             total += nout as u64;
             input = &input[nin..];
             if status != GzStatus::OutputFull {
@@ -75,6 +92,10 @@ fn main() {
             core_decoder as fn(&str) -> u64,
         ),
         ("flinch-core framing over zlib-rs", core_framing_zlib_rs),
+        (
+            "flinch-core framing over zlib-rs, restart points",
+            core_framing_zlib_rs_points,
+        ),
         ("flate2 MultiGzDecoder (zlib-rs)", zlib_rs),
     ] {
         if only.as_deref().is_some_and(|o| !name.contains(o)) {

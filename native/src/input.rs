@@ -212,6 +212,28 @@ impl InputFile {
     /// "cannot read PATH: reason" when the first read fails; "cannot read PATH again: ..." for
     /// a second pass over a stream that was not spooled, or whose first pass stopped early.
     pub fn read_with(&self, options: InputOptions) -> Result<Input, String> {
+        self.read_keeping(options, None)
+    }
+
+    /// [`InputFile::read`]; a regular `.gz` file's inflater also keeps restart points, handed
+    /// to [`checkpoints`] at its end for a later pass ([`checkpoints::GzRanges`]). A stream is
+    /// read as by [`InputFile::read`]: its later passes inflate its spool from the start.
+    ///
+    /// # Errors
+    /// As [`InputFile::read_with`].
+    pub fn read_indexed(&self) -> Result<Input, String> {
+        let recorder = match &self.0.kind {
+            Kind::Regular(f) => checkpoints::recorder_for(f),
+            Kind::Stream { .. } => None,
+        };
+        self.read_keeping(InputOptions::default(), recorder)
+    }
+
+    fn read_keeping(
+        &self,
+        options: InputOptions,
+        restart: Option<checkpoints::Recorder>,
+    ) -> Result<Input, String> {
         let path = self.path();
         let source = match &self.0.kind {
             Kind::Regular(f) => Source::At {
@@ -243,7 +265,7 @@ impl InputFile {
                 }
             }
         };
-        start(source, path, options)
+        start(source, path, options, restart)
     }
 }
 
@@ -265,7 +287,12 @@ pub fn open_input_with(path: &Path, options: InputOptions) -> Result<Input, Stri
 
 /// Starts one pass: sniffs the magic from the first read (those bytes go to the worker as its
 /// first input) and starts the reader thread.
-fn start(source: Source, path: &Path, options: InputOptions) -> Result<Input, String> {
+fn start(
+    source: Source,
+    path: &Path,
+    options: InputOptions,
+    restart: Option<checkpoints::Recorder>,
+) -> Result<Input, String> {
     let total = match &source {
         Source::At { file, .. } => file.metadata().map_or(0, |m| m.len()),
         // Unknown until the end.
@@ -282,6 +309,7 @@ fn start(source: Source, path: &Path, options: InputOptions) -> Result<Input, St
         read: read.clone(),
         tx,
         free: free_rx,
+        restart: None,
     };
     let mut first = std::mem::take(&mut worker.inbuf);
     worker.in_len = worker
@@ -289,6 +317,7 @@ fn start(source: Source, path: &Path, options: InputOptions) -> Result<Input, St
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     worker.inbuf = first;
     let gzip = is_gzip(&worker.inbuf[..worker.in_len]);
+    worker.restart = restart.filter(|_| gzip);
     for _ in 0..options.buffers.max(2) {
         free.send(vec![0u8; buffer_bytes])
             .expect("the receiver is alive");
@@ -451,6 +480,8 @@ struct Worker {
     read: Arc<AtomicU64>,
     tx: SyncSender<Msg>,
     free: Receiver<Vec<u8>>,
+    /// Restart points to keep while inflating (gzip only).
+    restart: Option<checkpoints::Recorder>,
 }
 
 impl Worker {
@@ -527,7 +558,12 @@ impl Worker {
 
     /// Gzip files: inflate into the ring's buffers.
     fn run_gzip(mut self) {
-        let mut dec = GzDecoder::with_inflater(ZlibRsInflate::new());
+        let mut points = self.restart.take();
+        let inflater = match points {
+            Some(_) => ZlibRsInflate::new().stopping_at_blocks(),
+            None => ZlibRsInflate::new(),
+        };
+        let mut dec = GzDecoder::with_inflater(inflater);
         let mut in_pos = 0;
         let mut eof = false;
         loop {
@@ -561,7 +597,8 @@ impl Worker {
                     }
                     continue;
                 }
-                match dec.decode(&self.inbuf[in_pos..self.in_len], &mut out[filled..]) {
+                let input = &self.inbuf[in_pos..self.in_len];
+                match dec.decode_with(input, &mut out[filled..], &mut points) {
                     Ok((_, nin, nout)) => {
                         in_pos += nin;
                         filled += nout;
@@ -577,6 +614,10 @@ impl Worker {
                 return;
             }
             if let Some((msg, whole)) = end {
+                // Kept before the end is told, so that a second pass after it finds them.
+                if let Some(p) = points.take() {
+                    p.keep();
+                }
                 self.end(msg, whole);
                 return;
             }
@@ -591,6 +632,7 @@ fn gz_error(e: flinch_core::gzip::GzError) -> InputError {
     }
 }
 
+pub mod checkpoints;
 pub mod spool;
 mod zlib_rs;
 pub use zlib_rs::ZlibRsInflate;

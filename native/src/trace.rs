@@ -66,6 +66,10 @@ pub struct Args {
     /// `flinch-trace merge` combines across ranks.
     #[arg(long, requires = "json")]
     mergeable: bool,
+    /// Scan threads for a plain trace of 16 MiB or more (default: the available parallelism,
+    /// up to 16; 1: one scan thread). The output is the same for every N (docs/threads.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: Option<u16>,
     /// GPU pauses and the join with a recording (docs/join.md).
     #[command(flatten)]
     join: join::JoinArgs,
@@ -154,6 +158,9 @@ pub fn run(args: Args) -> CmdResult {
         Exactness::Native
     };
     let (limits, exact_io) = exactness.limits();
+    if let Some(n) = args.threads {
+        parallel::set_threads(usize::from(n));
+    }
     let mut failed = false;
     let mut json_items = Vec::new();
     // Checked whether or not the join runs, so that a bad option is never silently ignored.
@@ -398,7 +405,11 @@ pub fn summarize_input_also(
         };
         return parallel::summarize(plan, source, limits, Some(top), exact_io, also, update);
     }
-    let input = file.read()?;
+    // For the join, a .gz keeps restart points on this read for its second pass (rescan).
+    let input = match also {
+        Also::Join(_) => file.read_indexed()?,
+        _ => file.read()?,
+    };
     let read = input.progress();
     let mut progress = show_progress.then(|| ProgressLine::new("trace", read.total_bytes()));
     let update = || {

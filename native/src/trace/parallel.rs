@@ -1,5 +1,6 @@
-//! Plain (uncompressed) traces of [`MIN_FILE_BYTES`] or more: two scan threads, each scanning
-//! every other segment of the file, and the summary on the caller's thread.
+//! Plain (uncompressed) traces of [`MIN_FILE_BYTES`] or more: N scan threads (`--threads`,
+//! default the available parallelism up to [`MAX_DEFAULT_THREADS`]), thread `w` scanning
+//! segments `w`, `w + N`, `w + 2N`, ... of the file, and the summary on the caller's thread.
 //!
 //! One scan thread cannot keep up with the disk cache on a plain trace (the scanner runs at
 //! ~1 GB/s per core; see BENCHMARKS.md, "Trace engine"), and a JSON document cannot be split
@@ -8,7 +9,7 @@
 //! `}` `,` and whitespace, preferably with a line break). Segment 0 is scanned from the start of
 //! the file as usual; every other segment by a scanner
 //! [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on one of two scan
-//! threads (even and odd segments), reading the file with positioned reads.
+//! threads (segment `k` on thread `k mod N`), reading the file with positioned reads.
 //! The summary takes the segments in order and keeps a segment's events only when the scanner
 //! of the segment before it ended exactly at that guess
 //! ([`element_boundary`](flinch_core::json::EventScanner::element_boundary)): then the resumed
@@ -21,9 +22,11 @@
 //! more than a quarter of the guesses fail (past the first four), guessing stops and the summary
 //! scans the rest itself, as one thread would, instead of the scan threads wasting CPU time.
 //!
-//! Memory: per scan thread one 1 MiB read buffer and a ring of 12 event batches (~0.33 MiB
-//! each; with the join, 48 KiB more each for its side list), plus one read buffer on the
-//! summary side for a wrong guess: ~11 MiB.
+//! Memory: per scan thread one 1 MiB read buffer and a ring of event batches (~0.33 MiB each;
+//! with the join, 48 KiB more each for its side list): 12 batches with two threads, fewer with
+//! more ([`ring_batches`]: the other threads' segments give each one its slack), so ~5 MiB per
+//! thread at 2, ~2.3 MiB at 8 or more; plus one read buffer on the summary side for a wrong
+//! guess: ~11 MiB at 2 threads, ~20 MiB at 8, ~38 MiB at 16.
 //!
 //! Why positioned reads and not a mapping of the file: a read-only mapping (with a SIGBUS
 //! handler for a file cut meanwhile) removes the kernel's copy, but the scanner then takes the
@@ -34,7 +37,7 @@ use std::os::unix::fs::FileExt;
 #[cfg(test)]
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
@@ -55,8 +58,40 @@ pub const MIN_FILE_BYTES: u64 = 16 << 20;
 /// segment ahead of the summary can finish it (and the next) within its ring of batches
 /// instead of waiting for the summary to reach it.
 pub const SEGMENT_BYTES: u64 = READ_BYTES as u64;
-/// Event batches per scan thread: ~24k events, a segment of events of 40 bytes or more.
+/// Event batches per scan thread with two threads: ~24k events, a segment of events of 40
+/// bytes or more.
 const RING: usize = 12;
+/// The default thread count's cap (memory: see the module docs).
+pub const MAX_DEFAULT_THREADS: usize = 16;
+/// The most scan threads `--threads` takes.
+pub const MAX_THREADS: usize = 64;
+
+/// Scan threads chosen by `--threads` (0: the default).
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the scan threads of the plans made from now on (`--threads N`; clamped to
+/// 1..=[`MAX_THREADS`]). One thread means no segments: the one-scan-thread pipeline.
+pub fn set_threads(n: usize) {
+    THREADS.store(n.clamp(1, MAX_THREADS), Ordering::Relaxed);
+}
+
+/// The scan threads a plan gets: `--threads`, else the available parallelism up to
+/// [`MAX_DEFAULT_THREADS`].
+fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, MAX_DEFAULT_THREADS),
+        n => n,
+    }
+}
+
+/// Event batches per scan thread for `threads` threads: a thread blocks once its ring is full
+/// until the summary reaches its segment, which the other threads' segments delay, so more
+/// threads need fewer each.
+fn ring_batches(threads: usize) -> usize {
+    (2 * RING / threads.max(1)).clamp(4, RING)
+}
 /// Bytes per positioned read (and per scanner call).
 const READ_BYTES: usize = 1 << 20;
 /// How far past a nominal segment start to look for a guess (none found: no segment starts
@@ -74,6 +109,8 @@ pub struct Plan {
     bare: bool,
     /// The file's size when planned (for progress).
     size: u64,
+    /// Scan threads.
+    threads: usize,
 }
 
 impl Plan {
@@ -81,12 +118,22 @@ impl Plan {
     pub fn size(&self) -> u64 {
         self.size
     }
+
+    /// The same plan on `n` scan threads (at least 1).
+    #[cfg(test)]
+    pub(super) fn with_threads(mut self, n: usize) -> Plan {
+        self.threads = n.clamp(1, MAX_THREADS);
+        self
+    }
 }
 
 /// A plan for `input` when it is a plain regular file of [`MIN_FILE_BYTES`] or more, read with
-/// positioned reads; `None` otherwise (a FIFO or pipe, gzip, a small file: the caller then
+/// positioned reads, and more than one scan thread is to run; `None` otherwise (a FIFO or pipe, gzip, a small file: the caller then
 /// uses the one-thread pipeline on the same open input).
 pub fn plan(input: &InputFile) -> Option<Plan> {
+    if threads() < 2 {
+        return None;
+    }
     plan_input(input, SEGMENT_BYTES, MIN_FILE_BYTES)
 }
 
@@ -135,6 +182,7 @@ pub(super) fn plan_input(
         starts,
         bare,
         size,
+        threads: threads(),
     })
 }
 
@@ -240,7 +288,7 @@ fn scan_range(
     }
 }
 
-/// One scan thread: segments `first`, `first + 2`, ... of the plan.
+/// One scan thread: segments `first`, `first + N`, ... of the plan.
 fn scan_thread(
     plan: &Plan,
     limits: Limits,
@@ -252,7 +300,7 @@ fn scan_thread(
     let mut buf = vec![0u8; READ_BYTES];
     let mut batch: Option<Batch> = None;
     let m = plan.starts.len();
-    for k in (first..m).step_by(2) {
+    for k in (first..m).step_by(plan.threads) {
         let start = plan.starts[k];
         let end = plan.starts.get(k + 1).copied();
         if k > 0 && !speculate.load(Ordering::Relaxed) {
@@ -358,10 +406,11 @@ fn summarize_counting(
     let mut rxs = Vec::new();
     let mut frees = Vec::new();
     let mut ends = Vec::new();
-    for _ in 0..2 {
-        let (tx, rx) = sync_channel::<Msg>(RING + 1);
-        let (free_tx, free_rx) = sync_channel::<Batch>(RING);
-        for _ in 0..RING {
+    let ring = ring_batches(plan.threads);
+    for _ in 0..plan.threads {
+        let (tx, rx) = sync_channel::<Msg>(ring + 1);
+        let (free_tx, free_rx) = sync_channel::<Batch>(ring);
+        for _ in 0..ring {
             free_tx
                 .send(Batch::new(limits.max_string_bytes, join.is_some()))
                 .expect("the receiver is alive");
@@ -450,7 +499,7 @@ fn collect(
     let mut carry: Option<Box<EventScanner>> = None;
     let mut buf: Vec<u8> = Vec::new();
     for k in 0..m {
-        let (rx, free) = (&rxs[k % 2], &frees[k % 2]);
+        let (rx, free) = (&rxs[k % rxs.len()], &frees[k % frees.len()]);
         let start = plan.starts[k];
         let next = plan.starts.get(k + 1).copied();
         let scanner = match carry.take() {

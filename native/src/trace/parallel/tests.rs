@@ -38,7 +38,19 @@ fn oracle(doc: &[u8], limits: Limits) -> Result<String, String> {
 /// Summarizes `path` in segments of about `segment` bytes; also returns the segment count and
 /// how many were rescanned (their guess failed).
 fn parallel(path: &Path, segment: u64, limits: Limits) -> (Result<String, String>, usize, usize) {
-    let plan = plan_with(path, segment, 0).expect("a plain, non-empty file");
+    parallel_on(path, segment, limits, 2)
+}
+
+/// [`parallel`] on `threads` scan threads.
+fn parallel_on(
+    path: &Path,
+    segment: u64,
+    limits: Limits,
+    threads: usize,
+) -> (Result<String, String>, usize, usize) {
+    let plan = plan_with(path, segment, 0)
+        .expect("a plain, non-empty file")
+        .with_threads(threads);
     let segments = plan.starts.len();
     let (r, rescanned) = summarize_counting(
         plan,
@@ -273,4 +285,45 @@ fn when_most_guesses_fail_the_summary_scans_on_alone_with_the_same_result() {
         // Guessing stops early: nearly every later segment is scanned by the summary.
         assert!(rescanned * 2 > segments, "{rescanned} of {segments}");
     }
+}
+
+/// Every thread count from 1 to 8, on random segment sizes, over plain, tricky (guesses fail),
+/// bare and damaged documents: the one-thread analyzer's result, byte for byte.
+#[test]
+fn every_thread_count_gives_the_one_thread_result() {
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let mut docs: Vec<(String, Vec<u8>)> = Vec::new();
+    for (tricky, bare) in [(false, false), (true, false), (false, true)] {
+        docs.push((format!("t-{tricky}-{bare}"), kineto(2500, tricky, bare)));
+    }
+    let mut damaged = kineto(2000, true, false);
+    let k = damaged.len() / 3;
+    damaged[k] = b'"';
+    docs.push(("t-damaged".into(), damaged));
+    for (name, doc) in &docs {
+        let path = temp(&format!("{name}.json"), doc);
+        let want = oracle(doc, Limits::NATIVE);
+        for threads in 1..=8 {
+            for _ in 0..2 {
+                let segment = 50 + next(20_000);
+                let (got, segments, _) = parallel_on(&path, segment, Limits::NATIVE, threads);
+                assert_eq!(got, want, "{name}: {threads} threads, segment {segment}");
+                assert!(segments > threads, "{name}: {segments} segments");
+            }
+        }
+    }
+}
+
+#[test]
+fn more_threads_take_fewer_batches_each() {
+    assert_eq!(ring_batches(2), RING);
+    assert!(ring_batches(1) <= RING);
+    assert!(ring_batches(8) < ring_batches(4) && ring_batches(4) < ring_batches(2));
+    assert_eq!(ring_batches(64), 4);
 }
