@@ -314,16 +314,7 @@ impl Merger {
     /// the key; a sum that overflows.
     pub fn add_json(&mut self, index: usize, json: &[u8]) -> Result<(), MergeError> {
         let mut de = serde_json::Deserializer::from_slice(json);
-        let added = self.add_from(index, &mut de).and_then(|()| {
-            de.end().map_err(|e| {
-                AddError::Syntax(MergeError {
-                    index: Some(index),
-                    path: String::new(),
-                    message: e.to_string(),
-                })
-            })
-        });
-        match added {
+        match self.add_document(index, &mut de) {
             Ok(()) => Ok(()),
             Err(AddError::Refused(e)) => Err(e),
             Err(AddError::Syntax(e)) => {
@@ -331,6 +322,27 @@ impl Merger {
                 Err(locate_error(index, &mut de).unwrap_or(e))
             }
         }
+    }
+
+    /// [`Merger::add_from`] over a whole JSON document: the summaries `de` gives, then nothing
+    /// but whitespace to its end.
+    ///
+    /// # Errors
+    /// [`AddError`], as [`Merger::add_from`]; text after the document is a syntax error.
+    pub fn add_document<'de, R: serde_json::de::Read<'de>>(
+        &mut self,
+        index: usize,
+        de: &mut serde_json::Deserializer<R>,
+    ) -> Result<(), AddError> {
+        self.add_from(index, &mut *de).and_then(|()| {
+            de.end().map_err(|e| {
+                AddError::Syntax(MergeError {
+                    index: Some(index),
+                    path: String::new(),
+                    message: e.to_string(),
+                })
+            })
+        })
     }
 
     /// Folds in the summaries `de` gives (one, or an array's elements as they are parsed: an

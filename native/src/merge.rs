@@ -70,16 +70,7 @@ fn add_file(merger: &mut Merger, index: usize, path: &PathBuf) -> Result<(), Fai
     }
     let reader = |file| std::io::BufReader::with_capacity(1 << 20, file);
     let mut de = serde_json::Deserializer::from_reader(reader(open()?));
-    let added = merger.add_from(index, &mut de).and_then(|()| {
-        de.end().map_err(|e| {
-            AddError::Syntax(MergeError {
-                index: Some(index),
-                path: String::new(),
-                message: e.to_string(),
-            })
-        })
-    });
-    match added {
+    match merger.add_document(index, &mut de) {
         Ok(()) => Ok(()),
         Err(AddError::Refused(e)) => Err(Failed::Merge(e)),
         // The key path, from a second (tracking) parse of the file.
