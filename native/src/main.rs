@@ -50,6 +50,10 @@ fn default_sigpipe() {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before any thread or file: a file size limit is an error naming the file, never a silent
+    // exit 153.
+    #[cfg(unix)]
+    flinch_trace::output::ignore_file_size_signal();
     if matches!(
         cli.cmd,
         Cmd::Trace(_) | Cmd::Merge(_) | Cmd::Analyze(_) | Cmd::Summarize(_)

@@ -446,15 +446,7 @@ mod signals {
                     libc::sigaction(sig, &new, std::ptr::null_mut());
                 }
             }
-            // SAFETY: as above; SIG_IGN needs no handler.
-            unsafe {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(libc::SIGXFSZ, std::ptr::null(), &mut old) == 0
-                    && old.sa_sigaction == libc::SIG_DFL
-                {
-                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                }
-            }
+            super::ignore_file_size_signal();
         });
     }
 
@@ -482,3 +474,31 @@ mod signals {
 
 #[cfg(test)]
 mod tests;
+
+/// Set when [`ignore_file_size_signal`] changed SIGXFSZ from its default, so that a command
+/// `record` starts gets the default back ([`file_size_signal_was_default`]).
+static XFSZ_WAS_DEFAULT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ignores SIGXFSZ (unless the parent already chose a disposition), so that a file size limit
+/// (`ulimit -f`) is the write error EFBIG, reported with the file it hit, for every file the
+/// process writes: outputs, spools, spills and recordings. By default the signal ends the
+/// process silently (status 153).
+pub fn ignore_file_size_signal() {
+    // SAFETY: sigaction with a null new action only reads the disposition; SIG_IGN needs no
+    // handler. Called at start-up and from `Once`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGXFSZ, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_DFL
+        {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            XFSZ_WAS_DEFAULT.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// Whether [`ignore_file_size_signal`] changed SIGXFSZ from its default (a child then gets
+/// the default back: an ignored disposition is inherited across exec).
+pub fn file_size_signal_was_default() -> bool {
+    XFSZ_WAS_DEFAULT.load(std::sync::atomic::Ordering::SeqCst)
+}

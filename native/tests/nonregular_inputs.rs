@@ -445,14 +445,14 @@ fn a_spool_that_cannot_be_written_is_a_clear_error() {
     let csv = many_marks_csv(10_000);
     let mut c = bin();
     c.args(["analyze", "--spans", "--csv", "/dev/stdin"]);
-    // SAFETY: setrlimit and signal are async-signal-safe; the child runs them before exec.
+    // SAFETY: setrlimit is async-signal-safe; the child runs it before exec. SIGXFSZ keeps its
+    // default: the binary itself must turn the limit into an error.
     unsafe {
         c.pre_exec(|| {
             let lim = libc::rlimit {
                 rlim_cur: 64 << 10,
                 rlim_max: 64 << 10,
             };
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }

@@ -566,7 +566,6 @@ fn a_write_error_leaves_a_file_of_whole_rows_and_a_clear_error() {
                 rlim_max: limit,
             };
             libc::setrlimit(libc::RLIMIT_FSIZE, &rl);
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             Ok(())
         });
     }
@@ -984,5 +983,33 @@ fn mark_gives_up_on_a_fifo_nobody_drains() {
     );
     assert!(t.elapsed() >= Duration::from_secs(2));
     drop(f);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The recorder ignores SIGXFSZ so that a file size limit is an error it reports; the command it
+/// starts must not inherit that: it gets SIGXFSZ as the recorder found it (the default here).
+#[test]
+fn the_command_keeps_the_default_file_size_signal() {
+    let d = tmpdir("xfsz");
+    let csv = d.join("t.csv");
+    let status = d.join("status.txt");
+    let o = record(&d)
+        .args(["--interval-ms", "5", "--out"])
+        .arg(&csv)
+        .arg("--")
+        .args(["sh", "-c", "grep '^SigIgn' /proc/self/status > \"$OUT\""])
+        .env("OUT", &status)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = std::fs::read_to_string(&status).unwrap();
+    let mask = u64::from_str_radix(line.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    let xfsz_bit = 1u64 << (libc::SIGXFSZ - 1);
+    assert_eq!(mask & xfsz_bit, 0, "SIGXFSZ ignored in the command: {line}");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -88,14 +88,20 @@ pub fn start(state: Arc<StopState>) -> Option<JoinHandle<()>> {
 }
 
 /// Makes the command start with SIGINT/SIGTERM unblocked (the recorder blocks them in all its
-/// threads, and a spawned child would otherwise inherit that mask).
+/// threads, and a spawned child would otherwise inherit that mask), and with SIGXFSZ as the
+/// recorder found it.
 pub fn unblock_in_child(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     let set = term_set();
-    // SAFETY: pthread_sigmask is async-signal-safe; `set` is a plain copied value.
+    let xfsz_default = crate::output::file_size_signal_was_default();
+    // SAFETY: pthread_sigmask and signal are async-signal-safe; `set` is a plain copied value.
     unsafe {
         cmd.pre_exec(move || {
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            if xfsz_default {
+                // The recorder ignores SIGXFSZ for its own files; the command keeps what it had.
+                libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+            }
             Ok(())
         });
     }
