@@ -20,6 +20,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::shared;
+
 /// Bytes the backlog holds at most: about 100,000 lines of a typical 40 bytes, half a second of
 /// 100,000 ranges/s (two lines each) while the reader is stalled.
 pub const CAPACITY: usize = 4 << 20;
@@ -112,6 +114,8 @@ pub struct Sink {
     pending: SpinLock<Backlog>,
     /// Whether this process's `start` line went out.
     announced: AtomicBool,
+    /// Whether this process is in the shared count of processes.
+    counted: AtomicBool,
     /// Lines accepted (written at once, or queued).
     pub queued: AtomicU64,
     /// Lines written to the FIFO.
@@ -155,6 +159,7 @@ impl Sink {
                 draining: false,
             }),
             announced: AtomicBool::new(false),
+            counted: AtomicBool::new(false),
             queued: AtomicU64::new(0),
             sent: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -183,7 +188,7 @@ impl Sink {
                     return;
                 }
                 Wrote::Lost => {
-                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                    self.count_dropped();
                     return;
                 }
                 Wrote::Full => {}
@@ -208,13 +213,20 @@ impl Sink {
             drop(p);
             if mark {
                 self.queued.fetch_add(1, Ordering::Relaxed);
+                shared::add(shared::UNREPORTED, 1);
             }
         } else {
             drop(p);
             if mark {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.count_dropped();
             }
         }
+    }
+
+    /// Counts one mark lost (here and in the recording's shared counts).
+    pub fn count_dropped(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        shared::add(shared::UNREPORTED, 1);
     }
 
     /// `#flinch-nvtx pid=P start`, once per process, before its first mark: the recorder counts
@@ -224,6 +236,9 @@ impl Sink {
     fn announce(&'static self) {
         if self.announced.swap(true, Ordering::Relaxed) {
             return;
+        }
+        if !self.counted.swap(true, Ordering::Relaxed) {
+            shared::add(shared::PROCESSES, 1);
         }
         let mut buf = [0u8; 64];
         let n = stats_line(&mut buf, std::process::id(), None);
@@ -335,6 +350,7 @@ impl Sink {
         drop(p);
         self.reopening.store(false, Ordering::Relaxed);
         self.announced.store(false, Ordering::Relaxed);
+        self.counted.store(false, Ordering::Relaxed);
         self.queued.store(0, Ordering::Relaxed);
         self.sent.store(0, Ordering::Relaxed);
         self.dropped.store(0, Ordering::Relaxed);
@@ -390,7 +406,10 @@ impl Sink {
                 // SAFETY: `piece` is a valid slice; `fd` is open.
                 let n = unsafe { libc::write(fd, piece.as_ptr().cast(), piece.len()) };
                 if n as usize == piece.len() {
-                    sent += mark_lines(piece);
+                    let lines = mark_lines(piece);
+                    // At once, piece by piece: a process may end (`_exit`) at any moment.
+                    shared::sub(shared::UNREPORTED, lines);
+                    sent += lines;
                     break;
                 }
                 let err = std::io::Error::last_os_error().raw_os_error();
@@ -466,7 +485,10 @@ impl Sink {
         // What is still queued now is lost with the process: report it as dropped.
         let mut buf = [0u8; 96];
         let n = stats_line(&mut buf, std::process::id(), Some((sent, dropped + unsent)));
-        self.write_waiting(&buf[..n], Instant::now() + EXIT_WAIT);
+        if self.write_waiting(&buf[..n], Instant::now() + EXIT_WAIT) {
+            // Reported: this process's drops and unsent lines are counted by the recorder.
+            shared::sub(shared::UNREPORTED, dropped + unsent);
+        }
         if dropped == 0 && unsent == 0 {
             return None;
         }
