@@ -434,6 +434,88 @@ fn forked_children_that_end_with_os_exit_keep_their_marks_or_count_them_dropped(
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Regression: under load (50 processes writing 2,000 lines each, the pipe full most of the
+/// time) a process's `start` line, written once without waiting, was lost whenever the pipe was
+/// full at that moment, and so was its exit statistics line: the sidecar said fewer processes,
+/// some unreported, and far fewer marks than the trace.csv held. Both now reach the recorder.
+#[test]
+fn forked_children_under_load_that_exit_normally_are_all_counted_exactly() {
+    library();
+    let d = tmpdir("exitload");
+    let py = nvtx_env().join("bin/python");
+    let script = repo().join("nvtx/tests/clients/nvtx_fork_exit.py");
+    let (children, ranges) = (50usize, 1000usize);
+    record(
+        &d,
+        &[],
+        &[&py, &script],
+        &[&children.to_string(), &ranges.to_string(), "exit"],
+    );
+    let csv = std::fs::read_to_string(d.join("trace.csv")).unwrap();
+    let child_marks: usize = (0..children)
+        .map(|c| {
+            csv.matches(&format!(",MARK,child{c}_start,")).count()
+                + csv.matches(&format!(",MARK,child{c}_end,")).count()
+        })
+        .sum();
+    assert_eq!(child_marks, children * ranges * 2);
+    let meta = sidecar(&d);
+    let nvtx = &meta["nvtx"];
+    assert_eq!(nvtx["processes"], (children + 1) as u64, "{nvtx}");
+    assert_eq!(nvtx["unreported_processes"], 0, "{nvtx}");
+    assert_eq!(nvtx["dropped"], 0, "{nvtx}");
+    // The parent's `parent_forks` mark and its `parent` range, and every child's lines.
+    assert_eq!(nvtx["marks"], (children * ranges * 2 + 3) as u64, "{nvtx}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Regression: children that end with `os._exit` while the pipe is full lose the lines still in
+/// their backlog, and they send no exit statistics; the sidecar said nothing was dropped, with
+/// no warning (and counted fewer processes: the `start` line of a child can be in that backlog
+/// too). The counts file the processes share with the recorder now counts both exactly.
+#[test]
+fn forked_children_under_load_that_os_exit_have_their_lost_marks_counted() {
+    library();
+    let d = tmpdir("osexitload");
+    let py = nvtx_env().join("bin/python");
+    let script = repo().join("nvtx/tests/clients/nvtx_fork_exit.py");
+    let (children, ranges) = (50usize, 1000usize);
+    let out = record(
+        &d,
+        &[],
+        &[&py, &script],
+        &[&children.to_string(), &ranges.to_string(), "_exit"],
+    );
+    let csv = std::fs::read_to_string(d.join("trace.csv")).unwrap();
+    let child_marks: usize = (0..children)
+        .map(|c| {
+            csv.matches(&format!(",MARK,child{c}_start,")).count()
+                + csv.matches(&format!(",MARK,child{c}_end,")).count()
+        })
+        .sum();
+    let meta = sidecar(&d);
+    let nvtx = &meta["nvtx"];
+    assert_eq!(nvtx["processes"], (children + 1) as u64, "{nvtx}");
+    assert_eq!(nvtx["unreported_processes"], children as u64, "{nvtx}");
+    let dropped = nvtx["dropped"].as_u64().unwrap() as usize;
+    // Exact: every child mark is in the CSV or counted lost (the parent reports and drops none).
+    assert_eq!(
+        child_marks + dropped,
+        children * ranges * 2,
+        "{child_marks} child marks in the CSV, {nvtx}"
+    );
+    assert_eq!(nvtx["lost_unreported"], dropped as u64, "{nvtx}");
+    let warned = meta["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("marks lost with"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(warned, dropped > 0, "{}", meta["warnings"]);
+    assert_eq!(stderr.contains("marks lost with"), dropped > 0, "{stderr}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Regression: `cargo install` (or a release build copied alone) gave a binary without the
 /// library beside it, and NVTX ranges went unrecorded with only a warning. The binary copied
 /// alone into an empty folder must record the C client's ranges from the library it carries.

@@ -15,11 +15,14 @@
 //! - each line is written to the FIFO by the calling thread, non-blocking, so it survives an
 //!   `_exit` right after; only when the pipe is full does it go to a bounded backlog that a
 //!   background thread writes ([`sink`]); nothing waits on I/O, losses are counted and reported
-//!   at exit, and no panic crosses the C boundary.
+//!   at exit, and no panic crosses the C boundary;
+//! - with `FLINCH_NVTX_COUNTS` set, the processes keep shared counts in that file ([`shared`]), so
+//!   the recorder also counts what is lost with a process that ends by `_exit`.
 #![cfg(target_os = "linux")]
 
 pub mod abi;
 pub mod label;
+pub mod shared;
 pub mod sink;
 
 use std::cell::RefCell;
@@ -131,9 +134,7 @@ fn emit(t_ns: u64, key: u64, label: &str, suffix: &str) {
     let mut buf = [0u8; LINE_MAX];
     match format_line(&mut buf, t_ns, key, label, suffix) {
         Some(n) => sink.emit(&buf[..n]),
-        None => {
-            sink.dropped.fetch_add(1, Ordering::Relaxed);
-        }
+        None => sink.count_dropped(),
     }
 }
 
@@ -177,7 +178,7 @@ fn format_line(buf: &mut [u8], t_ns: u64, key: u64, label: &str, suffix: &str) -
 
 fn count_dropped() {
     if let Some(s) = SINK.get() {
-        s.dropped.fetch_add(1, Ordering::Relaxed);
+        s.count_dropped();
     }
 }
 
@@ -613,6 +614,11 @@ fn init(get_export_table: Option<abi::GetExportTable>) -> c_int {
     let Some(get) = callbacks.get_module_function_table else {
         return 0;
     };
+    if let Some(counts) = std::env::var_os("FLINCH_NVTX_COUNTS")
+        && let Ok(counts) = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(counts.as_os_str()))
+    {
+        shared::attach(&counts);
+    }
     SINK.get_or_init(|| Sink::new(path));
     use abi::{core_id as c, core2_id as c2};
     let f = |p: *const ()| p as FnPtr;

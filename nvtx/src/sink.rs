@@ -9,15 +9,18 @@
 //! background thread, started then, writes the backlog in pieces of whole lines and waits for
 //! room, and every line after it joins the backlog until it is empty (so one thread's lines stay
 //! in order). A full backlog, an absent reader or a closed FIFO drops lines, counted. The first
-//! line of each process is preceded by `#flinch-nvtx pid=P start`; at exit (when exit handlers
-//! run) the backlog gets a bounded time to drain, then the line
-//! `#flinch-nvtx pid=P marks=M dropped=D` reports the process's counts. The recorder counts the
+//! line of each process is preceded by `#flinch-nvtx pid=P start` (queued like a mark when the
+//! pipe is full); at exit (when exit handlers run) the backlog gets a bounded time to drain, then
+//! the line `#flinch-nvtx pid=P marks=M dropped=D` reports the process's counts, waiting a
+//! bounded time for room (a full pipe must not lose the report). The recorder counts the
 //! processes that started but never reported (their backlog at `_exit`, if any, is unknown).
 use std::cell::UnsafeCell;
 use std::ffi::CString;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::shared;
 
 /// Bytes the backlog holds at most: about 100,000 lines of a typical 40 bytes, half a second of
 /// 100,000 ranges/s (two lines each) while the reader is stalled.
@@ -111,6 +114,8 @@ pub struct Sink {
     pending: SpinLock<Backlog>,
     /// Whether this process's `start` line went out.
     announced: AtomicBool,
+    /// Whether this process is in the shared count of processes.
+    counted: AtomicBool,
     /// Lines accepted (written at once, or queued).
     pub queued: AtomicU64,
     /// Lines written to the FIFO.
@@ -154,6 +159,7 @@ impl Sink {
                 draining: false,
             }),
             announced: AtomicBool::new(false),
+            counted: AtomicBool::new(false),
             queued: AtomicU64::new(0),
             sent: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -182,17 +188,18 @@ impl Sink {
                     return;
                 }
                 Wrote::Lost => {
-                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                    self.count_dropped();
                     return;
                 }
                 Wrote::Full => {}
             }
         }
-        self.enqueue(line);
+        self.enqueue(line, true);
     }
 
-    /// Queues a line behind the backlog, starting the writer thread if needed.
-    fn enqueue(&'static self, line: &[u8]) {
+    /// Queues a line behind the backlog, starting the writer thread if needed; `mark`: whether
+    /// it counts as a mark (the control line `start` does not).
+    fn enqueue(&'static self, line: &[u8], mark: bool) {
         if !self.writer_started.load(Ordering::Acquire) {
             self.start_writer();
         }
@@ -204,23 +211,42 @@ impl Sink {
             }
             p.bytes.extend_from_slice(line);
             drop(p);
-            self.queued.fetch_add(1, Ordering::Relaxed);
+            if mark {
+                self.queued.fetch_add(1, Ordering::Relaxed);
+                shared::add(shared::UNREPORTED, 1);
+            }
         } else {
             drop(p);
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+            if mark {
+                self.count_dropped();
+            }
         }
     }
 
+    /// Counts one mark lost (here and in the recording's shared counts).
+    pub fn count_dropped(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        shared::add(shared::UNREPORTED, 1);
+    }
+
     /// `#flinch-nvtx pid=P start`, once per process, before its first mark: the recorder counts
-    /// processes that never send their exit statistics.
-    fn announce(&self) {
+    /// processes that never send their exit statistics. A full pipe queues it like a mark (the
+    /// mark that follows queues behind it); with no reader it is tried again before the next
+    /// mark, so a process whose marks reach the recorder has announced itself.
+    fn announce(&'static self) {
         if self.announced.swap(true, Ordering::Relaxed) {
             return;
         }
+        if !self.counted.swap(true, Ordering::Relaxed) {
+            shared::add(shared::PROCESSES, 1);
+        }
         let mut buf = [0u8; 64];
         let n = stats_line(&mut buf, std::process::id(), None);
-        // Best effort: a process whose announcement is lost is only missing from that count.
-        let _ = self.write_now(&buf[..n]);
+        match self.write_now(&buf[..n]) {
+            Wrote::All => {}
+            Wrote::Full => self.enqueue(&buf[..n], false),
+            Wrote::Lost => self.announced.store(false, Ordering::Relaxed),
+        }
     }
 
     /// One non-blocking write of `line` (at most `PIPE_BUF` bytes: all or nothing) from the
@@ -324,6 +350,7 @@ impl Sink {
         drop(p);
         self.reopening.store(false, Ordering::Relaxed);
         self.announced.store(false, Ordering::Relaxed);
+        self.counted.store(false, Ordering::Relaxed);
         self.queued.store(0, Ordering::Relaxed);
         self.sent.store(0, Ordering::Relaxed);
         self.dropped.store(0, Ordering::Relaxed);
@@ -345,7 +372,7 @@ impl Sink {
                 p.draining = !batch.is_empty();
             }
             if !batch.is_empty() {
-                let lines = batch.iter().filter(|&&b| b == b'\n').count() as u64;
+                let lines = mark_lines(&batch);
                 let sent = self.write_backlog(&batch);
                 self.sent.fetch_add(sent, Ordering::Relaxed);
                 self.dropped.fetch_add(lines - sent, Ordering::Relaxed);
@@ -379,7 +406,10 @@ impl Sink {
                 // SAFETY: `piece` is a valid slice; `fd` is open.
                 let n = unsafe { libc::write(fd, piece.as_ptr().cast(), piece.len()) };
                 if n as usize == piece.len() {
-                    sent += piece.iter().filter(|&&b| b == b'\n').count() as u64;
+                    let lines = mark_lines(piece);
+                    // At once, piece by piece: a process may end (`_exit`) at any moment.
+                    shared::sub(shared::UNREPORTED, lines);
+                    sent += lines;
                     break;
                 }
                 let err = std::io::Error::last_os_error().raw_os_error();
@@ -404,11 +434,39 @@ impl Sink {
         sent
     }
 
+    /// Writes one line, waiting for room in the pipe until `deadline` (only at exit: the
+    /// statistics line must not be lost to a pipe that other processes keep full). Returns
+    /// whether it was written.
+    fn write_waiting(&self, line: &[u8], deadline: Instant) -> bool {
+        loop {
+            match self.write_now(line) {
+                Wrote::All => return true,
+                Wrote::Lost => return false,
+                Wrote::Full => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.fd.load(Ordering::Acquire),
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd. Waking early (room taken by another writer) only loops.
+            unsafe { libc::poll(&mut pfd, 1, left.as_millis().clamp(1, 100) as i32) };
+        }
+    }
+
     /// At process exit: lets the writer drain the backlog for up to [`EXIT_WAIT`], sends this
     /// process's statistics line, then reports losses on stderr. Returns the line printed, if
     /// any.
     pub fn finish(&self) -> Option<String> {
-        if !self.announced.load(Ordering::Relaxed) {
+        // Unannounced with drops: no reader ever took the start line, but the losses are told.
+        if !self.announced.load(Ordering::Relaxed)
+            && self.queued.load(Ordering::Relaxed) == 0
+            && self.dropped.load(Ordering::Relaxed) == 0
+        {
             return None;
         }
         self.exiting.store(true, Ordering::Release);
@@ -427,7 +485,10 @@ impl Sink {
         // What is still queued now is lost with the process: report it as dropped.
         let mut buf = [0u8; 96];
         let n = stats_line(&mut buf, std::process::id(), Some((sent, dropped + unsent)));
-        let _ = self.write_now(&buf[..n]);
+        if self.write_waiting(&buf[..n], Instant::now() + EXIT_WAIT) {
+            // Reported: this process's drops and unsent lines are counted by the recorder.
+            shared::sub(shared::UNREPORTED, dropped + unsent);
+        }
         if dropped == 0 && unsent == 0 {
             return None;
         }
@@ -444,6 +505,13 @@ impl Sink {
         }
         Some(msg)
     }
+}
+
+/// The mark lines in `data` (whole lines): all but the control lines, which begin with `#`.
+fn mark_lines(data: &[u8]) -> u64 {
+    data.split_inclusive(|&b| b == b'\n')
+        .filter(|l| l.last() == Some(&b'\n') && l.first() != Some(&b'#'))
+        .count() as u64
 }
 
 /// `#flinch-nvtx pid=P start` (no counts) or `#flinch-nvtx pid=P marks=M dropped=D`, without

@@ -20,6 +20,7 @@ pub mod marks;
 pub mod metrics;
 pub mod nvml;
 pub mod nvtx;
+pub mod nvtx_counts;
 pub mod rapl;
 pub mod sampler;
 pub mod sidecar;
@@ -312,6 +313,17 @@ pub fn run(mut args: Args) -> CmdResult {
             }
         }
     };
+    // Without the counts file the processes' own reports are all there is.
+    let nvtx_counts = match nvtx_lib.as_ref().map(|_| nvtx_counts::CountsFile::create()) {
+        Some(Ok(c)) => Some(c),
+        Some(Err(e)) => {
+            warn(format!(
+                "warning: NVTX: {e}; marks lost by processes that end without exit handlers (_exit) go uncounted"
+            ));
+            None
+        }
+        None => None,
+    };
 
     // Layout and output.
     let header_line = header(rapl.extra_columns());
@@ -510,6 +522,9 @@ pub fn run(mut args: Args) -> CmdResult {
         if let Some(lib) = &nvtx_lib {
             cmd.env("NVTX_INJECTION64_PATH", lib);
         }
+        if let Some(c) = &nvtx_counts {
+            cmd.env("FLINCH_NVTX_COUNTS", c.path());
+        }
         signals::unblock_in_child(&mut cmd);
         // A signal before the command started ends the recording without starting it.
         let early = stop_state.stop.load(Ordering::SeqCst);
@@ -593,15 +608,38 @@ pub fn run(mut args: Args) -> CmdResult {
     if let (Some(info), Some(t)) = (side.nvtx.as_mut(), nvtx_totals) {
         let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
         let (started, reported) = (get(&t.started), get(&t.processes));
-        info.processes = Some(started.max(reported));
-        info.unreported_processes = Some(started.saturating_sub(reported));
+        let counts = nvtx_counts
+            .as_ref()
+            .map(|c| c.read())
+            .filter(|c| c.attached);
+        let processes = started.max(reported).max(counts.map_or(0, |c| c.processes));
+        let unreported = processes.saturating_sub(reported);
+        let lost = counts.map(|c| c.lost_unreported);
+        let dropped = get(&t.dropped) + lost.unwrap_or(0);
+        info.processes = Some(processes);
+        info.unreported_processes = Some(unreported);
         info.marks = Some(get(&t.marks));
-        info.dropped = Some(get(&t.dropped));
+        info.dropped = Some(dropped);
+        info.lost_unreported = lost;
+        let mut nvtx_warn = |w: String| {
+            eprintln!("{w}");
+            side.warnings.push(w);
+        };
         if get(&t.dropped) > 0 {
-            eprintln!(
+            nvtx_warn(format!(
                 "warning: NVTX: {} marks dropped in the command's processes (their buffers filled faster than the FIFO was read)",
                 get(&t.dropped)
-            );
+            ));
+        }
+        match lost {
+            Some(0) => {}
+            Some(n) => nvtx_warn(format!(
+                "warning: NVTX: {n} marks lost with {unreported} of {processes} processes that ended without exit handlers (_exit, a signal) while their lines waited for room in the FIFO; counted in nvtx.dropped"
+            )),
+            None if unreported > 0 => nvtx_warn(format!(
+                "warning: NVTX: {unreported} of {processes} processes ended without sending their counts (_exit, a signal); marks they still had queued then are lost and counted nowhere"
+            )),
+            None => {}
         }
     }
     side.ended_by = Some(ended_by);

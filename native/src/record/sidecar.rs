@@ -41,13 +41,18 @@ pub struct NvtxInfo {
     pub library: String,
     /// Processes whose NVTX library sent marks (null until the recording ends).
     pub processes: Option<u64>,
-    /// Of those, the ones that sent no statistics at exit (ended by `_exit` or a signal): any
-    /// marks they still had queued then are in neither `marks` nor `dropped`.
+    /// Of those, the ones that sent no statistics at exit (ended by `_exit` or a signal).
     pub unreported_processes: Option<u64>,
     /// Marks the reporting processes wrote.
     pub marks: Option<u64>,
-    /// Marks they dropped (buffer full, or no reader).
+    /// Marks lost: those the processes reported dropped (buffer full, or no reader), plus
+    /// `lost_unreported`.
     pub dropped: Option<u64>,
+    /// Marks lost with the unreported processes (queued when they ended, or dropped), from the
+    /// counts file they share with the recorder; null when no process could map it (then such
+    /// losses are counted nowhere, and a warning says so).
+    #[serde(default)]
+    pub lost_unreported: Option<u64>,
 }
 
 /// The whole sidecar.
