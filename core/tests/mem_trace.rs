@@ -255,7 +255,7 @@ fn many_ops_doc(n: u64, ops: u64) -> Vec<u8> {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let dur_ns = 1_000 + (x % 1_000) * (1u64 << (x >> 58) % 20);
+        let dur_ns = 1_000 + (x % 1_000) * (1u64 << ((x >> 58) % 20));
         s.push_str(&format!(
             "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op{}\", \"ts\": {k}, \"dur\": {}.{:03}}}",
             k % ops,
