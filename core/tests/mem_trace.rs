@@ -242,3 +242,57 @@ fn mergeable_section_within_the_memory_the_limits_allow() {
     eprintln!("scale {}, peak {p}, bound {bound}", got.scale);
     assert!(p <= bound, "peak {p} > bound {bound}");
 }
+
+/// `n` X events over `ops` distinct ops (one name each), durations spread over 1 µs .. ~1 s so
+/// that each op's histogram holds many buckets.
+fn many_ops_doc(n: u64, ops: u64) -> Vec<u8> {
+    let mut s = String::from("{\"traceEvents\": [\n");
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for k in 0..n {
+        if k > 0 {
+            s.push_str(",\n");
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let dur_ns = 1_000 + (x % 1_000) * (1u64 << ((x >> 58) % 20));
+        s.push_str(&format!(
+            "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op{}\", \"ts\": {k}, \"dur\": {}.{:03}}}",
+            k % ops,
+            dur_ns / 1000,
+            dur_ns % 1000
+        ));
+    }
+    s.push_str("\n]}");
+    s.into_bytes()
+}
+
+/// The mergeable section's text grows with the ops a trace names (every op's histogram), so
+/// `write_json` gives it out in pieces, one op at a time: writing it holds no more than a small
+/// part of what it writes, and the pieces are `to_json`'s text.
+#[test]
+fn the_mergeable_text_is_written_without_being_held() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let data = Arc::new(many_ops_doc(400_000, 8_000));
+    let (_, r) = peak_with(&data, Limits::NATIVE, true, true);
+    let mut written = Vec::new();
+    let mut bytes = 0usize;
+    let (peak_bytes, ok) = peak_heap::peak_during(|| {
+        r.write_json(&mut |piece: &str| {
+            bytes += piece.len();
+            Ok::<(), serde_json::Error>(())
+        })
+    });
+    ok.unwrap();
+    assert!(bytes > 4 << 20, "the section is large here: {bytes} bytes");
+    assert!(
+        peak_bytes < bytes / 8,
+        "writing {bytes} bytes held {peak_bytes} bytes of heap at its peak"
+    );
+    r.write_json(&mut |piece: &str| {
+        written.extend_from_slice(piece.as_bytes());
+        Ok::<(), serde_json::Error>(())
+    })
+    .unwrap();
+    assert_eq!(String::from_utf8(written).unwrap(), r.to_json());
+}

@@ -162,7 +162,7 @@ pub fn run(args: Args) -> CmdResult {
         parallel::set_threads(usize::from(n));
     }
     let mut failed = false;
-    let mut json_items = Vec::new();
+    let mut json_out = JsonOut::new(args.files.len() > 1);
     // Checked whether or not the join runs, so that a bad option is never silently ignored.
     let join_opts = args.join.options().map_err(CmdError::Usage)?;
     let join_opts = args.join.enabled().then_some(join_opts);
@@ -230,21 +230,17 @@ pub fn run(args: Args) -> CmdResult {
                 &source,
                 summary,
                 joined.transpose(),
-                &mut json_items,
+                &mut json_out,
                 &mut failed,
-            );
+            )
+            .map_err(|e| format!("flinch-trace trace: stdout: {e}"))?;
         }
         Ok::<(), CmdError>(())
     })?;
     if args.json {
-        if args.files.len() == 1 {
-            if let Some(one) = json_items.first() {
-                println!("{one}");
-            }
-        } else {
-            let indented: Vec<String> = json_items.iter().map(|j| indent(j)).collect();
-            println!("[\n  {}\n]", indented.join(",\n  "));
-        }
+        json_out
+            .finish()
+            .map_err(|e| format!("flinch-trace trace: stdout: {e}"))?;
     }
     Ok(if failed {
         ExitCode::from(1)
@@ -253,15 +249,15 @@ pub fn run(args: Args) -> CmdResult {
     })
 }
 
-/// Prints (or, with `--json`, collects) one file's result, or its error.
+/// Prints one file's result (with `--json`, as an item of `json_out`), or its error.
 fn report_file(
     args: &Args,
     source: &str,
     summary: Result<TraceSummaryResult, String>,
     joined: Result<Option<(flinch_core::join::JoinReport, Option<u64>)>, String>,
-    json_items: &mut Vec<String>,
+    json_out: &mut JsonOut,
     failed: &mut bool,
-) {
+) -> std::io::Result<()> {
     {
         match summary.and_then(|r| joined.map(|j| (r, j))) {
             Ok((result, joined)) => {
@@ -275,11 +271,14 @@ fn report_file(
                     report
                 });
                 if args.json {
-                    let json = result_json(&result);
-                    json_items.push(match &joined {
-                        Some(j) => join::merge_json(&json, j),
-                        None => json,
-                    });
+                    match &joined {
+                        Some(j) => {
+                            let json = join::merge_json(&result_json(&result), j);
+                            json_out.item(|out| out(&json))?;
+                        }
+                        // Written as it is made: the mergeable section grows with the ops.
+                        None => json_out.item(|out| result.write_json(out))?,
+                    }
                 } else {
                     print!("{}", render_table(&result));
                     if let Some(j) = &joined {
@@ -295,15 +294,80 @@ fn report_file(
                         source,
                         error: &msg,
                     };
-                    json_items.push(serde_json::to_string_pretty(&err).unwrap_or_default());
+                    let json = serde_json::to_string_pretty(&err).unwrap_or_default();
+                    json_out.item(|out| out(&json))?;
                 }
             }
         }
     }
+    Ok(())
 }
 
-fn indent(json: &str) -> String {
-    json.replace('\n', "\n  ")
+/// `--json`'s stdout, written as each file's object is made: one file's object and a newline,
+/// or for several files an array of their objects (2 spaces more indented), one item a file.
+struct JsonOut {
+    out: std::io::BufWriter<std::io::Stdout>,
+    many: bool,
+    items: usize,
+}
+
+/// Where one item's text goes, piece by piece.
+type Sink<'a> = dyn FnMut(&str) -> std::io::Result<()> + 'a;
+
+impl JsonOut {
+    fn new(many: bool) -> JsonOut {
+        JsonOut {
+            out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            many,
+            items: 0,
+        }
+    }
+
+    /// One item, whose text `write` gives to the sink it is passed.
+    fn item(
+        &mut self,
+        write: impl FnOnce(&mut Sink<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        use std::io::Write;
+        if !self.many && self.items > 0 {
+            return Ok(());
+        }
+        if self.many {
+            self.out
+                .write_all(if self.items == 0 { b"[\n  " } else { b",\n  " })?;
+        }
+        self.items += 1;
+        let many = self.many;
+        let out = &mut self.out;
+        write(&mut |piece: &str| {
+            if !many {
+                return out.write_all(piece.as_bytes());
+            }
+            let mut lines = piece.split('\n');
+            if let Some(first) = lines.next() {
+                out.write_all(first.as_bytes())?;
+            }
+            for line in lines {
+                out.write_all(b"\n  ")?;
+                out.write_all(line.as_bytes())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The array's end, or the one object's newline; flushed.
+    fn finish(mut self) -> std::io::Result<()> {
+        use std::io::Write;
+        if self.many {
+            if self.items == 0 {
+                self.out.write_all(b"[\n  ")?;
+            }
+            self.out.write_all(b"\n]\n")?;
+        } else if self.items > 0 {
+            self.out.write_all(b"\n")?;
+        }
+        self.out.flush()
+    }
 }
 
 /// Streams one file through the core scanner and summary. `exact_io`: past `limits`, spill

@@ -134,6 +134,8 @@ impl LogHistogram {
                 _ => h.buckets.push((i, 1)),
             }
         }
+        // Held for every op until the section is written: no spare capacity.
+        h.buckets.shrink_to_fit();
         h
     }
 

@@ -428,8 +428,10 @@ impl TraceSummary {
     /// and the histogram of its durations when the summary still holds them (sorting each op's
     /// exact durations in place; the stats after do not depend on their order).
     fn mergeable_ops(&mut self) -> (Vec<OpSum>, u8, Option<String>) {
-        let mut ops = Vec::new();
-        let mut order = Vec::new();
+        // Held until the result is written: no spare capacity.
+        let with_values = self.op_accs.iter().filter(|a| !a.values.is_empty()).count();
+        let mut ops = Vec::with_capacity(with_values);
+        let mut order = Vec::with_capacity(with_values);
         for (i, acc) in self.op_accs.iter_mut().enumerate() {
             if acc.values.is_empty() {
                 continue;
@@ -549,7 +551,11 @@ impl TraceSummary {
     /// Exact percentiles for the listed ops (`listed`, op indexes) held in sketches, from
     /// further passes through the replay, if there is one: the settled refiner, `Ok(None)` when
     /// no pass is needed or possible, or why a pass failed.
-    fn refine_listed(&mut self, listed: &[usize]) -> Result<Option<Refiner>, String> {
+    fn refine_listed(
+        &mut self,
+        listed: &[usize],
+        reserved_bytes: u64,
+    ) -> Result<Option<Refiner>, String> {
         let sketched: Vec<usize> = listed
             .iter()
             .copied()
@@ -574,7 +580,8 @@ impl TraceSummary {
                 acc.values = OpValues::Exact32(Vec::new());
             }
         }
-        let budget = (self.limits.max_exact_values / 2) as u64;
+        // Values of 8 bytes; a smaller budget means more counting passes, never a loss.
+        let budget = ((self.limits.max_exact_values / 2) as u64).saturating_sub(reserved_bytes / 8);
         let mut refiner = Refiner::new(self.op_accs.len(), budget);
         for &i in &sketched {
             match &self.op_accs[i].values {
@@ -680,7 +687,11 @@ impl TraceSummary {
         // Before the further passes, which free the durations of the ops not listed.
         let mergeable_ops = self.mergeable.then(|| self.mergeable_ops());
         let histogram_warning = mergeable_ops.as_ref().and_then(|(_, _, w)| w.clone());
-        let refined = match self.refine_listed(&order) {
+        // The section is held beside the passes: its bytes come out of their budget.
+        let section_bytes = mergeable_ops
+            .as_ref()
+            .map_or(0, |(ops, _, _)| held_bytes(ops));
+        let refined = match self.refine_listed(&order, section_bytes) {
             Ok(r) => r,
             Err(e) => {
                 refine_failed = Some(e);
@@ -920,6 +931,24 @@ impl TraceSummary {
 }
 
 /// The spill as the busy unions take it.
+/// Heap bytes `ops` hold (the mergeable section's op list).
+fn held_bytes(ops: &[OpSum]) -> u64 {
+    let per_op = core::mem::size_of::<OpSum>();
+    let bucket = core::mem::size_of::<(i32, u64)>();
+    let bytes: usize = ops
+        .iter()
+        .map(|o| {
+            per_op
+                + o.category.capacity()
+                + o.name.capacity()
+                + o.histogram
+                    .as_ref()
+                    .map_or(0, |h| h.buckets.capacity() * bucket)
+        })
+        .sum();
+    bytes as u64
+}
+
 fn spill_mut(
     spill: &mut Option<alloc::boxed::Box<dyn IntervalSpill>>,
 ) -> Option<&mut dyn IntervalSpill> {

@@ -214,50 +214,73 @@ impl TraceSummaryResult {
     /// The JSON that native `--json` and the web page print (2-space indented), with the
     /// `mergeable` section last when it was asked for.
     pub fn to_json(&self) -> String {
-        let json = serde_json::to_string_pretty(self);
-        let json = match (json, &self.mergeable) {
-            (Ok(json), Some(parts)) => self.with_section(json, parts),
-            (json, _) => json,
-        };
-        json.unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        let mut text = String::new();
+        let written = self.write_json(&mut |piece: &str| {
+            text.push_str(piece);
+            Ok::<(), serde_json::Error>(())
+        });
+        match written {
+            Ok(()) => text,
+            Err(e) => format!("{{\"error\": \"{e}\"}}"),
+        }
     }
 
-    /// `json` with the mergeable section added. The ops, the largest part, are written from
-    /// the result itself where they are already in the section's order without repeats (the
-    /// accumulator sorts them): the section without its ops, then the ops' JSON in place of
-    /// its empty list, with no copy of the ops. Otherwise (names that UTF-8 repair made equal)
-    /// through the canonical state.
-    fn with_section(&self, json: String, parts: &MergeableParts) -> serde_json::Result<String> {
+    /// [`to_json`](Self::to_json)'s text given to `out` in pieces, the op list of the mergeable
+    /// section one op at a time, so that the text (which grows with the ops a trace names) is
+    /// never held whole: native `trace --json` writes the pieces to stdout. Stops at the first
+    /// error.
+    pub fn write_json<E: From<serde_json::Error>>(
+        &self,
+        out: &mut dyn FnMut(&str) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let json = serde_json::to_string_pretty(self)?;
+        match &self.mergeable {
+            Some(parts) => self.write_with_section(json, parts, out),
+            None => out(&json),
+        }
+    }
+
+    /// `json` with the mergeable section added, given to `out`. The ops, the largest part, are
+    /// written from the result itself where they are already in the section's order without
+    /// repeats (the accumulator sorts them): the section without its ops, then each op's JSON
+    /// in place of its empty list, with no copy of the ops. Otherwise (names that UTF-8 repair
+    /// made equal) through the canonical state.
+    fn write_with_section<E: From<serde_json::Error>>(
+        &self,
+        json: String,
+        parts: &MergeableParts,
+        out: &mut dyn FnMut(&str) -> Result<(), E>,
+    ) -> Result<(), E> {
         fn key(o: &OpSum) -> (&str, &str) {
             (&o.category, &o.name)
         }
         let canonical = parts.ops.windows(2).all(|w| key(&w[0]) < key(&w[1]));
         let Some(state) = self.state_with_ops(Vec::new()) else {
-            return Ok(json);
+            return out(&json);
         };
         let ops_in_place = canonical && state.ops.is_empty();
-        if !ops_in_place {
-            return match self.mergeable_state() {
-                Some(state) => crate::merge::with_section(json, &state),
-                None => Ok(json),
-            };
-        }
         let head = serde_json::to_string(&state)?;
-        let Some(head) = head.strip_suffix("\"ops\":[]}") else {
-            return crate::merge::with_section(json, &self.mergeable_state().unwrap_or(state));
+        let head = match head.strip_suffix("\"ops\":[]}") {
+            Some(head) if ops_in_place => head,
+            _ => {
+                let state = self.mergeable_state().unwrap_or(state);
+                return out(&crate::merge::with_section(json, &state)?);
+            }
         };
-        let ops = serde_json::to_string(&parts.ops)?;
         let body = json.strip_suffix("\n}").unwrap_or(&json);
         let sep = if body.ends_with('{') { "" } else { "," };
-        let mut out = String::with_capacity(body.len() + head.len() + ops.len() + 32);
-        out.push_str(body);
-        out.push_str(sep);
-        out.push_str("\n  \"mergeable\": ");
-        out.push_str(head);
-        out.push_str("\"ops\":");
-        out.push_str(&ops);
-        out.push_str("}\n}");
-        Ok(out)
+        out(body)?;
+        out(sep)?;
+        out("\n  \"mergeable\": ")?;
+        out(head)?;
+        out("\"ops\":[")?;
+        for (i, op) in parts.ops.iter().enumerate() {
+            if i > 0 {
+                out(",")?;
+            }
+            out(&serde_json::to_string(op)?)?;
+        }
+        out("]}\n}")
     }
 
     /// The mergeable section (docs/merge.md), when asked for: this summary as one rank, in the
