@@ -188,6 +188,9 @@ fn report(r: &FixedResult, eprint: &mut impl FnMut(core::fmt::Arguments<'_>)) ->
                 horizon_ns / 1_000_000
             ));
         }
+        if let Some(note) = r.gpu_energy_note {
+            eprint(format_args!("note: {note}\n"));
+        }
     };
     if let Some(e) = r.selection_error() {
         warn_all(eprint);

@@ -1,6 +1,7 @@
 //! The engine behind [`WindowAnalyzer`]: rows leave the reorder buffer in time order and feed
 //! every open window; windows close and become results.
 
+use super::row::has_gpu_reading;
 use super::*;
 
 #[derive(Clone, Copy, Debug)]
@@ -47,17 +48,6 @@ pub(crate) struct GpuState {
     pub(crate) last_power_t: Option<i64>,
     /// Rows with any GPU reading ([`has_gpu_reading`]).
     pub(crate) readings: u64,
-}
-
-/// Whether a SAMPLE row carries a GPU reading: power (a number or not), utilization, SM clock
-/// or energy counter (as parsed; the reference-only figures parse power and utilization alone).
-#[inline]
-pub(crate) fn has_gpu_reading(p: &ParsedRow) -> bool {
-    p.power_w.is_some()
-        || p.power_bad
-        || p.util_pct.is_some()
-        || p.sm_clock_mhz.is_some()
-        || p.energy_mj.is_some()
 }
 
 impl GpuState {
@@ -918,7 +908,7 @@ impl Engine {
             gpus: gpus.clone(),
         });
         let gpu_energy_note =
-            (self.counts.samples > 0 && self.gpu_reading_rows == 0).then_some(NO_GPU_READINGS);
+            super::result::gpu_energy_note(self.counts.samples, self.gpu_reading_rows);
         let mut gpus = gpus;
         gpus.retain(|g| !g.is_phantom());
         Planned {

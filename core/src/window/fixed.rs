@@ -100,6 +100,9 @@ pub struct FixedResult {
     pub released_early: u64,
     /// What the input's warnings need beyond the row counts.
     pub notes: InputNotes,
+    /// Why there are no GPU figures, when the file has SAMPLE rows but no GPU reading
+    /// ([`NO_GPU_READINGS`](super::NO_GPU_READINGS)), as `analyze` says it.
+    pub gpu_energy_note: Option<&'static str>,
 }
 
 impl FixedResult {
@@ -207,6 +210,8 @@ struct Engine<'a, const GPUS: usize, const ROWS: usize> {
     second_pass: bool,
     done: bool,
     counts: RowCounts,
+    /// SAMPLE rows with a GPU reading (`has_gpu_reading`), for the no-GPU note.
+    gpu_reading_rows: u64,
     notes: InputNotes,
     reorder: Reorder<Item, &'a mut FixedRing<Entry<Item>, ROWS>>,
     n_gpus: usize,
@@ -237,6 +242,7 @@ impl<'a, const GPUS: usize, const ROWS: usize> FixedWindowAnalyzer<'a, GPUS, ROW
                 second_pass: false,
                 done: false,
                 counts: RowCounts::default(),
+                gpu_reading_rows: 0,
                 notes: InputNotes::default(),
                 reorder: Reorder::with_ring(ring, ROWS - 1, opts.reorder_horizon_ns),
                 n_gpus: 0,
@@ -341,6 +347,7 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
     /// Back to the state before the first row, keeping the floors' first pass.
     fn restart(&mut self) {
         self.counts = RowCounts::default();
+        self.gpu_reading_rows = 0;
         self.notes = InputNotes::default();
         self.reorder.clear(self.opts.reorder_horizon_ns);
         self.n_gpus = 0;
@@ -396,6 +403,7 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
             }
             ParsedKind::Sample => {
                 self.counts.samples += 1;
+                self.gpu_reading_rows += u64::from(super::row::has_gpu_reading(&p));
                 if p.power_bad {
                     self.notes.bad_power += 1;
                     self.notes.first_bad_power_line.get_or_insert(p.line);
@@ -509,6 +517,10 @@ impl<const GPUS: usize, const ROWS: usize> Engine<'_, GPUS, ROWS> {
             window: None,
             released_early: self.reorder.released_early(),
             notes: self.notes,
+            gpu_energy_note: super::result::gpu_energy_note(
+                self.counts.samples,
+                self.gpu_reading_rows,
+            ),
         };
         let (Some((t0, Some(t1))), None) = (self.win, r.selection_error()) else {
             return r;

@@ -319,3 +319,9 @@ impl RecordingAnalysis {
             .unwrap_or_else(|e| alloc::format!("{{\"error\":\"{e}\"}}"))
     }
 }
+
+/// [`NO_GPU_READINGS`] when a recording has SAMPLE rows but none with a GPU reading: the one
+/// rule of `analyze` and the firmware.
+pub(crate) fn gpu_energy_note(samples: u64, gpu_reading_rows: u64) -> Option<&'static str> {
+    (samples > 0 && gpu_reading_rows == 0).then_some(NO_GPU_READINGS)
+}

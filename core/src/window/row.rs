@@ -114,3 +114,14 @@ impl ParsedRow {
 pub fn power_text_is_bad(raw: &[u8], power_w: Option<f64>) -> bool {
     !raw.trim_ascii().is_empty() && power_w.is_none_or(|p| !p.is_finite())
 }
+
+/// Whether a SAMPLE row carries a GPU reading: power (a number or not), utilization, SM clock
+/// or energy counter (as parsed; the reference-only figures parse power and utilization alone).
+#[inline]
+pub(crate) fn has_gpu_reading(p: &ParsedRow) -> bool {
+    p.power_w.is_some()
+        || p.power_bad
+        || p.util_pct.is_some()
+        || p.sm_clock_mhz.is_some()
+        || p.energy_mj.is_some()
+}
