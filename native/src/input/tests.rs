@@ -8,17 +8,17 @@ use flinch_core::gzip::GzStatus;
 
 use super::*;
 
-/// SplitMix64 for test data.
-struct Rng(u64);
+/// SplitMix64 for test data (also the restart points' tests).
+pub(super) struct Rng(pub(super) u64);
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
+    pub(super) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
 }

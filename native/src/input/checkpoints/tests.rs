@@ -7,21 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use flinch_core::gzip::{GzDecoder, RestartIndex};
 
 use super::*;
-
-/// SplitMix64 for test data.
-struct Rng(u64);
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
+use crate::input::tests::Rng;
 
 /// Trace-like text with some random bytes and runs: many blocks, matches reaching far back.
 fn data(rng: &mut Rng, len: usize) -> Vec<u8> {
