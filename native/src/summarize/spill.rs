@@ -1,13 +1,13 @@
 //! The temporary file that keeps `summarize`'s statistics exact past the memory budget: each
 //! series past its share writes its values as a sorted run here, read back once at the end
 //! (`flinch_core::telemetry::values`).
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use flinch_core::telemetry::ValueSpill;
+
+use crate::input::spool::unnamed_temp_file;
 
 /// Bytes of one value in the file (an `f64`, little-endian).
 const VALUE_BYTES: usize = 8;
@@ -26,24 +26,7 @@ pub struct FileValueSpill {
 impl FileValueSpill {
     fn file(&mut self) -> Option<&File> {
         if self.file.is_none() {
-            static NEXT: AtomicU64 = AtomicU64::new(0);
-            for _ in 0..16 {
-                let path: PathBuf = std::env::temp_dir().join(format!(
-                    "flinch-summarize-{}-{}.values",
-                    std::process::id(),
-                    NEXT.fetch_add(1, Ordering::Relaxed)
-                ));
-                if let Ok(f) = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-                {
-                    let _ = std::fs::remove_file(&path);
-                    self.file = Some(f);
-                    break;
-                }
-            }
+            self.file = unnamed_temp_file("values").ok();
         }
         self.file.as_ref()
     }
