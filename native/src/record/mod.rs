@@ -398,19 +398,6 @@ pub fn run(mut args: Args) -> CmdResult {
             return Err(e.into());
         }
     };
-    let marks_reader = match &fifo {
-        Some(f) => match marks::MarksReader::start(&f.path, clock.clone(), writer.sender(), n_cols)
-        {
-            Ok(r) => Some(r),
-            Err(e) => {
-                drop(writer.finish());
-                signals::finish(&stop_state, sig_thread);
-                return Err(e.into());
-            }
-        },
-        None => None,
-    };
-
     let interval_ns = (args.interval_ms * 1e6).round() as u64;
     let start_mono = clock.mono_ns();
     let start_wall = clock.wall_ns();
@@ -482,6 +469,20 @@ pub fn run(mut args: Args) -> CmdResult {
         s.send(Msg::Csv(b, 1));
     };
     mark_now("begin");
+    // The marks reader starts after `begin` is queued, so a mark sent the instant the FIFO exists
+    // still comes after it in the file.
+    let marks_reader = match &fifo {
+        Some(f) => match marks::MarksReader::start(&f.path, clock.clone(), writer.sender(), n_cols)
+        {
+            Ok(r) => Some(r),
+            Err(e) => {
+                drop(writer.finish());
+                signals::finish(&stop_state, sig_thread);
+                return Err(e.into());
+            }
+        },
+        None => None,
+    };
     let cfg = sampler::SamplerConfig {
         interval_ns,
         end_mono_ns: end_mono,
