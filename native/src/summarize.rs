@@ -21,7 +21,6 @@ use flinch_core::telemetry::ValueBudget;
 use crate::CmdResult;
 
 #[cfg(unix)]
-mod spill;
 mod traces;
 
 /// Arguments of `flinch-trace summarize`.
@@ -194,7 +193,7 @@ fn value_budget() -> ValueBudget {
     }
     #[cfg(unix)]
     let budget = budget.with_spill(std::rc::Rc::new(std::cell::RefCell::new(
-        spill::FileValueSpill::default(),
+        flinch_host::value_spill::FileValueSpill::default(),
     )));
     budget
 }

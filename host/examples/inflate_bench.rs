@@ -1,10 +1,10 @@
 //! Compares the inflaters the native input pipeline could use, on one `.gz` file, single thread,
 //! output discarded: flinch-core's `GzDecoder` over its miniz_oxide inflater, the same gzip
-//! framing over zlib-rs raw inflate (what native/src/input.rs uses), the same keeping restart
+//! framing over zlib-rs raw inflate (what host/src/input.rs uses), the same keeping restart
 //! points (what the join's first pass of a `.gz` does), and flate2's own
 //! `MultiGzDecoder` with the zlib-rs backend. All check CRC32 and ISIZE.
 //!
-//! Usage: `cargo run --release -p flinch-trace --example inflate_bench -- FILE.gz [RUNS [ONLY]]`
+//! Usage: `cargo run --release -p flinch-host --example inflate_bench -- FILE.gz [RUNS [ONLY]]`
 //! (ONLY: a substring of one decoder's name, e.g. `zlib-rs`, to time it alone under `/usr/bin/time`.)
 use std::fs::File;
 use std::io::Read;
@@ -12,10 +12,8 @@ use std::time::Instant;
 
 use flinch_core::gzip::{GzDecoder, GzStatus, RawInflate};
 
-/// The zlib-rs adapter native reads `.gz` with: the very source file, not a copy.
-#[path = "../src/input/zlib_rs.rs"]
-mod zlib_rs;
-use zlib_rs::ZlibRsInflate;
+/// The zlib-rs adapter the inputs read `.gz` with.
+use flinch_host::input::ZlibRsInflate;
 
 fn core_decoder(path: &str) -> u64 {
     framing(path, GzDecoder::new())

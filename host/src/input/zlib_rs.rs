@@ -1,5 +1,5 @@
-//! zlib-rs raw inflate behind the core gzip framing: what native reads `.gz` with. Its own file
-//! so that `examples/inflate_bench.rs` measures this very code (`#[path]`).
+//! zlib-rs raw inflate behind the core gzip framing: what the inputs read `.gz` with (and what
+//! `examples/inflate_bench.rs` and the `gzip_restart` fuzz target measure).
 //!
 //! It drives zlib-rs through its zlib C API (`libz-rs-sys`, a Rust crate: no C is linked)
 //! rather than flate2, because restart points need what only that API gives: stopping at block
