@@ -78,6 +78,7 @@ pub mod csv;
 pub mod energy;
 pub mod gzip;
 pub mod intervals;
+pub mod job;
 #[cfg(feature = "alloc")]
 pub mod join;
 pub mod json;
