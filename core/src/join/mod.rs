@@ -54,7 +54,7 @@ pub use pauses::{HostEntry, PauseHost, PauseOptions, WithinEntry};
 pub use recording::{
     NO_GPU_READINGS, RecRef, Recording, RecordingBuilder, RecordingError, RecordingOptions,
 };
-pub use result_json::merge_json;
+pub use result_json::summary_with_join_json;
 pub use timeline::{Timeline, TimelineDevice, TimelinePower};
 pub use trace_join::{NextFile, TraceJoin};
 

@@ -3,18 +3,18 @@
 //! of each range are scanned, those between decoded and skipped, and the copied annotation spans
 //! of the other ranges replayed, so the second pass gets the events a full read would give it.
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::trace_join::scan_all;
 use super::{GapsFound, JoinError, JoinPass, KeptAnnotations, Resume, SecondPassStep};
 use crate::json::{ElementBoundary, EventScanner};
+use crate::summary::TraceSummaryResult;
 
 /// The second read of the trace when it scans only some byte ranges: the decoded bytes arrive
 /// in order, and [`Ranged::feed`] scans those of the current step's range and skips the others.
 pub(super) struct Ranged {
     pub(super) pass: JoinPass<'static>,
-    pub(super) summary_json: String,
+    pub(super) summary: Box<TraceSummaryResult>,
     pub(super) steps: Vec<SecondPassStep>,
     /// The step under way.
     pub(super) next: usize,

@@ -837,7 +837,62 @@ fn summary_and_passes(doc: &str, opts: &JoinOptions, rec: &Recording) -> String 
         ..AnalyzerOptions::default()
     });
     a.write(doc.as_bytes()).unwrap();
-    merge_json(&a.end().unwrap(), &report)
+    appended(&a.end().unwrap(), &report)
+}
+
+/// The oracle of [`summary_with_join_json`]: the summary's own JSON text with each of the join's
+/// keys appended as its own pretty JSON, indented one level.
+fn appended(summary_json: &str, r: &JoinReport) -> String {
+    fn pretty<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_string_pretty(v).unwrap()
+    }
+    let body = summary_json.trim_end().strip_suffix('}').unwrap();
+    let mut out = body.trim_end().to_string();
+    let mut add = |key: &str, value: String| {
+        out.push_str(&format!(",\n  \"{key}\": {}", value.replace('\n', "\n  ")));
+    };
+    add("alignment", pretty(&r.alignment));
+    add("pause_devices", pretty(&r.pause_devices));
+    add("pauses", pretty(&r.pauses));
+    if let Some(a) = &r.annotation_energy {
+        add("annotation_energy", pretty(a));
+    }
+    add("join_warnings", pretty(&r.join_warnings));
+    if let Some(note) = r.gpu_energy_note {
+        add("gpu_energy_note", pretty(&note));
+    }
+    out.push_str("\n}");
+    out
+}
+
+/// The joined JSON from one `Serialize` is the summary's text with the join's keys appended,
+/// with and without the mergeable section (on one line, before the join's keys).
+#[test]
+fn summary_with_join_json_is_the_summary_then_the_join() {
+    use crate::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
+    let rec = recording(&recording_csv(0..151, &[]));
+    let doc = trace_doc(Some(BASE), false, true);
+    let with = join(&doc, &opts(), Some(&rec)).unwrap();
+    assert!(with.annotation_energy.is_some() && with.alignment.is_some());
+    let without = join(&doc, &opts(), None).unwrap();
+    assert!(without.annotation_energy.is_none());
+    for mergeable in [false, true] {
+        let mut a = Analyzer::new(AnalyzerOptions {
+            kind: Kind::Trace,
+            source: "t.json".into(),
+            mergeable,
+            ..AnalyzerOptions::default()
+        });
+        a.write(doc.as_bytes()).unwrap();
+        let Analysis::Trace(summary) = a.finish().unwrap() else {
+            panic!("not a trace")
+        };
+        for r in [&with, &without] {
+            let got = summary_with_join_json(&summary, r);
+            assert_eq!(got, appended(&summary.to_json(), r));
+            assert_eq!(got.contains("\n  \"mergeable\": {\"version\":"), mergeable);
+        }
+    }
 }
 
 /// Runs a `TraceJoin` with `options`: the recording `csv`, then the trace in `chunks` as often

@@ -1,6 +1,7 @@
 //! The whole join over whole files, for callers that hand it bytes: the page (one file read at
 //! a time, in chunks) and tests. It gives the bytes `flinch-trace trace FILE --telemetry CSV
-//! --json` prints: the summary's JSON object with the join's keys appended ([`merge_json`]).
+//! --json` prints: the summary's JSON object with the join's keys after its own
+//! ([`summary_with_join_json`]).
 //!
 //! The caller asks [`TraceJoin::next_file`] which file to read next and feeds it with
 //! [`write`](TraceJoin::write) and [`end_file`](TraceJoin::end_file): the recording, then the
@@ -29,11 +30,12 @@ use super::ranged::{Cursor, Ranged};
 use super::{
     FirstPass, FirstPassResult, JoinError, JoinOptions, JoinPass, JoinReport, OptionError,
     Recording, RecordingBuilder, RecordingOptions, Timeline, TraceJoinOptions, join_options,
-    merge_json,
+    summary_with_join_json,
 };
 use crate::analyzer::{AnalyzerOptions, Kind, TraceEngine, trailing_garbage_warning};
 use crate::gzip::MaybeGz;
 use crate::json::{EventScanner, Scan};
+use crate::summary::TraceSummaryResult;
 use crate::window::PowerSource;
 
 /// Which file [`TraceJoin`] reads next.
@@ -74,7 +76,7 @@ enum Phase {
     Second {
         scanner: Box<EventScanner>,
         pass: Box<JoinPass<'static>>,
-        summary_json: String,
+        summary: Box<TraceSummaryResult>,
     },
     /// The second read over the planned byte ranges only.
     Ranged(Box<Ranged>),
@@ -242,28 +244,26 @@ impl TraceJoin {
                 let (summary, base) = engine.finish(&self.analyzer_opts, cut, warning);
                 let mut first = *first;
                 first.set_base_time_ns(base);
-                self.after_first(summary.to_json(), first.finish(), bare, plain)?;
+                self.after_first(Box::new(summary), first.finish(), bare, plain)?;
             }
             Phase::Second {
                 mut scanner,
                 pass,
-                summary_json,
+                summary,
             } => {
                 self.trace_reads += 1;
                 scanner.finish();
-                self.done(&summary_json, *pass);
+                self.done(&summary, *pass);
             }
             Phase::Ranged(mut r) => {
                 self.trace_reads += 1;
                 if r.end() {
-                    let Ranged {
-                        summary_json, pass, ..
-                    } = *r;
-                    self.done(&summary_json, pass);
+                    let Ranged { summary, pass, .. } = *r;
+                    self.done(&summary, pass);
                 } else {
                     // A range could not be resumed: read it all, with a fresh pass.
                     let Ranged {
-                        summary_json,
+                        summary,
                         fallback: (found, base),
                         ..
                     } = *r;
@@ -276,7 +276,7 @@ impl TraceJoin {
                     self.phase = Phase::Second {
                         scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
                         pass: Box::new(pass),
-                        summary_json,
+                        summary,
                     };
                 }
             }
@@ -301,7 +301,7 @@ impl TraceJoin {
     /// needs one (see the module docs), else by the copied annotation spans.
     fn after_first(
         &mut self,
-        summary_json: String,
+        summary: Box<TraceSummaryResult>,
         first: FirstPassResult,
         bare: Option<bool>,
         plain: bool,
@@ -326,7 +326,7 @@ impl TraceJoin {
             )?;
             self.phase = Phase::Ranged(Box::new(Ranged {
                 pass,
-                summary_json,
+                summary,
                 steps,
                 next: 0,
                 kept: annotations,
@@ -354,20 +354,20 @@ impl TraceJoin {
             a.replay(|e| pass.add(e));
         }
         if !reread {
-            self.done(&summary_json, pass);
+            self.done(&summary, pass);
             return Ok(());
         }
         self.phase = Phase::Second {
             scanner: Box::new(EventScanner::new(self.analyzer_opts.limits())),
             pass: Box::new(pass),
-            summary_json,
+            summary,
         };
         Ok(())
     }
 
-    fn done(&mut self, summary_json: &str, pass: JoinPass<'static>) {
+    fn done(&mut self, summary: &TraceSummaryResult, pass: JoinPass<'static>) {
         let report = pass.finish();
-        self.json = Some(merge_json(summary_json, &report));
+        self.json = Some(summary_with_join_json(summary, &report));
         self.report = Some(report);
         self.phase = Phase::Done;
     }

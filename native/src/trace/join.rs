@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
-pub use flinch_core::join::merge_json;
+pub use flinch_core::join::summary_with_join_json;
 use flinch_core::join::{
     Alignment, AlignmentSource, FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport,
     Recording, RecordingBuilder, RecordingOptions, alignment_error, join_options,
