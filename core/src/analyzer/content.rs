@@ -11,7 +11,7 @@ use crate::window::WindowAnalyzer;
 /// Longest run of leading whitespace looked through to detect the kind.
 pub(super) const MAX_LEADING_WHITESPACE: u64 = 1 << 16;
 
-/// A spill and a replay for the trace summary (see [`Analyzer::set_trace_io`]).
+/// A spill and a replay for the trace summary (see [`Analyzer::set_trace_io`](super::Analyzer::set_trace_io)).
 pub(super) struct TraceIo {
     pub(super) spill: Box<dyn IntervalSpill>,
     pub(super) replay: Box<dyn EventReplay>,

@@ -5,7 +5,7 @@ use core::fmt;
 use crate::gzip::GzError;
 use crate::json::ScanError;
 
-/// Why [`AnalyzerOptions`] were refused.
+/// Why [`AnalyzerOptions`](super::AnalyzerOptions) were refused.
 #[derive(Clone, Debug)]
 pub enum OptionsError {
     /// The JSON does not describe options: an unknown field or value, or a wrong type.
@@ -48,7 +48,7 @@ impl core::error::Error for OptionsError {
 /// Why an analysis failed. Every input error carries the byte offset where it was found.
 ///
 /// A trace.csv whose selected marks are missing is not an error here: the analysis is made,
-/// and [`Analysis::selection_error`] says what is wrong with the selection.
+/// and [`Analysis::selection_error`](super::Analysis::selection_error) says what is wrong with the selection.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AnalyzeError {
     /// The options could not be used.

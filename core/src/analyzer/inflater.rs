@@ -13,8 +13,8 @@ pub fn trailing_garbage_warning(at: u64) -> String {
 }
 
 /// The gzip layer alone, for a caller that inflates in one thread and analyzes in another (the
-/// page's inflate worker; its analysis worker uses [`Analyzer::with_decoded_input`]). The same
-/// core [`GzDecoder`] as [`Analyzer::write`] uses, with the same errors.
+/// page's inflate worker; its analysis worker uses [`Analyzer::with_decoded_input`](super::Analyzer::with_decoded_input)). The same
+/// core [`GzDecoder`] as [`Analyzer::write`](super::Analyzer::write) uses, with the same errors.
 pub struct Inflater {
     decoder: Box<GzDecoder>,
     consumed: usize,
@@ -53,7 +53,7 @@ impl Inflater {
     }
 
     /// After [`end`](Inflater::end): a warning for the result (trailing garbage ignored), to
-    /// pass to [`Analyzer::note_gzip_warning`].
+    /// pass to [`Analyzer::note_gzip_warning`](super::Analyzer::note_gzip_warning).
     pub fn warning(&self) -> Option<String> {
         self.decoder
             .trailing_garbage_at()
@@ -61,7 +61,7 @@ impl Inflater {
     }
 
     /// End of the compressed input: `Ok(None)` when it ended between members, `Ok(Some(cut))`
-    /// when it was cut inside one (pass `cut` to [`Analyzer::note_cut_gzip`]).
+    /// when it was cut inside one (pass `cut` to [`Analyzer::note_cut_gzip`](super::Analyzer::note_cut_gzip)).
     ///
     /// # Errors
     /// An earlier decoding error.

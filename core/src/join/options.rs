@@ -51,7 +51,7 @@ pub(crate) fn round_positive(x: f64) -> f64 {
     if x - t >= 0.5 { t + 1.0 } else { t }
 }
 
-/// Options of a [`TraceJoin`], from JSON with these field names (all optional).
+/// Options of a [`TraceJoin`](super::TraceJoin), from JSON with these field names (all optional).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TraceJoinOptions {

@@ -23,7 +23,7 @@ pub(super) struct Ranged {
     pub(super) at: u64,
     /// Whether the document is a bare array (as the first read found).
     pub(super) bare: Option<bool>,
-    /// The trace is not gzip: the caller may give only the [`TraceJoin::wanted_ranges`].
+    /// The trace is not gzip: the caller may give only the [`TraceJoin::wanted_ranges`](super::TraceJoin::wanted_ranges).
     pub(super) plain: bool,
     pub(super) cur: Cursor,
     /// What a full read needs if a range cannot be resumed.
@@ -163,7 +163,7 @@ impl Ranged {
     }
 
     /// The byte ranges of the trace this read scans (sorted, disjoint): all a caller of a plain
-    /// file needs to give, each after [`TraceJoin::seek`] to its start.
+    /// file needs to give, each after [`TraceJoin::seek`](super::TraceJoin::seek) to its start.
     pub(super) fn wanted(&self) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
         for step in &self.steps {
