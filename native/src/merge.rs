@@ -26,6 +26,12 @@ pub struct Args {
     #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS, value_name = "N",
           allow_hyphen_values = true, value_parser = crate::values::count)]
     top: usize,
+    /// Files up to this many bytes are read whole and parsed from memory (the faster parse);
+    /// larger ones are parsed as they are read, an array's summaries folded one at a time, so
+    /// that memory holds one summary, not the file.
+    #[arg(long, default_value_t = READ_WHOLE_BYTES, value_name = "BYTES",
+          allow_hyphen_values = true, value_parser = crate::values::count)]
+    read_whole_max_bytes: usize,
 }
 
 fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
@@ -39,31 +45,30 @@ fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("flinch-trace merge: {}: {e}", path.display()))
 }
 
-/// Files up to this size are read whole and parsed from memory (the faster parse); larger ones
-/// (an array of many ranks' summaries, a large merge) are parsed as they are read, an array's
-/// summaries folded one at a time, so the file is never held whole. Tests set a smaller size
-/// with the environment variable `FLINCH_MERGE_READ_WHOLE_BYTES`.
-const READ_WHOLE_BYTES: u64 = 16 << 20;
-
-fn read_whole_bytes() -> u64 {
-    std::env::var("FLINCH_MERGE_READ_WHOLE_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(READ_WHOLE_BYTES)
-}
+/// `--read-whole-max-bytes`' default: a large merge's or a many-rank array's file is parsed as
+/// it is read, where holding it whole would cost its size again.
+const READ_WHOLE_BYTES: usize = 16 << 20;
 
 enum Failed {
     Read(String),
     Merge(MergeError),
 }
 
-fn add_file(merger: &mut Merger, index: usize, path: &PathBuf) -> Result<(), Failed> {
+/// Folds the summary (or the array of summaries) in `path` into `merger`: read whole up to
+/// `read_whole_max_bytes`, else parsed as it is read.
+fn add_file(
+    merger: &mut Merger,
+    index: usize,
+    path: &PathBuf,
+    read_whole_max_bytes: usize,
+) -> Result<(), Failed> {
     let open = || {
         std::fs::File::open(path)
             .map_err(|e| Failed::Read(format!("flinch-trace merge: {}: {e}", path.display())))
     };
     let large = path.as_os_str() != "-"
-        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > read_whole_bytes());
+        && std::fs::metadata(path)
+            .is_ok_and(|m| m.is_file() && m.len() > read_whole_max_bytes as u64);
     if !large {
         let bytes = read(path).map_err(Failed::Read)?;
         return merger.add_json(index, &bytes).map_err(Failed::Merge);
@@ -145,7 +150,7 @@ pub fn run(args: Args) -> CmdResult {
     // One summary at a time: read, folded in, dropped.
     let mut merger = Merger::new();
     for (i, path) in args.files.iter().enumerate() {
-        add_file(&mut merger, i, path).map_err(|e| match e {
+        add_file(&mut merger, i, path, args.read_whole_max_bytes).map_err(|e| match e {
             Failed::Read(text) => text,
             Failed::Merge(e) => named(&args.files, e),
         })?;

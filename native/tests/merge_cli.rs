@@ -194,11 +194,11 @@ fn repeated_files_warn_and_inconsistent_summaries_are_refused() {
     for whole in ["", "1"] {
         let run = |files: &[&Path]| {
             let mut c = bin();
-            c.env(
-                "FLINCH_MERGE_READ_WHOLE_BYTES",
-                if whole.is_empty() { "16777216" } else { whole },
-            );
-            c.arg("merge").arg("--json").args(files);
+            c.arg("merge").arg("--json");
+            if !whole.is_empty() {
+                c.arg("--read-whole-max-bytes").arg(whole);
+            }
+            c.args(files);
             c.output().unwrap()
         };
         let out = run(&[&a, &b, &link]);
