@@ -11,6 +11,9 @@ use crate::trace::write_op_table;
 use crate::{CmdError, CmdResult};
 
 pub mod per_rank;
+mod section_formatter;
+
+use section_formatter::SectionFormatter;
 
 /// Arguments of `flinch-trace merge`.
 #[derive(clap::Args)]
@@ -170,43 +173,24 @@ pub fn run(args: Args) -> CmdResult {
 /// `flinch_core::merge::to_json`'s text and a newline, written to stdout as it is made: a merge
 /// of many ranks lists each of them, and its text is not held whole (nor twice).
 fn print_json(merged: &MergedSummary) -> std::io::Result<()> {
+    use serde::Serialize;
     use std::io::Write;
+    /// The merged summary's keys, then its section (on one line, by the formatter).
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        #[serde(flatten)]
+        body: &'a MergedSummary,
+        mergeable: &'a flinch_core::merge::MergeState,
+    }
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    // The pretty-printed object but its closing "\n}", then the section on one line.
-    let mut body = HoldBack {
-        inner: &mut out,
-        held: Vec::with_capacity(4),
-    };
-    serde_json::to_writer_pretty(&mut body, merged)?;
-    let held = std::mem::take(&mut body.held);
-    if held != b"\n}" {
-        return Err(std::io::Error::other("the summary is not a JSON object"));
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, SectionFormatter::new());
+    Doc {
+        body: merged,
+        mergeable: &merged.mergeable,
     }
-    out.write_all(b",\n  \"mergeable\": ")?;
-    serde_json::to_writer(&mut out, &merged.mergeable)?;
-    out.write_all(b"\n}\n")?;
+    .serialize(&mut ser)?;
+    out.write_all(b"\n")?;
     out.flush()
-}
-
-/// A writer that passes everything on but its last two bytes, kept in `held`.
-struct HoldBack<'a, W: std::io::Write> {
-    inner: &'a mut W,
-    held: Vec<u8>,
-}
-
-impl<W: std::io::Write> std::io::Write for HoldBack<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.held.extend_from_slice(buf);
-        if self.held.len() > 2 {
-            let pass = self.held.len() - 2;
-            self.inner.write_all(&self.held[..pass])?;
-            self.held.drain(..pass);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// The readable view: totals and busy union per rank, then the top ops.
