@@ -7,7 +7,7 @@
 //! scale, and a larger stated error. Nothing is allocated per event.
 use alloc::vec::Vec;
 
-use crate::merge::histogram::{LogHistogram, SCALE, bucket_index};
+use crate::merge::histogram::{BucketWriter, LogHistogram, SCALE, bucket_index};
 
 const NONE: u32 = u32::MAX;
 
@@ -96,16 +96,15 @@ impl HistPass {
     pub(crate) fn finish(self) -> Option<Vec<LogHistogram>> {
         let mut out = Vec::with_capacity(self.ops.len());
         for o in self.ops {
-            let buckets: Vec<(i32, u64)> = o
-                .counts
-                .iter()
-                .enumerate()
-                .filter(|&(_, &c)| c > 0)
-                .map(|(k, &c)| (o.first + k as i32, c))
-                .collect();
+            let mut buckets = BucketWriter::new();
+            for (k, &c) in o.counts.iter().enumerate() {
+                if c > 0 {
+                    buckets.push(o.first + k as i32, c);
+                }
+            }
             let h = LogHistogram {
                 zero_count: o.zeros,
-                buckets,
+                buckets: buckets.finish(),
             };
             if h.count() != Some(o.n) {
                 return None;
