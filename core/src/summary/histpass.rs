@@ -3,8 +3,9 @@
 //!
 //! Each such op counts its durations in a dense range of buckets between those of its exact
 //! `min` and `max`. The ranges are sized by the scale: the largest scale (at most
-//! [`SCALE`]) whose ranges fit the budget together, 8 bytes per bucket; the section then has that
-//! scale, and a larger stated error. Nothing is allocated per event.
+//! [`SCALE`]) whose ranges fit the budget together, 8 bytes per bucket (the budget is what of the
+//! durations budget the other ops' histograms left); the section then has that scale, and a
+//! larger stated error. Nothing is allocated per event.
 use alloc::vec::Vec;
 
 use crate::merge::histogram::{BucketWriter, LogHistogram, SCALE, bucket_index};
