@@ -29,7 +29,8 @@ const CHUNK_BYTES: usize = 64 << 10;
 
 /// Summarizes one trace file (`path` on this machine, `source` as the summary names it) with
 /// the 40 largest ops (`flinch_core::runs::TOP_OPS`); `Err`: why it could not be summarized.
-pub type TraceSummarizer = dyn Fn(&Path, &str) -> Result<TraceSummaryResult, String> + Sync;
+pub type TraceSummarizer<'a> =
+    dyn Fn(&Path, &str) -> Result<TraceSummaryResult, String> + Sync + 'a;
 
 /// What to summarize, and within which limits.
 #[derive(Clone, Debug)]
@@ -102,7 +103,7 @@ impl ListedRuns {
     ///
     /// # Errors
     /// The summary cannot be rendered, or the job refused a call (a bug).
-    pub fn summarize(mut self, traces: &TraceSummarizer) -> Result<RunsSummary, String> {
+    pub fn summarize(mut self, traces: &TraceSummarizer<'_>) -> Result<RunsSummary, String> {
         let job = &mut self.job;
         let mut buf = vec![0u8; CHUNK_BYTES];
         loop {
@@ -133,7 +134,10 @@ impl ListedRuns {
 ///
 /// # Errors
 /// The summary cannot be rendered.
-pub fn summary(options: &SummarizeOptions, traces: &TraceSummarizer) -> Result<Summary, String> {
+pub fn summary(
+    options: &SummarizeOptions,
+    traces: &TraceSummarizer<'_>,
+) -> Result<Summary, String> {
     let summary = ListedRuns::list(options).summarize(traces)?;
     let json = summary
         .to_json()
@@ -211,7 +215,7 @@ fn stream(
 
 /// Each trace of `todo` summarized with `summarize`, on up to [`MAX_TRACE_THREADS`] threads, in
 /// the order of `todo`.
-fn summarize_traces(todo: &[PyPath], summarize: &TraceSummarizer) -> Vec<TraceOutcome> {
+fn summarize_traces(todo: &[PyPath], summarize: &TraceSummarizer<'_>) -> Vec<TraceOutcome> {
     let next = AtomicUsize::new(0);
     let results = Mutex::new(Vec::with_capacity(todo.len()));
     let threads = std::thread::available_parallelism()
