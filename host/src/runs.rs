@@ -87,10 +87,13 @@ impl ListedRuns {
         let max_values = options.max_values;
         job.set_value_budget(Box::new(move || value_budget(max_values)));
         job.set_driver_opens_unlisted(true);
-        let mut paths = Vec::new();
-        walk(&job, &PyPath::new(&runs_text), &mut paths);
-        // The job asks for its listing first, and nothing else yet.
-        let _ = job.listing(&mut paths.iter().map(String::as_str));
+        // The job asks for its listing first.
+        if let Need::Listing(dir) = job.need() {
+            let mut paths = Vec::new();
+            walk(&job, &PyPath::new(dir), &mut paths);
+            let listed = job.listing(&mut paths.iter().map(String::as_str));
+            debug_assert!(listed.is_ok(), "{listed:?}");
+        }
         ListedRuns { job }
     }
 
@@ -99,10 +102,11 @@ impl ListedRuns {
         self.job.inputs().iter().map(fs_path).collect()
     }
 
-    /// Reads the files and summarizes the traces with `traces`.
+    /// Reads the files and summarizes the traces with `traces`. Unreadable files are warnings in
+    /// the summary, not errors.
     ///
     /// # Errors
-    /// The summary cannot be rendered, or the job refused a call (a bug).
+    /// The job refused a call, or asked for what it never asks (a bug in the job or here).
     pub fn summarize(mut self, traces: &TraceSummarizer<'_>) -> Result<RunsSummary, String> {
         let job = &mut self.job;
         let mut buf = vec![0u8; CHUNK_BYTES];
@@ -133,7 +137,7 @@ impl ListedRuns {
 /// line to print.
 ///
 /// # Errors
-/// The summary cannot be rendered.
+/// As [`ListedRuns::summarize`], or the summary cannot be rendered.
 pub fn summary(
     options: &SummarizeOptions,
     traces: &TraceSummarizer<'_>,
