@@ -1,6 +1,6 @@
 //! End-to-end tests of `flinch-trace trace` on the real traces in tests/traces, against golden
-//! files produced by scripts/gen-golden-traces.sh: the reference `trace_summary` (where it
-//! succeeds) and the exact Decimal oracle scripts/trace_exact.py.
+//! files produced by scripts/golden/traces.sh: the reference `trace_summary` (where it
+//! succeeds) and the exact Decimal oracle scripts/golden/trace-exact.py.
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -41,7 +41,7 @@ export function native(args, cwd) {
 /// to {url, stop()}.
 export async function startServer(dir = path.join(ROOT, 'www')) {
   if (!existsSync(path.join(dir, 'pkg/flinch_wasm_bg.wasm'))) {
-    throw new Error(`${dir}/pkg is missing: run scripts/build-web.sh first`);
+    throw new Error(`${dir}/pkg is missing: run scripts/dev/build-web.sh first`);
   }
   const proc = spawn(nativeBinary(), ['web', '--port', '0', '--dir', dir], {
     stdio: ['ignore', 'pipe', 'inherit'],
