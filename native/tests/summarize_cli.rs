@@ -6,9 +6,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::repo;
 
 fn cases() -> PathBuf {
     repo().join("tests/summarize/cases")

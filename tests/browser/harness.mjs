@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, mkdirSync, existsSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -89,6 +90,24 @@ export async function startBrowser(origin) {
     rmSync(userDataDir, { recursive: true, force: true });
   };
   return { context, requests, foreign, close };
+}
+
+/// A test file's browser set-up, as node:test hooks: before its tests, the server and Chromium
+/// start (and, with `{ page: true }`, the page opens once); after them, both stop. `assign` gets
+/// {server, browser, page} once they are up, so the file keeps them in its own variables.
+export function browserSession(assign, { page = false } = {}) {
+  let server;
+  let browser;
+  before(async () => {
+    server = await startServer();
+    browser = await startBrowser(server.url.replace(/\/$/, ''));
+    const opened = page ? await openPage(browser.context, server.url) : undefined;
+    assign({ server, browser, page: opened });
+  });
+  after(async () => {
+    await browser?.close();
+    server?.stop();
+  });
 }
 
 /// Opens the page and waits until the analyzer is loaded. Collects console errors in page.errors.
