@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     (dry if args.dry_run else real)(args.out, args.steps, args.pause_s)
-    print(f"gpu_profile_load: wrote {args.out}", flush=True)
+    print(f"profile-load.py: wrote {args.out}", flush=True)
 
 
 if __name__ == "__main__":
