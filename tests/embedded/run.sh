@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The firmware image against native `flinch-trace analyze`, byte for byte: for each case, the
-# image under QEMU (scripts/embedded.sh CSV START END) must print native's stdout followed by
+# image under QEMU (scripts/dev/embedded.sh CSV START END) must print native's stdout followed by
 # the verdict line native's --json gives (`verdict=compute`, `verdict=mixed (indicative)`,
 # `verdict=none`), native's stderr, and exit with native's status.
 # Cases: tests/analyze/cases.txt (including the H200 example), every ordered pair of distinct
@@ -34,7 +34,7 @@ check() {
         "$native" analyze --csv "$csv" --start "$start" --end "$end" --json 2>/dev/null |
             verdict_line >>"$tmp/want.out"
     fi
-    scripts/embedded.sh "$csv" "$start" "$end" >"$tmp/got.out" 2>"$tmp/got.err" || mcode=$?
+    scripts/dev/embedded.sh "$csv" "$start" "$end" >"$tmp/got.out" 2>"$tmp/got.err" || mcode=$?
     local bad=""
     cmp -s "$tmp/want.out" "$tmp/got.out" || bad+=" stdout"
     cmp -s "$tmp/want.err" "$tmp/got.err" || bad+=" stderr"

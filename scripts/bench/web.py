@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Memory and threads of `flinch-trace web` under misbehaving clients, on loopback.
 
-Usage: scripts/bench-web.py BINARY [BINARY...]   (e.g. a build of main and one of a branch)
+Usage: scripts/bench/web.py BINARY [BINARY...]   (e.g. a build of main and one of a branch)
 
 For each binary, on a fresh server each time: opens 1,500 idle connections (sending nothing) and
 reports the server's threads and RSS from /proc, and how long a new client then waits for the

@@ -2,9 +2,9 @@
 # Builds the page's WebAssembly: flinch-wasm (release, wasm32) -> wasm-bindgen --target web -> www/pkg/
 # (git-ignored), then shrinks it with wasm-opt from the npm package binaryen@132.0.0 when that is installed
 # (tests/browser/node_modules; `npm ci` there). Never Debian's binaryen 108: it breaks the output.
-# Usage: scripts/build-web.sh [--no-opt]
+# Usage: scripts/dev/build-web.sh [--no-opt]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 want=0.2.130
 if ! wasm-bindgen --version 2>/dev/null | grep -qx "wasm-bindgen $want"; then

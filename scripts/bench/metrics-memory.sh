@@ -2,9 +2,9 @@
 # Memory of `record --metrics` without --out (the daemon): RSS over SECONDS of scripted sampling
 # (8 GPUs, 10 ms) with a new window name every 10 ms (`step N_start`/`step N_end` over the FIFO) and a
 # scrape every second, beside `record --out FILE` (no metrics) fed the same marks.
-# Usage: scripts/bench-metrics-memory.sh [SECONDS]   (FLINCH_BIN: default target/release/flinch-trace)
+# Usage: scripts/bench/metrics-memory.sh [SECONDS]   (FLINCH_BIN: default target/release/flinch-trace)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BIN="${FLINCH_BIN:-target/release/flinch-trace}"
 SECS="${1:-180}"
 work=$(mktemp -d)

@@ -8,10 +8,10 @@
 # command line is split at spaces). FLINCH_QEMU_ARGS adds QEMU options (e.g. "-icount shift=0").
 # Needs the thumbv7em-none-eabihf target and qemu-system-arm (scripts/setup.sh installs both).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 
 if (($# < 3 || $# > 4)) || { (($# == 4)) && [[ $4 != --stats ]]; }; then
-    echo "usage: scripts/embedded.sh CSV START END [--stats]" >&2
+    echo "usage: scripts/dev/embedded.sh CSV START END [--stats]" >&2
     exit 2
 fi
 for a in "$@"; do

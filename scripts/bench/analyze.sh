@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Benchmark: `flinch-trace analyze` vs reference analyze_trace.py on a generated 10 M-row trace.csv
 # (~760 MB, deterministic: native/examples/gen_csv.rs, seed 42), side by side with /usr/bin/time -v.
-# Usage: scripts/bench-analyze.sh [ROWS]
+# Usage: scripts/bench/analyze.sh [ROWS]
 # Env: FLINCH_REFERENCE=DIR (the folder holding analyze_trace.py; without it only flinch-trace is timed),
 #      BENCH_DIR (default /tmp/flinch-bench), SKIP_REFERENCE=1 to time only flinch-trace.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROWS=${1:-10000000}
 source scripts/reference.sh
 REF=""

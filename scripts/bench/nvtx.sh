@@ -7,9 +7,9 @@
 # was dropped); five runs each. Figures: wall ns per pair per thread, and the threads' CPU ns per pair
 # (CLOCK_THREAD_CPUTIME_ID, which a loaded machine inflates less).
 # Needs scripts/setup.sh (the nvidia-nvtx headers in target/nvtx-env) and gcc.
-# Usage: [FLINCH_BIN=...] scripts/bench-nvtx.sh [N]   (default 40000)
+# Usage: [FLINCH_BIN=...] scripts/bench/nvtx.sh [N]   (default 40000)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 N="${1:-40000}"
 ENV="${FLINCH_NVTX_ENV:-target/nvtx-env}"
 INC=$("$ENV/bin/python" -c "import pathlib, nvidia; print(next(p.parent.parent for d in nvidia.__path__ for p in pathlib.Path(d).rglob('nvtx3/nvToolsExt.h')))")

@@ -2,9 +2,9 @@
 # Regenerates tests/analyze/: the CSV fixtures (tests/analyze/gen_fixtures.py, seeded) and, for each
 # case in tests/analyze/cases.txt, the reference's stdout, stderr and exit status
 # (<name>.stdout/.stderr/.code) from the reference analyze_trace.py.
-# Usage: FLINCH_REFERENCE=DIR scripts/gen-golden-analyze.sh   (DIR holds analyze_trace.py and nvml_trace.py)
+# Usage: FLINCH_REFERENCE=DIR scripts/golden/analyze.sh   (DIR holds analyze_trace.py and nvml_trace.py)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/reference.sh
 REF=$(reference_require analyze_trace.py)
 dir=tests/analyze

@@ -4,7 +4,7 @@
 # trace_summary on the same files. Prints a table; records nothing by itself (copy the figures
 # into BENCHMARKS.md, "Trace engine").
 #
-# Usage: scripts/bench-trace.sh [MEGABYTES]     (default 1000: a ~1 GB trace)
+# Usage: scripts/bench/trace.sh [MEGABYTES]     (default 1000: a ~1 GB trace)
 # Env:   BENCH_SHAPE=plain        or with_stack: python_function frames, thousands of distinct ops
 #                                 (see native/examples/gen_trace.rs)
 #        BENCH_RUNS=3             runs per fast command; the best time and the largest RSS are kept
@@ -13,7 +13,7 @@
 # Data:  bench-data/kineto-<MEGABYTES>mb/trace.json{,.gz} (with_stack: bench-data/stack-<MEGABYTES>mb), generated once by
 #        native/examples/gen_trace.rs (deterministic; delete the folder to regenerate).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
 MB=${1:-1000}

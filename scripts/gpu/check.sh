@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Checks `flinch-trace record` on a real NVIDIA host: records ~10 s of a GPU load (PyTorch or CuPy,
-# scripts/gpu_load.py) with a deliberate 2 s sleep pause between two marks, then checks that
+# scripts/gpu/load.py) with a deliberate 2 s sleep pause between two marks, then checks that
 #   1. the verdict of the pause window is "waiting" and of the compute windows "compute";
 #   2. NVML counter energy and the edge-interpolated trapezoid agree within TOL (default 10%) over
 #      each 3 s compute window and over the whole command (cmd_start..cmd_end). The counter updates
 #      every ~10-100 ms (±1 period per edge) and the power sensor sees ~25% of the runtime on
 #      A100/H100 (SC24, arXiv 2312.02741), so a few percent is expected; 10% flags a real fault;
 #   3. `flinch-trace analyze` prints what the reference analyze_trace.py prints (when it is found).
-# Usage: scripts/gpu-check.sh [OUT_DIR]      (default gpu-check-out/; TOL=0.10; GPU=0)
+# Usage: scripts/gpu/check.sh [OUT_DIR]      (default gpu-check-out/; TOL=0.10; GPU=0)
 #        FLINCH_BIN=path/to/flinch-trace  uses a binary built elsewhere (for a GPU host without Rust);
 #        FLINCH_REFERENCE=DIR             the folder holding analyze_trace.py to compare against
-#        scripts/gpu-check.sh --dry-run      (no GPU: scripted source + CPU spin; checks the plumbing only)
+#        scripts/gpu/check.sh --dry-run      (no GPU: scripted source + CPU spin; checks the plumbing only)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
 OUT="${1:-gpu-check-out}"
@@ -30,10 +30,10 @@ if [ "$DRY" = 1 ]; then
   # cannot be right.
   printf '250,90,40,1980,60,1000000,30000,0\n251,91,40,1980,60,1000003,30000,0\n' >"$OUT/dry.gpu-script"
   SRC=(--scripted-gpu "$OUT/dry.gpu-script")
-  LOAD=(python3 scripts/gpu_load.py --dry-run)
+  LOAD=(python3 scripts/gpu/load.py --dry-run)
 else
   SRC=(--require-gpu --gpu "$GPU")
-  LOAD=(python3 scripts/gpu_load.py)
+  LOAD=(python3 scripts/gpu/load.py)
 fi
 echo "== recording (${LOAD[*]})"
 "$BIN" record "${SRC[@]}" --interval-ms 10 --out "$OUT/trace.csv" --host-jsonl "$OUT/telemetry.jsonl" -- "${LOAD[@]}"

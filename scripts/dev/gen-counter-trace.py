@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A random trace.csv that exercises analyze's energy counters: 3 GPUs, NVML counters with resets
 and fractional readings, RAPL wrapping at a recorded maximum (odd seeds) or with none (even seeds),
-long gaps, missing fields and pair/stretch marks. For scripts/compare-analyze.sh.
-Usage: scripts/gen_counter_trace.py SEED OUT.csv"""
+long gaps, missing fields and pair/stretch marks. For scripts/dev/compare-analyze.sh.
+Usage: scripts/dev/gen-counter-trace.py SEED OUT.csv"""
 import random, sys
 seed = int(sys.argv[1]); out = sys.argv[2]
 r = random.Random(seed)

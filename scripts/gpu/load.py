@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU load for scripts/gpu-check.sh: compute, a deliberate sleep pause, compute, each between marks.
+"""GPU load for scripts/gpu/check.sh: compute, a deliberate sleep pause, compute, each between marks.
 
 Marks go to the recorder's FIFO ($FLINCH_MARKS, set by `flinch-trace record -- CMD`) as
 `@<t_mono_ns> <label>` lines; time.perf_counter_ns() reads CLOCK_MONOTONIC on Linux, as the recorder.
@@ -69,7 +69,7 @@ def main():
     else:
         lib, run = gpu_work()
         run(0.5)  # warm-up: kernels loaded, clocks up
-    print(f"gpu_load: {lib}", flush=True)
+    print(f"load.py: {lib}", flush=True)
     mark("compute_start")
     run(args.compute_s)
     mark("compute_end")

@@ -4,18 +4,18 @@
 # each as a ratio to plain `trace --json` on the same file in the same rounds.
 # Prints a table; records nothing by itself (copy the figures into BENCHMARKS.md, "Trace join").
 #
-# Usage: scripts/bench-join.sh [MEGABYTES]   (default 1000)
+# Usage: scripts/bench/join.sh [MEGABYTES]   (default 1000)
 # Env:   BENCH_RUNS=3   rounds (each round runs every command once, in turn)
 #        BENCH_ONLY=RE  only the commands whose "FILE|ARGS" matches the extended regex RE (and
 #                       only their data is generated), e.g. BENCH_ONLY='pauses/trace.json.gz'
 # Data (native/examples/gen_trace.rs, deterministic; delete a folder to regenerate):
 #   bench-data/kineto-<MB>mb         SHAPE plain: no GPU gap of 10 us or more (the shape of
-#                                    scripts/bench-trace.sh)
+#                                    scripts/bench/trace.sh)
 #   bench-data/kineto-<MB>mb-pauses  SHAPE plain+pauses: 40 data-loading pauses of 100-800 ms
 #   bench-data/stack-<MB>mb-pauses   SHAPE with_stack+pauses: the same on a with_stack trace
 #   bench-data/join-360k.csv         the recording (written here)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 MB=${1:-1000}
 RUNS=${BENCH_RUNS:-3}
 CSV=bench-data/join-360k.csv

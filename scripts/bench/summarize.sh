@@ -4,13 +4,13 @@
 # side with the Python reference summarize_host_telemetry.py on the same folder, and a parity
 # check of the two outputs. Prints a table; copy the figures into BENCHMARKS.md ("summarize").
 #
-# Usage: scripts/bench-summarize.sh [MEGABYTES]   (default 1000: the trace is ~1 GB of JSON)
+# Usage: scripts/bench/summarize.sh [MEGABYTES]   (default 1000: the trace is ~1 GB of JSON)
 # Env:   BENCH_SKIP_REFERENCE=1   skip the Python reference
 #        FLINCH_REFERENCE=DIR     the folder holding summarize_host_telemetry.py (without it: skipped)
 # Data:  bench-data/kineto-<MB>mb/trace.json.gz from native/examples/gen_trace.rs (shared with
-#        scripts/bench-trace.sh) and bench-data/summarize-<MB>mb/ (the runs folder, hard links).
+#        scripts/bench/trace.sh) and bench-data/summarize-<MB>mb/ (the runs folder, hard links).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 MB=${1:-1000}
 source scripts/reference.sh

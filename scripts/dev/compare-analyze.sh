@@ -3,10 +3,10 @@
 #   bytes: stdout, stderr and exit code of every tests/analyze case and of every fixture and example
 #          under --json, --spans, gap, GPU and mark-pair variants (plus any CSV given), must be identical;
 #   ir:    callgrind instruction counts (all threads) per mode on one CSV, NEW / BASE.
-# Usage: scripts/compare-analyze.sh bytes BASE NEW [extra.csv ...]
-#        scripts/compare-analyze.sh ir BASE NEW CSV        (needs valgrind)
+# Usage: scripts/dev/compare-analyze.sh bytes BASE NEW [extra.csv ...]
+#        scripts/dev/compare-analyze.sh ir BASE NEW CSV        (needs valgrind)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 what=${1:?bytes or ir}; BASE=${2:?base binary}; NEW=${3:?new binary}; shift 3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 

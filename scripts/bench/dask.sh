@@ -5,16 +5,16 @@
 # --mergeable` run over them one after another. Prints a table; records nothing by itself (copy
 # the figures into BENCHMARKS.md, "Many ranks on Dask").
 #
-# Usage: scripts/bench-dask.sh [RANKS] [MEGABYTES]      (default 64 ranks of 100 MB: ~6.4 GB of disk)
+# Usage: scripts/bench/dask.sh [RANKS] [MEGABYTES]      (default 64 ranks of 100 MB: ~6.4 GB of disk)
 # Env:   FLINCH_REFERENCE=DIR      the folder holding summarize_host_telemetry.py (without it: skipped)
 #        BENCH_SKIP_REFERENCE=1    skip the reference (~4 s per 100 MB file)
 #        FLINCH_PY_ENV=DIR         the venv with dask and distributed (default target/py-env, from
 #                                  scripts/setup.sh); the wheel is installed into it here
-# Data:  bench-data/stack-<MB>mb/trace.json (scripts/bench-trace.sh's with_stack generator, deterministic),
+# Data:  bench-data/stack-<MB>mb/trace.json (scripts/bench/trace.sh's with_stack generator, deterministic),
 #        copied to bench-data/ranks-<RANKS>x<MB>mb/rank-<k>.json (bench-data/ is git-ignored; delete to
 #        regenerate). Every rank is the same trace: what differs between ranks does not change the cost.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 RANKS=${1:-64}
 MB=${2:-100}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target in fuzz/ for a bounded time each (default 60 s).
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+# Usage: scripts/dev/fuzz.sh [SECONDS] [TARGET...]
 # Needs nightly and cargo-fuzz (scripts/setup.sh installs cargo-fuzz 0.13.2). Crashes land in
 # fuzz/artifacts/<target>/ and make this script fail; the corpus grows in fuzz/corpus/<target>/
 # (both git-ignored). A dictionary in fuzz/dict/<target>.dict is used when present.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 SECONDS_EACH=${1:-60}
 shift || true

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes a deterministic trace.csv with many marks, for the memory check of `analyze --json` /
-`--spans` (BENCHMARKS.md, "analyze with many marks").
+`--spans` (BENCHMARKS.md, "`analyze --json` / `--spans` with many marks").
 
-Usage: scripts/gen-many-marks.py OUT.csv N_MARKS [SEED]
+Usage: scripts/bench/gen-many-marks.py OUT.csv N_MARKS [SEED]
 
 Two GPUs sampled every 10 ms; after each tick one MARK: `step_K_start` / `step_K_end` pairs (each
 label seen once), `begin` / `end` now and then, an `outer_start` ... `outer_end` pair around the

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the summarize golden files from the Python reference (see tests/README.md).
-# Usage: scripts/gen-golden-summarize.sh [--cases]   (--cases also rewrites the input runs folders)
+# Usage: scripts/golden/summarize.sh [--cases]   (--cases also rewrites the input runs folders)
 # Needs FLINCH_REFERENCE=DIR, the folder holding summarize_host_telemetry.py.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/reference.sh
 REF=$(reference_require summarize_host_telemetry.py)
 REF=$(dirname "$REF")

@@ -3,10 +3,10 @@
 # jitter at 10 ms and 1 ms, driven by the scripted GPU source (no GPU needed), with host sampling on.
 # Baseline side by side: the reference sampler (nvml_trace.py; without pynvml it writes rows with
 # empty GPU fields), whose period drifts because it sleeps after each sample.
-# Usage: scripts/bench-record.sh [SECONDS]   (default 10)
+# Usage: scripts/bench/record.sh [SECONDS]   (default 10)
 # Env: FLINCH_REFERENCE=DIR, the folder holding nvml_trace.py (without it the baseline is skipped)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SECS="${1:-10}"
 source scripts/reference.sh
 REF=$(reference_optional nvml_trace.py)

@@ -3,7 +3,7 @@
 # file) and `trace --json --mergeable` (a 1 GB with_stack trace), for an old and a new binary side
 # by side in one run (BENCHMARKS.md, "summarize and merge memory").
 #
-# Usage: scripts/bench-memory.sh OLD_BIN NEW_BIN [ROWS] [RANKS] [TRACE_MB]
+# Usage: scripts/bench/memory.sh OLD_BIN NEW_BIN [ROWS] [RANKS] [TRACE_MB]
 #   (defaults 1000000 rows, 200000 ranks, 1000 MB; data under a mktemp -d in /tmp, removed after)
 set -euo pipefail
 OLD=$1
@@ -11,7 +11,7 @@ NEW=$2
 ROWS=${3:-1000000}
 RANKS=${4:-200000}
 MB=${5:-1000}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TMP=$(mktemp -d /tmp/flinch-bench-memory.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 

@@ -11,7 +11,7 @@ and applies the trace summary rules (docs/cli.md, "trace") with flinch-trace's d
 - duration_sum and busy_union (union of [ts, ts+dur)) are exact integers of ns, printed also as
   float(Decimal(ns) / 1000), i.e. the correctly rounded microseconds.
 Tolerates the bare-array form and a truncated document (reads complete events only).
-Usage: trace_exact.py FILE  -> JSON on stdout.
+Usage: scripts/golden/trace-exact.py FILE  -> JSON on stdout.
 """
 import gzip
 import json

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the telemetry-trace join (`trace --telemetry`, docs/join.md) on a real NVIDIA host: records a
-# profiled PyTorch loop (scripts/gpu_profile_load.py: eight steps of matrix products, one 0.7 s host
+# profiled PyTorch loop (scripts/gpu/profile-load.py: eight steps of matrix products, one 0.7 s host
 # sleep inside step 4 bracketed by marks) with `flinch-trace record`, then joins the Kineto trace with
 # the recording and checks that
 #   1. the alignment comes from the trace's baseTimeNanoseconds and the recording covers the trace;
@@ -11,12 +11,12 @@
 #      last kernel before the sleep takes to drain and the first after it to start);
 #   4. `annotation_energy` has `train_step` (n = steps) with positive energy, most steps `compute`;
 #   5. `--perfetto` writes a merged file that `trace` reads back with the same category counts.
-# Usage: scripts/gpu-join-check.sh [OUT_DIR]     (default gpu-join-out/; TOL=0.25)
+# Usage: scripts/gpu/join-check.sh [OUT_DIR]     (default gpu-join-out/; TOL=0.25)
 #        FLINCH_BIN=path/to/flinch-trace  a binary built elsewhere (for a GPU host without Rust)
-#        scripts/gpu-join-check.sh --dry-run [OUT_DIR]   (no GPU: scripted source, a hand-written
+#        scripts/gpu/join-check.sh --dry-run [OUT_DIR]   (no GPU: scripted source, a hand-written
 #        Kineto-shaped trace of the same timeline; checks the plumbing, not the physics)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
 OUT="${1:-gpu-join-out}"
@@ -30,10 +30,10 @@ fi
 if [ "$DRY" = 1 ]; then
   printf '250,90,40,1980,60,1000000,30000,0\n251,91,40,1980,60,1000003,30000,0\n' >"$OUT/dry.gpu-script"
   SRC=(--scripted-gpu "$OUT/dry.gpu-script")
-  LOAD=(python3 scripts/gpu_profile_load.py --dry-run --out "$OUT/kineto.json")
+  LOAD=(python3 scripts/gpu/profile-load.py --dry-run --out "$OUT/kineto.json")
 else
   SRC=(--require-gpu)
-  LOAD=(python3 scripts/gpu_profile_load.py --out "$OUT/kineto.json")
+  LOAD=(python3 scripts/gpu/profile-load.py --out "$OUT/kineto.json")
 fi
 echo "== recording (${LOAD[*]})"
 "$BIN" record "${SRC[@]}" --no-nvtx --interval-ms 10 --out "$OUT/trace.csv" -- "${LOAD[@]}"

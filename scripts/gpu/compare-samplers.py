@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Compares a flinch-trace recording with one made by the reference nvml_trace.py at the same time on the
-same GPU (scripts/gpu-device-run.sh): per mark window of the flinch-trace file, the samples each sampler
+same GPU (scripts/gpu/device-run.sh): per mark window of the flinch-trace file, the samples each sampler
 took, their interval (median, p99, largest gap), the samples-only trapezoid energy of each, and the NVML
 energy counter's delta from the flinch-trace file as the yardstick. Both files use CLOCK_MONOTONIC in
 t_mono_ns, so one window selects the same time in both. Standard library only.
-Usage: compare_samplers.py FLINCH_TRACE_CSV REFERENCE_CSV [GPU_INDEX]
+Usage: scripts/gpu/compare-samplers.py FLINCH_TRACE_CSV REFERENCE_CSV [GPU_INDEX]
 """
 import csv
 import sys

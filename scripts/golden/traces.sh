@@ -2,11 +2,11 @@
 # Regenerates tests/traces/**/<file>.expected.json for every trace fixture:
 #   "reference": what the reference summarize_host_telemetry.py trace_summary() returns (or
 #                {"error": ...} where it fails: bare arrays, truncation);
-#   "exact":     what scripts/trace_exact.py (Decimal / integer-ns oracle) computes.
+#   "exact":     what scripts/golden/trace-exact.py (Decimal / integer-ns oracle) computes.
 # native/tests/trace_cli.rs compares `flinch-trace trace --json` with both.
-# Usage: FLINCH_REFERENCE=DIR scripts/gen-golden-traces.sh   (DIR holds summarize_host_telemetry.py)
+# Usage: FLINCH_REFERENCE=DIR scripts/golden/traces.sh   (DIR holds summarize_host_telemetry.py)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/reference.sh
 REF=$(reference_require summarize_host_telemetry.py)
 REF=$(dirname "$REF")
@@ -22,7 +22,7 @@ except Exception as e:  # the reference fails on bare arrays and truncation
     print(json.dumps({"error": repr(e)}))
 PY
 )
-  exact=$(python3 scripts/trace_exact.py "$f")
+  exact=$(python3 scripts/golden/trace-exact.py "$f")
   printf '{"reference": %s,\n "exact": %s}\n' "$ref" "$exact" > "$f.expected.json"
   echo "wrote $f.expected.json"
 done

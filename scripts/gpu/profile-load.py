@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A profiled PyTorch training-like loop with one deliberate host pause, for scripts/gpu-join-check.sh.
+"""A profiled PyTorch training-like loop with one deliberate host pause, for scripts/gpu/join-check.sh.
 
 Eight steps under torch.profiler (CPU + CUDA activities), each a `record_function("train_step")` of
 matrix products; step 4 also sleeps PAUSE seconds on the host inside `record_function("host_wait")`,
@@ -16,7 +16,7 @@ import argparse
 import json
 import time
 
-from gpu_load import mark
+from load import mark
 
 
 def real(out, steps, pause_s):
@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     (dry if args.dry_run else real)(args.out, args.steps, args.pause_s)
-    print(f"gpu_profile_load: wrote {args.out}", flush=True)
+    print(f"profile-load.py: wrote {args.out}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The real-hardware session for a GPU host that has no Rust toolchain: the binary is built elsewhere
 # (`cargo build --release -p flinch-trace`) and copied with the tree. It runs, in one go:
-#   1. scripts/gpu-check.sh (record a PyTorch load with a deliberate pause; verdicts; NVML counter vs
+#   1. scripts/gpu/check.sh (record a PyTorch load with a deliberate pause; verdicts; NVML counter vs
 #      trapezoid energy; parity of `analyze` with the reference analyze_trace.py when REF is given);
 #   2. the reference sampler nvml_trace.py side by side with the same recording (when $FLINCH_REFERENCE holds it),
-#      compared by scripts/compare_samplers.py: samples, interval jitter, and energy over the same windows;
+#      compared by scripts/gpu/compare-samplers.py: samples, interval jitter, and energy over the same windows;
 #   3. a 1 ms recording of the idle GPU (NVML latency and missed ticks at a high rate, from the sidecar);
-#   4. scripts/gpu-join-check.sh (a profiled PyTorch loop with a host pause, joined with its recording);
+#   4. scripts/gpu/join-check.sh (a profiled PyTorch loop with a host pause, joined with its recording);
 #   5. `record --metrics` as a daemon on the real GPU: the NVML-counter energy series rises between scrapes.
-# Usage: FLINCH_REFERENCE=dir/with/reference/tools scripts/gpu-device-run.sh OUT_DIR
+# Usage: FLINCH_REFERENCE=dir/with/reference/tools scripts/gpu/device-run.sh OUT_DIR
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${1:?usage: gpu-device-run.sh OUT_DIR}
+cd "$(dirname "$0")/../.."
+OUT=${1:?usage: scripts/gpu/device-run.sh OUT_DIR}
 mkdir -p "$OUT"
 BIN=${FLINCH_BIN:-target/release/flinch-trace}
 source scripts/reference.sh
@@ -30,7 +30,7 @@ if [ -n "$REF_SAMPLER" ]; then
 fi
 
 echo "== gpu-check"
-FLINCH_BIN="$BIN" scripts/gpu-check.sh "$OUT/check"
+FLINCH_BIN="$BIN" scripts/gpu/check.sh "$OUT/check"
 CHECK_RC=$?
 echo "gpu-check exit: $CHECK_RC"
 
@@ -41,15 +41,15 @@ python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(json.dumps(m[
 if [ -n "$REFPID" ]; then
   wait "$REFPID"
   echo "reference sampler exit: $?"
-  python3 scripts/compare_samplers.py "$OUT/check/trace.csv" "$OUT/reference-sampler.csv" || true
+  python3 scripts/gpu/compare-samplers.py "$OUT/check/trace.csv" "$OUT/reference-sampler.csv" || true
 fi
 echo "== gpu-join-check (a profiled PyTorch loop joined with its recording)"
-FLINCH_BIN="$BIN" scripts/gpu-join-check.sh "$OUT/join"
+FLINCH_BIN="$BIN" scripts/gpu/join-check.sh "$OUT/join"
 JOIN_RC=$?
 echo "gpu-join-check exit: $JOIN_RC"
 [ "$CHECK_RC" = 0 ] && CHECK_RC=$JOIN_RC
 echo "== record --metrics on the real GPU (NVML energy counter source, scraped twice 3 s apart)"
-"$BIN" record --metrics 127.0.0.1:9464 --require-gpu --no-rapl -- python3 scripts/gpu_load.py \
+"$BIN" record --metrics 127.0.0.1:9464 --require-gpu --no-rapl -- python3 scripts/gpu/load.py \
   --compute-s 3 --pause-s 1 >"$OUT/metrics-record.log" 2>&1 &
 MPID=$!
 sleep 3
