@@ -82,6 +82,7 @@ pub mod intervals;
 pub mod join;
 pub mod json;
 pub mod limits;
+pub mod marks_line;
 #[cfg(feature = "alloc")]
 pub mod merge;
 pub mod metrics;
