@@ -90,7 +90,6 @@ pub mod ordered;
 pub mod pynum;
 #[cfg(feature = "alloc")]
 pub mod runs;
-#[cfg(feature = "alloc")]
 pub mod sidecar;
 pub mod sketch;
 pub mod stats;

@@ -10,13 +10,13 @@
 #![no_main]
 
 mod host;
-mod sidecar;
 mod stats;
 
 use core::fmt::Write;
 
 use cortex_m_rt::entry;
 use flinch_core::csv::TraceCsvReader;
+use flinch_core::sidecar::PowerSourceScanner;
 use flinch_core::window::{
     ANALYZE_CLI, FixedBuffers, FixedOptions, FixedResult, FixedWindowAnalyzer, MARK_TOO_LATE,
     MixedGpusNote, Pass, PowerSource, VerdictText, write_reference_lines,
@@ -161,14 +161,15 @@ fn sidecar_power_source(csv: &[u8], buf: &mut [u8; CHUNK_BYTES]) -> Option<Power
     buf[..csv.len()].copy_from_slice(csv);
     buf[csv.len()..n].copy_from_slice(SUFFIX);
     let mut file = host::File::open(&buf[..n]).ok()?;
-    let mut scan = sidecar::PowerSourceScanner::new();
-    while scan.found().is_none() {
+    // flinch-core's rule, as `flinch-trace analyze` applies it: the whole file is read.
+    let mut scan = PowerSourceScanner::new();
+    loop {
         match file.read(buf) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => return scan.finish(),
             Ok(k) => scan.push(&buf[..k]),
+            Err(_) => return None,
         }
     }
-    scan.found()
 }
 
 /// Prints what `flinch-trace analyze` prints for this result (stdout, then stderr) and the
