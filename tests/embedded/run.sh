@@ -72,6 +72,12 @@ print("\n".join(seen))' "$csv")
     done
 done
 
+# A sidecar whose first key mentioning "power" names another source than its GPU's
+# `gpu_power_w_source`: both programs follow flinch-core's rule (the GPU's), which changes the verdict.
+cp tests/analyze/appended.csv "$tmp/sidecar.csv"
+printf '%s\n' '{"power_source":"average","gpus":[{"gpu_power_w_source":"instant"}]}' >"$tmp/sidecar.csv.meta.json"
+check "$tmp/sidecar.csv" step_start step_end
+
 # A file that is not there.
 check tests/analyze/no-such-file.csv a b
 
