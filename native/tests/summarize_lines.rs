@@ -7,8 +7,11 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+use common::repo;
+
 fn case() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/summarize/cases/basic")
+    repo().join("tests/summarize/cases/basic")
 }
 
 /// A runs folder holding a copy of the `alpha` run of the basic case, with `log` as its
