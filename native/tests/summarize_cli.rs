@@ -396,11 +396,13 @@ fn list_files(dir: &Path, rel: &str, out: &mut Vec<String>) {
     }
 }
 
-/// The page's form (`flinch_core::runs::RunsFolder`: a list of paths, then the bytes of the
-/// files it asks for) writes exactly the bytes the CLI writes and prints the same line, on
-/// every case, with and without --skip-traces.
+/// The page's form of the job (`flinch_core::runs::RunsFolder` given a list of paths, then the
+/// bytes of the files it asks for, traces summarized from their bytes in the core) writes
+/// exactly the bytes the CLI writes and prints the same line, on every case, with and without
+/// --skip-traces.
 #[test]
 fn folder_form_writes_the_cli_bytes() {
+    use flinch_core::job::{Job, Need};
     let mut cases_seen = 0;
     for entry in std::fs::read_dir(cases()).unwrap() {
         let case = entry.unwrap().file_name().to_string_lossy().into_owned();
@@ -414,21 +416,26 @@ fn folder_form_writes_the_cli_bytes() {
             }
             let result = summarize(&cases(), &args);
             assert!(result.status.success(), "{case}");
-            let mut folder = flinch_core::runs::RunsFolder::new(&case, &paths, skip);
-            while let Some(p) = folder.next_file() {
-                let bytes = std::fs::read(cases().join(&p)).unwrap();
+            let options = flinch_core::runs::RunsOptions {
+                skip_traces: skip,
+                ..Default::default()
+            };
+            let mut folder = flinch_core::runs::RunsFolder::with_paths(&case, &paths, options);
+            while let Need::File(p) = folder.need() {
+                let bytes = std::fs::read(cases().join(p)).unwrap();
                 for chunk in bytes.chunks(7) {
-                    folder.write(chunk);
+                    folder.write(chunk).unwrap();
                 }
-                folder.end_file();
+                folder.end().unwrap();
             }
+            let folder = folder.finish().unwrap();
             assert_eq!(
-                folder.finish().unwrap(),
+                folder.to_json().unwrap(),
                 std::fs::read_to_string(&out).unwrap(),
                 "{case} skip_traces={skip}"
             );
             assert_eq!(
-                format!("{}\n", folder.summary().message()),
+                format!("{}\n", folder.message()),
                 String::from_utf8_lossy(&result.stdout),
                 "{case}"
             );
