@@ -78,10 +78,12 @@ pub mod csv;
 pub mod energy;
 pub mod gzip;
 pub mod intervals;
+pub mod job;
 #[cfg(feature = "alloc")]
 pub mod join;
 pub mod json;
 pub mod limits;
+pub mod marks_line;
 #[cfg(feature = "alloc")]
 pub mod merge;
 pub mod metrics;
@@ -89,7 +91,6 @@ pub mod ordered;
 pub mod pynum;
 #[cfg(feature = "alloc")]
 pub mod runs;
-#[cfg(feature = "alloc")]
 pub mod sidecar;
 pub mod sketch;
 pub mod stats;

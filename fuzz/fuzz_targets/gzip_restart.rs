@@ -2,7 +2,7 @@
 //! decoding from the start gives from there. The stream is the fuzz input's bytes compressed by
 //! flate2 into one or more members (valid data, many block layouts), or, with the first knob's
 //! top bit set, the bytes themselves (mostly invalid: then the restarted output and the one from
-//! the start agree up to where the shorter stops). Decoding from the start (native's zlib-rs
+//! the start agree up to where the shorter stops). Decoding from the start (the inputs' zlib-rs
 //! inflater stopping at every block, fed in knob-sized chunks) collects a point at every block
 //! boundary; each is then resumed (`GzDecoder::resume`) and decoded to the end.
 #![no_main]
@@ -12,10 +12,7 @@ use std::io::Write;
 use flinch_core::gzip::{GzDecoder, RawInflate, RestartPoint, RestartSink};
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../native/src/input/zlib_rs.rs"]
-#[allow(dead_code)]
-mod zlib_rs;
-use zlib_rs::ZlibRsInflate;
+use flinch_host::input::ZlibRsInflate;
 
 /// Every point, with its history.
 #[derive(Default)]

@@ -6,10 +6,11 @@
 //! once, in `flinch-core`.
 
 pub mod analyze;
-pub mod input;
+/// The std driver's input and output files, re-exported so that `crate::input` and
+/// `crate::output` name them here as before.
+pub use flinch_host::{input, output};
 pub mod mark;
 pub mod merge;
-pub mod output;
 pub mod progress;
 pub mod record;
 pub mod summarize;

@@ -24,7 +24,6 @@ use crate::progress::ProgressLine;
 use crate::{CmdError, CmdResult};
 
 #[cfg(unix)]
-pub(crate) mod exact_io;
 #[cfg(all(test, unix))]
 mod exact_tests;
 mod join;

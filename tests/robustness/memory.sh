@@ -43,7 +43,7 @@ if kb=$(peak_kb "$BIN" summarize --runs "$TMP/runs" --out "$TMP/s.json" --skip-t
 else
     bad "summarize failed: $(cat "$TMP/err")"
 fi
-if FLINCH_SUMMARIZE_MAX_VALUES=5000 timeout 120 "$BIN" summarize --runs "$TMP/runs" --out "$TMP/s2.json" --skip-traces >/dev/null 2>&1 \
+if timeout 120 "$BIN" summarize --runs "$TMP/runs" --out "$TMP/s2.json" --skip-traces --max-values 5000 >/dev/null 2>&1 \
     && cmp -s "$TMP/s.json" "$TMP/s2.json"; then ok; else bad "summarize with a small value budget differs"; fi
 if grep -q '"sustained_last_60s"' "$TMP/s.json" && ! grep -q 'quantile sketch' "$TMP/s.json"; then ok; else bad "summarize output incomplete or approximate"; fi
 rm -rf "$TMP/runs"

@@ -1,6 +1,6 @@
 //! One file's summary with the mergeable section through the core's one-thread `Analyzer` (the
 //! page's entry point), with the temporary file and further reads that keep it exact
-//! (`trace::exact_io`): the reference the CLI's threaded paths (`trace --json --mergeable`,
+//! (`flinch_host::exact_io`): the reference the CLI's threaded paths (`trace --json --mergeable`,
 //! `trace::summarize_file_also` with `Also::Mergeable`) are tested against, byte for byte.
 use std::path::Path;
 
@@ -40,7 +40,7 @@ pub fn summarize_mergeable(
     let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
     #[cfg(unix)]
     if exact_io {
-        use crate::trace::exact_io::{FileReplay, FileSpill};
+        use flinch_host::exact_io::{FileReplay, FileSpill};
         analyzer.set_trace_io(
             Box::new(FileSpill::new()),
             Box::new(FileReplay::new(&file, limits)),

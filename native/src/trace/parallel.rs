@@ -491,7 +491,7 @@ fn collect(
     let mut summary = TraceSummary::new(limits);
     summary.set_mergeable(mergeable);
     if exact_io {
-        super::exact_io::equip(&mut summary, &plan.input, limits);
+        flinch_host::exact_io::equip(&mut summary, &plan.input, limits);
     }
     let mut warnings = ScanWarnings::default();
     let mut events = 0u64;

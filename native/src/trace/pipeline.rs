@@ -471,7 +471,7 @@ pub fn summarize(
     summary.set_mergeable(mergeable);
     #[cfg(unix)]
     if let Some(file) = exact_io {
-        super::exact_io::equip(&mut summary, file, limits);
+        flinch_host::exact_io::equip(&mut summary, file, limits);
     }
     let outcome = loop {
         match rx.recv() {
@@ -544,8 +544,8 @@ pub fn summarize_sequential(
     #[cfg(unix)]
     if let Some(file) = exact_io {
         analyzer.set_trace_io(
-            Box::new(super::exact_io::FileSpill::new()),
-            Box::new(super::exact_io::FileReplay::new(file, limits)),
+            Box::new(flinch_host::exact_io::FileSpill::new()),
+            Box::new(flinch_host::exact_io::FileReplay::new(file, limits)),
         );
     }
     loop {
