@@ -15,6 +15,7 @@
 //!
 //! Bad input is an error naming the summary (its index) and the key, never a panic.
 
+mod buckets;
 pub mod histogram;
 mod one_line;
 mod render;

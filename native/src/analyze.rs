@@ -12,8 +12,9 @@ use flinch_core::analyzer::{AnalyzerOptions, Kind, LimitsPreset};
 use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
 use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
-    AnalyzeOptions, ParsedKind, ParsedRow, Planned, PowerSource, PyFixed, RecordingAnalysis,
-    VerdictText, WindowAnalyzer, WindowResult, power_text_is_bad, write_reference_lines,
+    AnalyzeOptions, MARK_TOO_LATE, MixedGpusNote, ParsedKind, ParsedRow, Planned, PowerSource,
+    PyFixed, RecordingAnalysis, VerdictText, WindowAnalyzer, WindowResult, power_text_is_bad,
+    write_reference_lines,
 };
 
 use crate::input::{InputFile, Passes};
@@ -574,18 +575,12 @@ pub fn run(args: Args) -> CmdResult {
         out.write_all(text.as_bytes()).map_err(io)?;
         if args.gpu.is_none() && r.gpus.len() > 1 {
             out.flush().map_err(io)?;
-            eprintln!(
-                "note: {} GPUs in this file; these lines mix their samples as the reference does: use --gpu N or --json",
-                r.gpus.len()
-            );
+            eprintln!("{}", MixedGpusNote(r.gpus.len()));
         }
     } else if r.selection.is_some() {
         // Both marks were found but one of them arrived beyond the reorder horizon.
         warn_all(r);
-        return Err(
-            "flinch-trace analyze: a mark of the window arrived too late in the file to be placed in time order (see the warning above)"
-                .into(),
-        );
+        return Err(MARK_TOO_LATE.into());
     }
     if args.spans {
         for w in &r.spans {

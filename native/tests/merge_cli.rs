@@ -4,20 +4,12 @@
 //! errors naming the file and the key.
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod common;
+use common::{bin, repo};
 
 fn hta() -> Vec<PathBuf> {
     let dir = repo().join("tests/traces/HolisticTraceAnalysis");

@@ -1,14 +1,15 @@
 //! `flinch_trace._native`: the wheel's compiled module. Each function calls the library function
-//! the command line calls (`flinch_trace::{trace, analyze, summarize}`, `flinch_core::merge`), so
-//! the JSON text is the same bytes; `flinch_trace/__init__.py` turns it into dicts. The work runs
-//! with the GIL released (`Python::detach`), and a panic inside it becomes a `RuntimeError`
-//! rather than unwinding into the interpreter.
+//! the command line calls (`flinch_trace::{trace, analyze}`, `flinch_host::runs`,
+//! `flinch_core::merge`), so the JSON text is the same bytes; `flinch_trace/__init__.py` turns it
+//! into dicts. The work runs with the GIL released (`Python::detach`), and a panic inside it
+//! becomes a `RuntimeError` rather than unwinding into the interpreter.
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use flinch_core::merge::{MergeOptions, merge_json_with};
 use flinch_core::summary::DEFAULT_TOP_OPS;
 use flinch_core::window::PowerSource;
+use flinch_host::runs::SummarizeOptions;
 use flinch_trace::analyze;
 use flinch_trace::summarize;
 use flinch_trace::trace::{self, Exactness, SummaryOptions};
@@ -158,7 +159,11 @@ fn summarize_json(
 ) -> PyResult<String> {
     check_path(&runs, true)?;
     detached(py, || {
-        summarize::summary(&runs, skip_traces, exact).map(|s| s.json)
+        let options = SummarizeOptions {
+            skip_traces,
+            ..SummarizeOptions::new(&runs)
+        };
+        flinch_host::runs::summary(&options, &summarize::trace_summarizer(exact)).map(|s| s.json)
     })
 }
 

@@ -5,8 +5,9 @@
 //! [`to_js_error`], which turns a core error into a JS `Error` carrying the core's message.
 use flinch_core::analyzer::{Analyzer as CoreAnalyzer, AnalyzerOptions, Inflater as CoreInflater};
 use flinch_core::gzip::GzError;
+use flinch_core::job::{Job, Need};
 use flinch_core::join::{NextFile, TraceJoin as CoreTraceJoin};
-use flinch_core::runs::RunsFolder as CoreRunsFolder;
+use flinch_core::runs::{RunsFolder as CoreRunsFolder, RunsOptions};
 use flinch_core::window::PowerSource;
 use wasm_bindgen::prelude::*;
 
@@ -143,9 +144,10 @@ impl Default for Inflater {
     }
 }
 
-/// A runs folder, as `flinch-trace summarize` reads it: `new RunsFolder(runs, paths,
-/// skipTraces)`, then `nextFile()` (a path, or undefined when done), `write(chunk)` for that
-/// file's bytes, `readError(message)` if reading it failed, `endFile()`; then `finish()`.
+/// A runs folder, as `flinch-trace summarize` reads it (the core's runs-folder job): `new
+/// RunsFolder(runs, paths, skipTraces)`, then `nextFile()` (a path, or undefined when done),
+/// `write(chunk)` for that file's bytes, `readError(message)` if reading it failed, `endFile()`;
+/// then `finish()`.
 #[wasm_bindgen]
 pub struct RunsFolder {
     inner: CoreRunsFolder,
@@ -156,20 +158,27 @@ impl RunsFolder {
     /// The folder named `runs` holding the files at `paths` (each starting with `runs/`).
     #[wasm_bindgen(constructor)]
     pub fn new(runs: &str, paths: Vec<String>, skip_traces: bool) -> RunsFolder {
+        let options = RunsOptions {
+            skip_traces,
+            ..RunsOptions::default()
+        };
         RunsFolder {
-            inner: CoreRunsFolder::new(runs, &paths, skip_traces),
+            inner: CoreRunsFolder::with_paths(runs, &paths, options),
         }
     }
 
     /// The next file to read, or undefined when all are read.
     #[wasm_bindgen(js_name = nextFile)]
-    pub fn next_file(&mut self) -> Option<String> {
-        self.inner.next_file()
+    pub fn next_file(&self) -> Option<String> {
+        match self.inner.need() {
+            Need::File(path) => Some(path.to_owned()),
+            _ => None,
+        }
     }
 
     /// The next chunk of the current file.
-    pub fn write(&mut self, chunk: &[u8]) {
-        self.inner.write(chunk)
+    pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+        self.inner.write(chunk).map_err(to_js_error)
     }
 
     /// Reading the current file failed.
@@ -180,13 +189,13 @@ impl RunsFolder {
 
     /// The end of the current file.
     #[wasm_bindgen(js_name = endFile)]
-    pub fn end_file(&mut self) {
-        self.inner.end_file()
+    pub fn end_file(&mut self) -> Result<(), JsError> {
+        self.inner.end().map_err(to_js_error)
     }
 
     /// The summary JSON: the bytes `flinch-trace summarize --runs <runs>` writes.
     pub fn finish(&self) -> Result<String, JsError> {
-        self.inner.finish().map_err(to_js_error)
+        self.inner.summary().to_json().map_err(to_js_error)
     }
 
     /// The line `flinch-trace summarize` prints.
