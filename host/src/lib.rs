@@ -9,4 +9,5 @@
 pub mod exact_io;
 pub mod input;
 pub mod output;
+pub mod trace;
 pub mod value_spill;

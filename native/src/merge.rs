@@ -10,8 +10,6 @@ use flinch_core::merge::{AddError, MergeError, MergedSummary, Merger, locate_err
 use crate::trace::write_op_table;
 use crate::{CmdError, CmdResult};
 
-pub mod per_rank;
-
 /// Arguments of `flinch-trace merge`.
 #[derive(clap::Args)]
 pub struct Args {
