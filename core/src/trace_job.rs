@@ -27,8 +27,8 @@ use crate::analyzer::AnalyzeError;
 use crate::gzip::GzError;
 use crate::job::{Job, Need};
 use crate::join::{
-    FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport, Recording, RecordingBuilder,
-    RecordingOptions,
+    FirstPass, FirstPassResult, JoinError, JoinOptions, JoinPass, JoinReport, Recording,
+    RecordingBuilder, RecordingOptions,
 };
 use crate::json::{BaseTime, Event, EventScanner, Scan, ScanEnd, ScanWarnings};
 use crate::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult};
@@ -104,16 +104,16 @@ pub enum RecordingSource {
 }
 
 /// Why a [`TraceJob`] failed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum TraceJobError {
     /// The trace's first read: a gzip error or malformed JSON outside events, with its offset.
     Trace(AnalyzeError),
-    /// The recording could not be read.
-    Recording(String),
-    /// The join could not run, or its second read failed.
-    Join(String),
-    /// Reading a file failed (the driver's message).
+    /// The join: the recording, the clock, or the trace's later reads.
+    Join(JoinError),
+    /// Reading a file failed (the driver's message, [`Job::read_error`]).
     Read(String),
+    /// The copy of a whole second read failed (the copier's message).
+    Copy(String),
     /// The job was driven out of order (a driver's mistake, not the input's).
     Protocol(&'static str),
 }
@@ -122,9 +122,8 @@ impl fmt::Display for TraceJobError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TraceJobError::Trace(e) => e.fmt(f),
-            TraceJobError::Recording(s) | TraceJobError::Join(s) | TraceJobError::Read(s) => {
-                f.write_str(s)
-            }
+            TraceJobError::Join(e) => e.fmt(f),
+            TraceJobError::Read(s) | TraceJobError::Copy(s) => f.write_str(s),
             TraceJobError::Protocol(s) => write!(f, "trace job: {s}"),
         }
     }
@@ -134,8 +133,21 @@ impl core::error::Error for TraceJobError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             TraceJobError::Trace(e) => Some(e),
-            _ => None,
+            TraceJobError::Join(e) => Some(e),
+            TraceJobError::Read(_) | TraceJobError::Copy(_) | TraceJobError::Protocol(_) => None,
         }
+    }
+}
+
+impl From<GzError> for TraceJobError {
+    fn from(e: GzError) -> Self {
+        TraceJobError::Trace(AnalyzeError::Gzip(e))
+    }
+}
+
+impl From<JoinError> for TraceJobError {
+    fn from(e: JoinError) -> Self {
+        TraceJobError::Join(e)
     }
 }
 
@@ -199,8 +211,9 @@ enum Phase {
     Failed,
 }
 
-/// The summary's read, with the join's first pass on its events.
-struct FirstRead {
+/// The summary's read, with the join's first pass on its events. The analyzer (the page's
+/// summary of a file of either kind) reads a trace through it too.
+pub(crate) struct FirstRead {
     summary: TraceSummary,
     /// The bytes route's scanner, made at the first byte.
     scanner: Option<EventScanner>,
@@ -269,8 +282,7 @@ impl TraceJob {
     /// Call before the trace's first read ends.
     pub fn set_trace_io(&mut self, spill: Box<dyn IntervalSpill>, replay: Box<dyn EventReplay>) {
         if let Phase::First(f) = &mut self.phase {
-            f.summary.set_spill(spill);
-            f.summary.set_replay(replay);
+            f.set_trace_io(spill, replay);
         }
     }
 
@@ -286,11 +298,13 @@ impl TraceJob {
         self.recording_bytes = Some(total_bytes);
     }
 
-    /// With the join, between the first read and the second: what the first pass found (for
-    /// a driver that writes a merged copy on the clock it gives).
+    /// With the join, from the end of the first read until a whole second read starts or the
+    /// job is done: what the first pass found (for a driver that writes a merged copy on the
+    /// clock it gives).
     pub fn first_pass(&self) -> Option<&FirstPassResult> {
         match &self.phase {
             Phase::Planned(p) => Some(&p.first),
+            Phase::Ranged(r) => Some(r.first()),
             _ => None,
         }
     }
@@ -306,10 +320,20 @@ impl TraceJob {
     }
 
     /// For a driver that can seek only in stored bytes (the page): the ranges of the second
-    /// read when the trace is plain; `None` when the whole file is to be given.
+    /// read when the trace is plain, before any byte of that read is given; `None` when the
+    /// whole file is to be given (from its first byte).
     pub fn wanted_ranges(&self) -> Option<Vec<(u64, u64)>> {
-        match (self.need(), self.stored_gzip) {
-            (Need::Ranges(r), false) => Some(r.to_vec()),
+        if self.stored_gzip {
+            return None;
+        }
+        match &self.phase {
+            Phase::Planned(p) => match &p.plan {
+                SecondRead::Ranged { wanted, .. } => Some(wanted.clone()),
+                _ => None,
+            },
+            Phase::Ranged(r) if r.at() == 0 && self.decode.is_empty() => {
+                Some(r.wanted_ranges().to_vec())
+            }
             _ => None,
         }
     }
@@ -409,23 +433,8 @@ impl TraceJob {
         base: BaseTime,
     ) -> Result<(), TraceJobError> {
         self.trace_reads += 1;
-        let FirstRead {
-            summary,
-            first,
-            bare,
-            cut,
-            gzip_warning,
-            ..
-        } = f;
         let o = &self.options;
-        let mut result = summary.finish(&o.source, end, warnings, o.top);
-        if let Some(e) = cut {
-            result.truncated = true;
-            result
-                .warnings
-                .insert(0, format!("{e}: summarized from what was read"));
-        }
-        result.warnings.extend(gzip_warning);
+        let (result, first, bare) = f.summarize(&o.source, o.top, end, warnings);
         let (Some(mut first), Some(join)) = (first, o.join.as_ref()) else {
             self.phase = Phase::Done(Box::new(TraceJobResult {
                 summary: result,
@@ -466,6 +475,11 @@ impl TraceJob {
             plan,
             bare: bare.unwrap_or(end.bare_array),
         }));
+        // With the recording at hand (or none to wait for), the pass is made now, so that a
+        // join that cannot run says so at the end of this read.
+        if self.rec.is_some() || !recording {
+            self.start_second()?;
+        }
         Ok(())
     }
 
@@ -487,7 +501,7 @@ impl TraceJob {
             join.options.clone(),
             rec,
         )
-        .map_err(TraceJobError::Join)
+        .map_err(|e| TraceJobError::Join(e.into()))
     }
 
     /// Starts the planned second read (or, with none, ends the join).
@@ -546,9 +560,7 @@ impl TraceJob {
         let r = self.start_second().and_then(|()| match &mut self.phase {
             Phase::Whole(w) => {
                 let TraceJob { decode, .. } = self;
-                decode.write(chunk, &mut |bytes, _| {
-                    w.feed_copying(bytes, copy).map_err(TraceJobError::Join)
-                })
+                decode.write(chunk, |bytes: &[u8], _| w.feed_copying(bytes, copy))
             }
             _ => Err(TraceJobError::Protocol(
                 "copying outside a whole second read",
@@ -572,14 +584,14 @@ impl TraceJob {
         if matches!(self.phase, Phase::Planned(_)) {
             self.start_second()?;
         }
-        if let (Phase::Recording(b), false) = (&mut self.phase, self.decode.started())
+        if let (Phase::Recording(b), true) = (&mut self.phase, self.decode.is_empty())
             && let Some(total) = self.recording_bytes.take()
             && !crate::gzip::is_gzip(chunk)
         {
             b.size_hint(total);
         }
         let TraceJob { decode, phase, .. } = self;
-        decode.write(chunk, &mut |bytes, gzip| feed(phase, bytes, gzip))?;
+        decode.write(chunk, |bytes: &[u8], gzip| feed(phase, bytes, gzip))?;
         if matches!(self.phase, Phase::First(_)) && self.decode.stored_gzip() {
             self.stored_gzip = true;
         }
@@ -592,30 +604,25 @@ impl TraceJob {
         }
         let (cut, warning) = {
             let TraceJob { decode, phase, .. } = self;
-            decode.end(&mut |bytes, gzip| feed(phase, bytes, gzip))?
+            decode.end(|bytes: &[u8], gzip| feed(phase, bytes, gzip))?
         };
-        let decoded = self.decode.is_decoded();
-        self.decode = if decoded {
-            Decode::decoded(self.decode.gzip())
-        } else {
-            Decode::new()
-        };
+        self.decode = self.decode.next();
         match core::mem::replace(&mut self.phase, Phase::Failed) {
             Phase::Recording(b) => {
                 if let Some(cut) = cut {
-                    return Err(TraceJobError::Recording(format!("recording: {cut}")));
+                    return Err(JoinError::RecordingCut(cut).into());
                 }
-                self.rec = Some(Arc::new(b.end().map_err(TraceJobError::Recording)?));
+                let rec = b.end().map_err(JoinError::Recording)?;
+                self.rec = Some(Arc::new(rec));
                 self.phase = Phase::First(Box::new(FirstRead::new(&self.options)));
             }
             Phase::First(mut f) => {
-                let (end, warnings, base) = match f.scanner.as_mut() {
-                    Some(sc) => (sc.finish(), *sc.warnings(), sc.base_time()),
-                    None => {
-                        let mut sc = EventScanner::new(self.options.limits);
-                        (sc.finish(), *sc.warnings(), sc.base_time())
-                    }
-                };
+                let (end, warnings) = f.scan_end();
+                let base = f
+                    .scanner
+                    .as_ref()
+                    .map(|sc| sc.base_time())
+                    .unwrap_or_default();
                 if cut.is_some() {
                     f.cut = cut;
                 }
@@ -658,6 +665,72 @@ impl TraceJob {
 }
 
 impl FirstRead {
+    /// The summary alone, with these limits (and the mergeable section).
+    pub(crate) fn summary_only(limits: Limits, mergeable: bool) -> FirstRead {
+        FirstRead::new(&TraceJobOptions {
+            source: String::new(),
+            limits,
+            top: 0,
+            mergeable,
+            join: None,
+        })
+    }
+
+    /// The summary's spill and replay ([`TraceJob::set_trace_io`]).
+    pub(crate) fn set_trace_io(
+        &mut self,
+        spill: Box<dyn IntervalSpill>,
+        replay: Box<dyn EventReplay>,
+    ) {
+        self.summary.set_spill(spill);
+        self.summary.set_replay(replay);
+    }
+
+    /// The end of a read of bytes ([`FirstRead::write`]): the summary named `source` with `top`
+    /// ops; `cut`: the gzip stream was cut; `gzip_warning`: the gzip layer's.
+    pub(crate) fn finish_bytes(
+        mut self,
+        source: &str,
+        top: usize,
+        cut: Option<GzError>,
+        gzip_warning: Option<String>,
+    ) -> TraceSummaryResult {
+        let (end, warnings) = self.scan_end();
+        self.cut = cut;
+        self.gzip_warning = gzip_warning;
+        self.summarize(source, top, &end, &warnings).0
+    }
+
+    /// How the bytes route's scan ended (a scanner that saw no byte, when none came), with
+    /// `baseTimeNanoseconds` kept for the first pass.
+    fn scan_end(&mut self) -> (ScanEnd, ScanWarnings) {
+        let limits = self.limits;
+        let sc = self
+            .scanner
+            .get_or_insert_with(|| EventScanner::new(limits));
+        (sc.finish(), *sc.warnings())
+    }
+
+    /// The summary, the first pass and whether the document is a bare array, at the end of the
+    /// first read.
+    fn summarize(
+        self,
+        source: &str,
+        top: usize,
+        end: &ScanEnd,
+        warnings: &ScanWarnings,
+    ) -> (TraceSummaryResult, Option<FirstPass>, Option<bool>) {
+        let mut result = self.summary.finish(source, end, warnings, top);
+        if let Some(e) = self.cut {
+            result.truncated = true;
+            result
+                .warnings
+                .insert(0, format!("{e}: summarized from what was read"));
+        }
+        result.warnings.extend(self.gzip_warning);
+        (result, self.first, self.bare)
+    }
+
     fn new(o: &TraceJobOptions) -> FirstRead {
         let mut summary = TraceSummary::new(o.limits);
         summary.set_mergeable(o.mergeable);
@@ -681,9 +754,9 @@ impl FirstRead {
     /// Scans decoded bytes: each event to the summary, then to the first pass with the offset
     /// just past it.
     #[inline]
-    fn write(&mut self, chunk: &[u8], decompressed: bool) -> Result<(), AnalyzeError> {
+    pub(crate) fn write(&mut self, chunk: &[u8], decompressed: bool) -> Result<(), AnalyzeError> {
         if self.bare.is_none() {
-            self.bare = decode::first_byte(chunk).map(|b| b == b'[');
+            self.bare = first_byte(chunk).map(|b| b == b'[');
         }
         let limits = self.limits;
         let scanner = self
@@ -715,10 +788,10 @@ impl FirstRead {
 /// Feeds decoded bytes of the current file to its phase.
 fn feed(phase: &mut Phase, bytes: &[u8], gzip: bool) -> Result<(), TraceJobError> {
     match phase {
-        Phase::Recording(b) => b.write(bytes).map_err(TraceJobError::Recording),
+        Phase::Recording(b) => Ok(b.write(bytes).map_err(JoinError::Recording)?),
         Phase::First(f) => f.write(bytes, gzip).map_err(TraceJobError::Trace),
-        Phase::Whole(w) => w.feed(bytes).map_err(TraceJobError::Join),
-        Phase::Ranged(r) => r.feed(bytes).map_err(TraceJobError::Join),
+        Phase::Whole(w) => Ok(w.feed(bytes)?),
+        Phase::Ranged(r) => Ok(r.feed(bytes)?),
         Phase::Planned(_) | Phase::Done(_) | Phase::Failed => {
             Err(TraceJobError::Protocol("no file is being read"))
         }
@@ -756,15 +829,14 @@ impl Job for TraceJob {
             self.fail(r)?;
         }
         let r = match &mut self.phase {
-            Phase::Ranged(r) if self.decode.can_seek() && offset >= r.at() => {
+            // Offsets are decoded ones: not into a gzip file given as stored.
+            Phase::Ranged(r) if !self.stored_gzip && self.decode.can_seek() && offset >= r.at() => {
                 r.seek(offset);
                 // No gzip magic to look for at this offset.
                 self.decode.start_plain();
                 Ok(())
             }
-            _ => Err(TraceJobError::Join(format!(
-                "join: cannot seek to byte {offset} here"
-            ))),
+            _ => Err(JoinError::CannotSeek { offset }.into()),
         };
         self.fail(r)
     }
@@ -794,4 +866,12 @@ impl Job for TraceJob {
             _ => Err(TraceJobError::Protocol("the job is not done")),
         }
     }
+}
+
+/// The document's first byte past whitespace and a byte-order mark, if these bytes hold it.
+fn first_byte(bytes: &[u8]) -> Option<u8> {
+    bytes
+        .iter()
+        .copied()
+        .find(|&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))
 }

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use flinch_core::Limits;
 use flinch_core::intervals::Interval;
 use flinch_core::json::{Event, EventScanner, Scan};
-use flinch_core::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult};
+use flinch_core::summary::{
+    EventReplay, IntervalSpill, ReplayError, TraceSummary, TraceSummaryResult,
+};
 
 #[path = "common/peak_heap.rs"]
 mod peak_heap;
@@ -95,11 +97,11 @@ impl IntervalSpill for TestSpill {
 struct Replay(Arc<Vec<u8>>, Limits);
 
 impl EventReplay for Replay {
-    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String> {
+    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, ReplayError> {
         let mut sc = EventScanner::new(self.1);
         for chunk in self.0.chunks(64 << 10) {
             let mut pos = 0;
-            while let (Scan::Event, nin) = sc.scan(&chunk[pos..]).map_err(|e| e.to_string())? {
+            while let (Scan::Event, nin) = sc.scan(&chunk[pos..])? {
                 pos += nin;
                 sink(&sc.event());
             }

@@ -11,7 +11,8 @@ use super::path::PyPath;
 use super::traces::{TOP_OPS, TraceEntry, completed, is_trace_folder, is_trace_name, report_path};
 use super::warnings::Warnings;
 use super::{FileRead, MAX_WHOLE_FILE_BYTES, RunSummarizer, RunsSummary, TOO_LARGE, host_run_name};
-use crate::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+use crate::Exactness;
+use crate::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
 
 /// How a file missing from the folder is described where the native command prints the
 /// operating system's text (`requests.jsonl` of a run with a report): Linux's, so that the page
@@ -164,7 +165,7 @@ impl RunsFolder {
                 if let Stage::Trace(_) = self.stage {
                     self.trace = Some(Box::new(Analyzer::new(AnalyzerOptions {
                         kind: Kind::Trace,
-                        limits: LimitsPreset::Page,
+                        limits: Exactness::Page,
                         source: path.to_py_string(),
                         top: Some(TOP_OPS),
                         ..AnalyzerOptions::default()

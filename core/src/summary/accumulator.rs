@@ -8,7 +8,7 @@ use super::busy::BusyUnion;
 use super::histpass::HistPass;
 use super::interner::Interner;
 use super::op::{OpAcc, OpValues, Pushed, push_value};
-use super::refine::{EventReplay, Refiner};
+use super::refine::{EventReplay, PassError, Refiner};
 use super::result::*;
 use super::spill::IntervalSpill;
 use crate::Limits;
@@ -502,7 +502,7 @@ impl TraceSummary {
         let counted = self.replay_pass(refiner).and_then(|r| {
             r.hist
                 .and_then(super::histpass::HistPass::finish)
-                .ok_or_else(|| String::from("the input changed between passes"))
+                .ok_or(PassError::InputChanged)
         });
         match counted {
             Ok(hists) => {
@@ -527,9 +527,9 @@ impl TraceSummary {
 
     /// One further pass over the input feeding `refiner` only (the summary's counts and
     /// warnings stay those of the first pass).
-    fn replay_pass(&mut self, refiner: Refiner) -> Result<Refiner, String> {
+    fn replay_pass(&mut self, refiner: Refiner) -> Result<Refiner, PassError> {
         let Some(mut replay) = self.replay.take() else {
-            return Err(String::from("the input cannot be read again"));
+            return Err(PassError::NoReplay);
         };
         let saved = self.warnings;
         let events = self.events;
@@ -541,10 +541,10 @@ impl TraceSummary {
         self.replay = Some(replay);
         let refiner = self.refiner.take();
         match (outcome, refiner) {
-            (Err(e), _) => Err(e),
-            (Ok(n), _) if n != events => Err(String::from("the input changed between passes")),
+            (Err(e), _) => Err(PassError::Replay(e)),
+            (Ok(n), _) if n != events => Err(PassError::InputChanged),
             (Ok(_), Some(r)) => Ok(r),
-            (Ok(_), None) => Err(String::from("the pass ended early")),
+            (Ok(_), None) => Err(PassError::EndedEarly),
         }
     }
 
@@ -555,7 +555,7 @@ impl TraceSummary {
         &mut self,
         listed: &[usize],
         reserved_bytes: u64,
-    ) -> Result<Option<Refiner>, String> {
+    ) -> Result<Option<Refiner>, PassError> {
         let sketched: Vec<usize> = listed
             .iter()
             .copied()
@@ -605,10 +605,8 @@ impl TraceSummary {
             self.stacks.iter_mut().for_each(Vec::clear);
             self.open_total = 0;
             match replay.replay(&mut |e| self.add(e)) {
-                Err(e) => break Err(e),
-                Ok(n) if n != events => {
-                    break Err(String::from("the input changed between passes"));
-                }
+                Err(e) => break Err(PassError::Replay(e)),
+                Ok(n) if n != events => break Err(PassError::InputChanged),
                 Ok(_) => {}
             }
             let Some(r) = &mut self.refiner else {
@@ -641,7 +639,7 @@ impl TraceSummary {
         top: usize,
     ) -> TraceSummaryResult {
         self.warnings.unclosed_begins = self.open_total as u64;
-        let mut refine_failed: Option<String> = None;
+        let mut refine_failed: Option<PassError> = None;
         let mut union_error_ns: u64 = 0;
         let mut categories = Vec::with_capacity(self.cat_accs.len());
         for (i, c) in self.cat_accs.iter_mut().enumerate() {
@@ -1246,11 +1244,14 @@ mod tests {
     struct DocReplay(Vec<u8>, Limits);
 
     impl EventReplay for DocReplay {
-        fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String> {
+        fn replay(
+            &mut self,
+            sink: &mut dyn FnMut(&Event<'_>),
+        ) -> Result<u64, crate::summary::ReplayError> {
             let mut sc = EventScanner::new(self.1);
             let mut pos = 0;
             loop {
-                let (s, nin) = sc.scan(&self.0[pos..]).map_err(|e| e.to_string())?;
+                let (s, nin) = sc.scan(&self.0[pos..])?;
                 pos += nin;
                 match s {
                     Scan::Event => sink(&sc.event()),

@@ -1,149 +1,88 @@
-//! The bytes of one file of a trace job, plain or gzip (by its magic), decoded for the phase
-//! that reads them; or bytes a driver decoded itself ([`Decode::decoded`]).
-use alloc::boxed::Box;
+//! The file layer of a trace job: the core's one gzip detection ([`MaybeGz`]) for bytes as
+//! stored, or bytes a driver decoded itself ([`Decode::decoded`]), with how the stream ended.
 use alloc::string::String;
-use alloc::vec;
-use alloc::vec::Vec;
 
 use super::TraceJobError;
-use crate::analyzer::{AnalyzeError, trailing_garbage_warning};
-use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
-
-/// Where decoded bytes go, with whether the file is gzip.
-pub(super) type Sink<'a> = &'a mut dyn FnMut(&[u8], bool) -> Result<(), TraceJobError>;
-
-/// Decoded output per step of the gzip decoder.
-const OUT_BYTES: usize = 64 * 1024;
+use crate::analyzer::trailing_garbage_warning;
+use crate::gzip::{GzError, MaybeGz};
 
 pub(super) struct Decode {
-    /// A first byte held back until the second tells whether it starts the gzip magic.
-    first: Option<u8>,
-    started: bool,
-    gz: Option<(Box<GzDecoder>, Vec<u8>)>,
+    layer: MaybeGz,
     /// The driver gives decoded bytes; `Some(gzip)`: whether the file was gzip.
     decoded: Option<bool>,
-}
-
-fn gz_error(e: GzError) -> TraceJobError {
-    TraceJobError::Trace(AnalyzeError::Gzip(e))
 }
 
 impl Decode {
     pub(super) fn new() -> Decode {
         Decode {
-            first: None,
-            started: false,
-            gz: None,
+            layer: MaybeGz::new(),
             decoded: None,
         }
     }
 
     pub(super) fn decoded(gzip: bool) -> Decode {
         Decode {
+            layer: MaybeGz::plain(),
             decoded: Some(gzip),
-            ..Decode::new()
         }
     }
 
-    /// Bytes of the current file were given.
-    pub(super) fn started(&self) -> bool {
-        self.started
+    /// The same layer for the next file (or the next read of the same file).
+    pub(super) fn next(&self) -> Decode {
+        match self.decoded {
+            Some(gzip) => Decode::decoded(gzip),
+            None => Decode::new(),
+        }
     }
 
-    /// The current file is gzip inflated here (fed as stored).
+    /// No byte of the current file given yet.
+    pub(super) fn is_empty(&self) -> bool {
+        self.decoded.is_none() && self.layer.is_empty()
+    }
+
+    /// The current file is gzip inflated here (given as stored).
     pub(super) fn stored_gzip(&self) -> bool {
-        self.gz.is_some()
+        self.layer.is_gzip() == Some(true)
     }
 
-    pub(super) fn is_decoded(&self) -> bool {
-        self.decoded.is_some()
-    }
-
-    /// Whether the file is gzip, as the driver said.
-    pub(super) fn gzip(&self) -> bool {
-        self.decoded == Some(true)
-    }
-
-    /// Whether the next bytes may come from another offset: the bytes are not inflated here
-    /// (plain, or decoded by the driver), so offsets are the decoded ones.
+    /// Whether the next bytes may come from another offset: they are not inflated here (plain,
+    /// or decoded by the driver), so offsets are the decoded ones.
     pub(super) fn can_seek(&self) -> bool {
-        self.gz.is_none() && self.first.is_none()
+        self.layer.is_empty() || self.layer.is_gzip() == Some(false)
     }
 
     /// The bytes from here on are the decoded file's, with no magic to look for.
     pub(super) fn start_plain(&mut self) {
-        if self.first.is_none() && self.gz.is_none() {
-            self.started = true;
+        if self.layer.is_empty() {
+            self.layer = MaybeGz::plain();
         }
     }
 
-    pub(super) fn write(&mut self, chunk: &[u8], out: Sink<'_>) -> Result<(), TraceJobError> {
-        if let Some(gzip) = self.decoded {
-            self.started = true;
-            return out(chunk, gzip);
-        }
-        if !self.started {
-            let Some(&b) = chunk.first() else {
-                return Ok(());
-            };
-            let magic = match self.first {
-                None if chunk.len() == 1 => {
-                    self.first = Some(b);
-                    return Ok(());
-                }
-                None => [b, chunk[1]],
-                Some(f) => [f, b],
-            };
-            self.started = true;
-            if is_gzip(&magic) {
-                self.gz = Some((Box::new(GzDecoder::new()), vec![0; OUT_BYTES]));
-            }
-            if let Some(f) = self.first.take() {
-                self.feed(&[f], out)?;
-            }
-        }
-        self.feed(chunk, out)
-    }
-
-    fn feed(&mut self, mut input: &[u8], out: Sink<'_>) -> Result<(), TraceJobError> {
-        let Some((dec, buf)) = &mut self.gz else {
-            return out(input, false);
-        };
-        loop {
-            let (status, nin, nout) = dec.decode(input, buf).map_err(gz_error)?;
-            out(&buf[..nout], true)?;
-            input = &input[nin..];
-            if status != GzStatus::OutputFull {
-                return Ok(());
-            }
-        }
+    /// The next chunk; its decoded bytes go to `out` with whether the file is gzip.
+    pub(super) fn write(
+        &mut self,
+        chunk: &[u8],
+        mut out: impl FnMut(&[u8], bool) -> Result<(), TraceJobError>,
+    ) -> Result<(), TraceJobError> {
+        let driver_gzip = self.decoded == Some(true);
+        self.layer
+            .write(chunk, |bytes, gzip| out(bytes, gzip || driver_gzip))
     }
 
     /// Ends the file: (where the gzip stream was cut, the trailing-garbage warning).
     pub(super) fn end(
         &mut self,
-        out: Sink<'_>,
+        mut out: impl FnMut(&[u8], bool) -> Result<(), TraceJobError>,
     ) -> Result<(Option<GzError>, Option<String>), TraceJobError> {
-        if let Some(f) = self.first.take() {
-            self.started = true;
-            out(&[f], false)?;
-        }
-        let Some((dec, _)) = &self.gz else {
+        self.layer.end(|bytes, gzip| out(bytes, gzip))?;
+        let Some(dec) = self.layer.decoder() else {
             return Ok((None, None));
         };
         let warning = dec.trailing_garbage_at().map(trailing_garbage_warning);
         match dec.finish() {
             Ok(()) => Ok((None, warning)),
             Err(e) if e.is_truncated() => Ok((Some(e), warning)),
-            Err(e) => Err(gz_error(e)),
+            Err(e) => Err(e.into()),
         }
     }
-}
-
-/// The document's first byte past whitespace and a byte-order mark, if these bytes hold it.
-pub(super) fn first_byte(bytes: &[u8]) -> Option<u8> {
-    bytes
-        .iter()
-        .copied()
-        .find(|&b| b > b' ' && !matches!(b, 0xEF | 0xBB | 0xBF))
 }

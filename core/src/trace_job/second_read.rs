@@ -2,13 +2,11 @@
 //! whole ([`Whole`]). Either way the join's pass gets the events a whole second read would
 //! give it, in the same order.
 use alloc::boxed::Box;
-use alloc::format;
-use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{Copier, CopyStep};
+use super::{Copier, CopyStep, TraceJobError};
 use crate::Limits;
-use crate::join::{FirstPassResult, JoinPass, Resume, SecondPassStep};
+use crate::join::{FirstPassResult, JoinError, JoinPass, Resume, SecondPassStep};
 use crate::json::{ElementBoundary, Event, EventScanner, Scan};
 use crate::summary::TraceSummaryResult;
 
@@ -16,10 +14,10 @@ fn scan_all(
     sc: &mut EventScanner,
     chunk: &[u8],
     mut f: impl FnMut(&Event<'_>),
-) -> Result<(), String> {
+) -> Result<(), JoinError> {
     let mut pos = 0;
     loop {
-        let (what, n) = sc.scan(&chunk[pos..]).map_err(|e| format!("join: {e}"))?;
+        let (what, n) = sc.scan(&chunk[pos..]).map_err(JoinError::Scan)?;
         pos += n;
         match what {
             Scan::Event => f(&sc.event()),
@@ -67,7 +65,7 @@ impl Whole {
         }
     }
 
-    pub(super) fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Result<(), JoinError> {
         let pass = &mut self.pass;
         scan_all(&mut self.scanner, bytes, |e| pass.add(e))
     }
@@ -77,19 +75,16 @@ impl Whole {
         &mut self,
         chunk: &[u8],
         copy: &mut Copier<'_>,
-    ) -> Result<(), String> {
+    ) -> Result<(), TraceJobError> {
         let mut pos = 0;
         loop {
-            let (what, n) = self
-                .scanner
-                .scan(&chunk[pos..])
-                .map_err(|e| format!("join: {e}"))?;
-            copy(CopyStep::Bytes(&chunk[pos..pos + n]))?;
+            let (what, n) = self.scanner.scan(&chunk[pos..]).map_err(JoinError::Scan)?;
+            copy(CopyStep::Bytes(&chunk[pos..pos + n])).map_err(TraceJobError::Copy)?;
             pos += n;
             match what {
                 Scan::Event => {
                     self.pass.add(&self.scanner.event());
-                    copy(CopyStep::EventEnd)?;
+                    copy(CopyStep::EventEnd).map_err(TraceJobError::Copy)?;
                 }
                 Scan::NeedsInput => return Ok(()),
             }
@@ -99,10 +94,10 @@ impl Whole {
     pub(super) fn end(
         mut self,
         copy: Option<&mut Copier<'_>>,
-    ) -> Result<(TraceSummaryResult, JoinPass<'static>), super::TraceJobError> {
+    ) -> Result<(TraceSummaryResult, JoinPass<'static>), TraceJobError> {
         let end = self.scanner.finish();
         if let Some(copy) = copy {
-            copy(CopyStep::End(&end)).map_err(super::TraceJobError::Join)?;
+            copy(CopyStep::End(&end)).map_err(TraceJobError::Copy)?;
         }
         Ok((self.summary, self.pass))
     }
@@ -182,6 +177,11 @@ impl Ranged {
         &self.wanted
     }
 
+    /// What the first read found.
+    pub(super) fn first(&self) -> &FirstPassResult {
+        &self.first
+    }
+
     /// The decoded offset of the next byte to arrive.
     pub(super) fn at(&self) -> u64 {
         self.at
@@ -237,7 +237,7 @@ impl Ranged {
     }
 
     /// The next decoded bytes of the trace.
-    pub(super) fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Result<(), JoinError> {
         let base = self.at;
         self.at += bytes.len() as u64;
         if self.failed {
@@ -340,6 +340,6 @@ impl Ranged {
 }
 
 /// The error for a range whose bytes were not given (a driver that skipped too much).
-fn missing(at: u64) -> String {
-    format!("join: the trace's bytes from {at} on were not given to the second read")
+fn missing(at_byte: u64) -> JoinError {
+    JoinError::BytesNotGiven { at_byte }
 }

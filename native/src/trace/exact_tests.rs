@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use flinch_core::Limits;
-use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
 use flinch_core::job::Job;
 use flinch_core::json::{EventScanner, NumField, Scan};
 use flinch_core::stats::{Stats, stats_f64};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummaryResult};
 use flinch_core::trace_job::{TraceJob, TraceJobOptions};
+use flinch_core::{Exactness, Limits};
 use flinch_host::trace::{ReadOptions, parallel, pipeline};
 
 use crate::input::{InputError, InputFile, Passes, open_input};
@@ -352,7 +352,7 @@ fn the_page_prints_the_native_answer() {
     assert_equals_oracle(&native, &o, "native");
     let bytes = std::fs::read(&gz).unwrap();
     let mut page = Analyzer::new(AnalyzerOptions {
-        limits: LimitsPreset::Page,
+        limits: Exactness::Page,
         source: "trace.json.gz".into(),
         ..AnalyzerOptions::default()
     });

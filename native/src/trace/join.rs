@@ -73,6 +73,7 @@ impl JoinArgs {
             self.clock_offset_ms.as_deref(),
             self.gpu_map.as_deref(),
         )
+        .map_err(|e| e.to_string())
     }
 
     /// Whether a recording is given.
