@@ -1,6 +1,7 @@
 //! Plain (uncompressed) traces of [`MIN_FILE_BYTES`] or more: N scan threads (`--threads`,
 //! default the available parallelism up to [`MAX_DEFAULT_THREADS`]), thread `w` scanning
-//! segments `w`, `w + N`, `w + 2N`, ... of the file, and the summary on the caller's thread.
+//! segments `w`, `w + N`, `w + 2N`, ... of the file, and the trace job (the summary, the join's
+//! first pass) on the caller's thread.
 //!
 //! One scan thread cannot keep up with the disk cache on a plain trace (the scanner runs at
 //! ~1 GB/s per core; see BENCHMARKS.md, "Trace engine"), and a JSON document cannot be split
@@ -10,17 +11,18 @@
 //! the file as usual; every other segment by a scanner
 //! [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on one of two scan
 //! threads (segment `k` on thread `k mod N`), reading the file with positioned reads.
-//! The summary takes the segments in order and keeps a segment's events only when the scanner
+//! The caller's thread takes the segments in order and gives the job a segment's events only
+//! when the scanner
 //! of the segment before it ended exactly at that guess
 //! ([`element_boundary`](flinch_core::json::EventScanner::element_boundary)): then the resumed
 //! scanner reads what the one sequential scanner would have read, from the same state (the
 //! core tests check this for every split of generated documents, damaged ones included).
 //! When a guess was wrong (it was inside a string, an `args` object, or before the events
-//! array), the summary drops that segment's speculative events and scans the segment itself,
+//! array), the caller's thread drops that segment's speculative events and scans the segment itself,
 //! continuing the previous segment's scanner, so the result is always the sequential one: the
 //! same events in the same order, the same warnings, errors and offsets, byte for byte. When
-//! more than a quarter of the guesses fail (past the first four), guessing stops and the summary
-//! scans the rest itself, as one thread would, instead of the scan threads wasting CPU time.
+//! more than a quarter of the guesses fail (past the first four), guessing stops and the caller's
+//! thread scans the rest itself, as one thread would, instead of the scan threads wasting CPU time.
 //!
 //! Memory: per scan thread one 1 MiB read buffer and a ring of event batches (~0.33 MiB each;
 //! with the join, 48 KiB more each for its side list): 12 batches with two threads, fewer with
