@@ -89,6 +89,8 @@ mod tests {
         }
         assert_eq!(Exactness::from_name("approximate"), None);
         assert_eq!(Exactness::default(), Exactness::Native);
+        // One default: the limits' is the exactness's.
+        assert_eq!(Limits::default(), Exactness::default().limits());
         assert!(Exactness::Native.spills() && !Exactness::Exact.spills());
     }
 }
