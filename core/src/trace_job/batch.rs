@@ -1,7 +1,7 @@
 //! Batches of scanned events, for a driver that scans on threads of its own (the std driver's
 //! scan threads) and hands the events to a [`TraceJob`](super::TraceJob) in file order.
 //!
-//! The scan thread copies each event into a compact record ([`Rec`]: the fields the summary
+//! The scan thread copies each event into a compact record (`Rec`: the fields the summary
 //! reads, and their `ph`, `cat` and `name` bytes in the batch's text arena); the job's thread
 //! adds a whole batch at once ([`TraceJob::add_batch`](super::TraceJob::add_batch)). Batches are
 //! recycled by the driver: no allocation per event, and per batch about

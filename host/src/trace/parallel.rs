@@ -26,7 +26,7 @@
 //!
 //! Memory: per scan thread one 1 MiB read buffer and a ring of event batches (~0.33 MiB each;
 //! with the join, 48 KiB more each for its side list): 12 batches with two threads, fewer with
-//! more ([`ring_batches`]: the other threads' segments give each one its slack), so ~5 MiB per
+//! more (`ring_batches`: the other threads' segments give each one its slack), so ~5 MiB per
 //! thread at 2, ~2.3 MiB at 8 or more; plus one read buffer on the summary side for a wrong
 //! guess: ~11 MiB at 2 threads, ~20 MiB at 8, ~38 MiB at 16.
 //!
@@ -124,7 +124,7 @@ pub fn plan(input: &InputFile, threads: usize) -> Option<Plan> {
     plan_input(input, SEGMENT_BYTES, MIN_FILE_BYTES, threads)
 }
 
-/// [`plan_input`] of the file at `path`, opened for the plan alone, on the default threads:
+/// `plan_input` of the file at `path`, opened for the plan alone, on the default threads:
 /// segments of `segment_bytes`, for a file of `min_file_bytes` or more (tests cut small files
 /// into many segments with it).
 pub fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Plan> {

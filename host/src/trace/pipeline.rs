@@ -12,7 +12,7 @@
 //! (~1.4 MiB).
 //!
 //! The result is the one the job gives for the same bytes written to it on one thread
-//! ([`summarize_sequential`]: same scanner, same summary, same events in the same order, the
+//! ([`first_read_sequential`]: same scanner, same summary, same events in the same order, the
 //! same error texts and cut-gzip warning); the tests below check that on generated traces,
 //! errors and cut files, and `native/tests/trace_cli.rs` checks the real traces against their
 //! golden files.
