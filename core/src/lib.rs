@@ -76,6 +76,7 @@ extern crate std;
 pub mod analyzer;
 pub mod csv;
 pub mod energy;
+pub mod exactness;
 pub mod gzip;
 pub mod intervals;
 pub mod job;
@@ -97,9 +98,12 @@ pub mod stats;
 pub mod summary;
 #[cfg(feature = "alloc")]
 pub mod telemetry;
+#[cfg(feature = "alloc")]
+pub mod trace_job;
 pub mod window;
 pub mod windowed;
 
+pub use exactness::Exactness;
 pub use limits::Limits;
 
 #[cfg(test)]

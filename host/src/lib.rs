@@ -10,4 +10,5 @@ pub mod exact_io;
 pub mod input;
 pub mod output;
 pub mod runs;
+pub mod trace;
 pub mod value_spill;

@@ -8,7 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use flinch_core::analyzer::{AnalyzerOptions, Kind, LimitsPreset};
+use flinch_core::Exactness;
+use flinch_core::analyzer::{AnalyzerOptions, Kind};
 use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
 use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
@@ -419,7 +420,7 @@ impl<W: Write> JsonArray<'_, W> {
 fn analyze_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOptions, String> {
     let options = AnalyzerOptions {
         kind: Kind::Csv,
-        limits: LimitsPreset::Exact,
+        limits: Exactness::Exact,
         custom_limits: None,
         source: args.csv.display().to_string(),
         start: args.start.clone(),
@@ -682,7 +683,7 @@ mod tests {
                     for (start, end) in [(None, None), (Some("begin"), Some("end"))] {
                         let options = AnalyzerOptions {
                             kind: Kind::Csv,
-                            limits: LimitsPreset::Exact,
+                            limits: Exactness::Exact,
                             custom_limits: None,
                             source: path.display().to_string(),
                             start: start.map(String::from),
