@@ -112,8 +112,8 @@ pub enum TraceJobError {
     Join(JoinError),
     /// Reading a file failed (the driver's message, [`Job::read_error`]).
     Read(String),
-    /// The copy of a whole second read failed (the copier's message).
-    Copy(String),
+    /// The copy of a whole second read failed (the copier's own error).
+    Copy(CopyError),
     /// The job was driven out of order (a driver's mistake, not the input's).
     Protocol(&'static str),
 }
@@ -123,7 +123,8 @@ impl fmt::Display for TraceJobError {
         match self {
             TraceJobError::Trace(e) => e.fmt(f),
             TraceJobError::Join(e) => e.fmt(f),
-            TraceJobError::Read(s) | TraceJobError::Copy(s) => f.write_str(s),
+            TraceJobError::Read(s) => f.write_str(s),
+            TraceJobError::Copy(e) => e.fmt(f),
             TraceJobError::Protocol(s) => write!(f, "trace job: {s}"),
         }
     }
@@ -134,7 +135,8 @@ impl core::error::Error for TraceJobError {
         match self {
             TraceJobError::Trace(e) => Some(e),
             TraceJobError::Join(e) => Some(e),
-            TraceJobError::Read(_) | TraceJobError::Copy(_) | TraceJobError::Protocol(_) => None,
+            TraceJobError::Copy(e) => Some(&*e.0),
+            TraceJobError::Read(_) | TraceJobError::Protocol(_) => None,
         }
     }
 }
@@ -182,7 +184,24 @@ pub enum CopyStep<'a> {
 }
 
 /// Where a whole second read's copy of the trace goes ([`TraceJob::write_copying`]).
-pub type Copier<'a> = dyn FnMut(CopyStep<'_>) -> Result<(), String> + 'a;
+pub type Copier<'a> = dyn FnMut(CopyStep<'_>) -> Result<(), CopyError> + 'a;
+
+/// Why a [`Copier`] failed: the driver's own error (writing the copy), shown as it is.
+#[derive(Clone, Debug)]
+pub struct CopyError(Arc<dyn core::error::Error + Send + Sync>);
+
+impl CopyError {
+    /// The driver's error (any error, or its message as a `String`).
+    pub fn new(e: impl Into<Box<dyn core::error::Error + Send + Sync>>) -> CopyError {
+        CopyError(Arc::from(e.into()))
+    }
+}
+
+impl fmt::Display for CopyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// The trace job (see the module docs).
 pub struct TraceJob {

@@ -18,7 +18,7 @@ use flinch_core::join::{
     Alignment, AlignmentSource, JoinOptions, JoinReport, Recording, RecordingBuilder,
     RecordingOptions, alignment_error, join_options,
 };
-use flinch_core::trace_job::{CopyStep, JoinSetup, RecordingSource, TraceJob};
+use flinch_core::trace_job::{CopyError, CopyStep, JoinSetup, RecordingSource, TraceJob};
 use flinch_core::window::PowerSource;
 
 use super::perfetto::{Merged, Merger};
@@ -178,16 +178,16 @@ pub fn second_read(
     let cut = flinch_host::trace::ranges::answer(
         file,
         job,
-        Some(&mut |step| match step {
-            CopyStep::Bytes(b) => merger.copy(b),
-            CopyStep::EventEnd => {
-                merger.event_end()?;
-                merger.inject()
+        Some(&mut |step| {
+            match step {
+                CopyStep::Bytes(b) => merger.copy(b),
+                CopyStep::EventEnd => merger.event_end().and_then(|()| merger.inject()),
+                CopyStep::End(e) => {
+                    end = Some(*e);
+                    Ok(())
+                }
             }
-            CopyStep::End(e) => {
-                end = Some(*e);
-                Ok(())
-            }
+            .map_err(CopyError::new)
         }),
     )?;
     if let Some(end) = end {
