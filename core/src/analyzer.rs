@@ -32,7 +32,7 @@ use crate::summary::{
     DEFAULT_TOP_OPS, EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult,
 };
 use crate::window::{
-    AnalyzeOptions, PowerSource, RecordingAnalysis, SelectionError, WindowAnalyzer, WindowSelect,
+    PowerSource, RecordingAnalysis, SelectionError, WindowAnalyzer, WindowOptions, WindowSelect,
 };
 
 /// What the input is.
@@ -127,7 +127,7 @@ impl AnalyzerOptions {
     ///
     /// # Errors
     /// Only one of `start`/`end`.
-    pub fn window_options(&self) -> Result<AnalyzeOptions, AnalyzeError> {
+    pub fn window_options(&self) -> Result<WindowOptions, AnalyzeError> {
         let select = match (&self.start, &self.end) {
             (Some(start), Some(end)) => Some(WindowSelect {
                 start: start.clone(),
@@ -138,8 +138,8 @@ impl AnalyzerOptions {
             _ => return Err(AnalyzeError::Options(OptionsError::UnpairedMark)),
         };
         let recording_level = select.is_none();
-        let defaults = AnalyzeOptions::default();
-        Ok(AnalyzeOptions {
+        let defaults = WindowOptions::default();
+        Ok(WindowOptions {
             limits: self.limits(),
             select,
             gpu: self.gpu,

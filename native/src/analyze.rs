@@ -12,8 +12,8 @@ use flinch_core::analyzer::{AnalyzerOptions, Kind, LimitsPreset};
 use flinch_core::csv::{Col, CsvEvent, TraceCsvReader};
 use flinch_core::pynum::parse_py_float;
 use flinch_core::window::{
-    AnalyzeOptions, ParsedKind, ParsedRow, Planned, PowerSource, PyFixed, RecordingAnalysis,
-    VerdictText, WindowAnalyzer, WindowResult, power_text_is_bad, write_reference_lines,
+    ParsedKind, ParsedRow, Planned, PowerSource, PyFixed, RecordingAnalysis, VerdictText,
+    WindowAnalyzer, WindowOptions, WindowResult, power_text_is_bad, write_reference_lines,
 };
 
 use crate::input::{InputFile, Passes};
@@ -324,7 +324,7 @@ fn two_cpus() -> bool {
 fn write_recording_json(
     out: &mut impl Write,
     file: &InputFile,
-    opts: &AnalyzeOptions,
+    opts: &WindowOptions,
     planned: Planned,
 ) -> Result<(), String> {
     let text = serde_json::to_string_pretty(&planned.analysis).map_err(|e| e.to_string())?;
@@ -415,7 +415,7 @@ impl<W: Write> JsonArray<'_, W> {
 /// The one mapping of the command line to analysis options: those of `flinch_core::analyzer`
 /// (the entry point the web page uses), so both give the same bytes for the same file and
 /// options. The text forms adjust two of them (see `run`).
-fn analyze_options(args: &Args, power_source: PowerSource) -> Result<AnalyzeOptions, String> {
+fn analyze_options(args: &Args, power_source: PowerSource) -> Result<WindowOptions, String> {
     let options = AnalyzerOptions {
         kind: Kind::Csv,
         limits: LimitsPreset::Exact,
@@ -452,7 +452,7 @@ fn check_gpu(args: &Args, r: &RecordingAnalysis) -> Result<(), String> {
 
 /// `--json`: pass 1 of the analysis, then the JSON written out (further passes when the marks
 /// or spans are many), never holding the whole text.
-fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
+fn json_mode(args: &Args, opts: WindowOptions) -> CmdResult {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     // Warnings on stderr, as without --json (presentation only: the JSON holds them too).
     let selection_error = write_json(args, opts, &mut out, warn_all)?;
@@ -468,7 +468,7 @@ fn json_mode(args: &Args, opts: AnalyzeOptions) -> CmdResult {
 /// whole all the same, with its `selection`).
 fn write_json(
     args: &Args,
-    opts: AnalyzeOptions,
+    opts: WindowOptions,
     out: &mut impl Write,
     warn: impl FnOnce(&RecordingAnalysis),
 ) -> Result<Option<String>, String> {
@@ -540,7 +540,7 @@ pub fn run(args: Args) -> CmdResult {
         return json_mode(&args, opts);
     }
     // The text forms print no plot, and the three lines need only the reference's figures.
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         series_points: 0,
         reference_only: !args.spans,
         ..opts
@@ -659,11 +659,11 @@ mod tests {
         files.push(tricky.clone());
         for path in &files {
             for reference_only in [false, true] {
-                let opts = || AnalyzeOptions {
+                let opts = || WindowOptions {
                     spans: true,
                     series_points: 50,
                     reference_only,
-                    ..AnalyzeOptions::default()
+                    ..WindowOptions::default()
                 };
                 let file = InputFile::open(path, Passes::One).unwrap();
                 let mut one = WindowAnalyzer::new(opts());

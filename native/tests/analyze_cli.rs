@@ -272,14 +272,14 @@ fn a_recording_without_gpu_readings_says_why_and_lists_no_gpu() {
 
 #[test]
 fn json_is_the_same_bytes_as_the_core_renders() {
-    use flinch_core::window::{AnalyzeOptions, WindowAnalyzer};
+    use flinch_core::window::{WindowAnalyzer, WindowOptions};
     let (out, _, code) = run(&["--csv", "tests/analyze/multi_gpu.csv", "--json"]);
     assert_eq!(code, 0);
     let data = std::fs::read(root().join("tests/analyze/multi_gpu.csv")).unwrap();
-    let mut a = WindowAnalyzer::new(AnalyzeOptions {
+    let mut a = WindowAnalyzer::new(WindowOptions {
         spans: true,
         series_points: 2000,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     });
     a.write(&data);
     assert_eq!(out, format!("{}\n", a.end().to_json()));

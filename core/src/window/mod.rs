@@ -126,7 +126,7 @@ pub struct WindowSelect {
 /// Options of an analysis.
 #[cfg(feature = "alloc")]
 #[derive(Clone, Debug)]
-pub struct AnalyzeOptions {
+pub struct WindowOptions {
     /// Memory bounds (`max_marks`, `max_gpus`).
     pub limits: Limits,
     /// The mark pair to analyze, if any.
@@ -151,9 +151,9 @@ pub struct AnalyzeOptions {
 }
 
 #[cfg(feature = "alloc")]
-impl Default for AnalyzeOptions {
+impl Default for WindowOptions {
     fn default() -> Self {
-        AnalyzeOptions {
+        WindowOptions {
             limits: Limits::EXACT,
             select: None,
             gpu: None,
@@ -178,7 +178,7 @@ pub struct WindowAnalyzer {
 #[cfg(feature = "alloc")]
 impl WindowAnalyzer {
     /// A new analyzer. Allocates its fixed buffers now.
-    pub fn new(opts: AnalyzeOptions) -> WindowAnalyzer {
+    pub fn new(opts: WindowOptions) -> WindowAnalyzer {
         WindowAnalyzer {
             reader: TraceCsvReader::new(),
             eng: Engine::new(opts),
@@ -238,7 +238,7 @@ impl WindowAnalyzer {
         self.eng.bad(line);
     }
 
-    /// Whether only the reference figures are computed (see [`AnalyzeOptions::reference_only`]).
+    /// Whether only the reference figures are computed (see [`WindowOptions::reference_only`]).
     pub fn reference_only(&self) -> bool {
         self.eng.opts.reference_only
     }
@@ -269,7 +269,7 @@ impl WindowAnalyzer {
 
     /// Pass 1 of a streamed analysis (see [`stream`](self::stream)): holds at most `hold` marks
     /// and `hold` finished spans. End it with [`end_planned`](Self::end_planned).
-    pub fn planning(opts: AnalyzeOptions, hold: usize) -> WindowAnalyzer {
+    pub fn planning(opts: WindowOptions, hold: usize) -> WindowAnalyzer {
         let mut a = WindowAnalyzer::new(opts);
         a.eng.mode = Mode::Plan(Planning {
             hold,
@@ -289,7 +289,7 @@ impl WindowAnalyzer {
 
     /// Pass 2 of a streamed analysis: the same options as pass 1; hands out the marks
     /// ([`pop_mark`](Self::pop_mark)) and analyzes nothing else.
-    pub fn marks_pass(opts: AnalyzeOptions) -> WindowAnalyzer {
+    pub fn marks_pass(opts: WindowOptions) -> WindowAnalyzer {
         let mut a = WindowAnalyzer::new(opts);
         a.eng.mode = Mode::Marks(alloc::collections::VecDeque::new());
         a
@@ -297,7 +297,7 @@ impl WindowAnalyzer {
 
     /// Pass 3 of a streamed analysis: the same options as pass 1, and its plan; hands out the
     /// span results in order ([`pop_span`](Self::pop_span)).
-    pub fn spans_pass(opts: AnalyzeOptions, plan: SpanPlan) -> WindowAnalyzer {
+    pub fn spans_pass(opts: WindowOptions, plan: SpanPlan) -> WindowAnalyzer {
         let mut a = WindowAnalyzer::new(opts);
         a.eng.mode = Mode::Spans(SpanStream {
             plan,
