@@ -20,9 +20,13 @@
 
 mod acc;
 #[cfg(feature = "alloc")]
+mod batch;
+#[cfg(feature = "alloc")]
 mod engine;
 mod fixed;
 mod floor;
+#[cfg(feature = "alloc")]
+mod job;
 mod lines;
 #[cfg(feature = "alloc")]
 pub(crate) mod pairing;
@@ -38,10 +42,14 @@ mod verdict;
 pub(crate) use acc::RefAcc;
 #[cfg(feature = "alloc")]
 pub(crate) use acc::{GpuAcc, Prev, Sample};
+#[cfg(feature = "alloc")]
+pub use batch::RowBatch;
 pub use fixed::{FixedBuffers, FixedOptions, FixedResult, FixedWindow, FixedWindowAnalyzer, Pass};
 #[cfg(feature = "alloc")]
 pub(crate) use floor::PowerHistogram;
 pub use floor::TwoPassQuantile;
+#[cfg(feature = "alloc")]
+pub use job::{AnalysisJson, AnalyzeJob, AnalyzeJobError, Analyzed, FIRST_PASS_HOLD, Reread};
 pub use lines::{InputNotes, PyFixed, VerdictText, write_reference_lines};
 pub use result::NO_GPU_READINGS;
 #[cfg(feature = "alloc")]
@@ -332,5 +340,7 @@ impl WindowAnalyzer {
     }
 }
 
+#[cfg(all(test, feature = "alloc"))]
+mod job_tests;
 #[cfg(all(test, feature = "alloc"))]
 mod tests;

@@ -14,7 +14,7 @@ fn analyze(chunks: &[&[u8]], opts: &WindowOptions) -> RecordingAnalysis {
     a.end()
 }
 
-const HDR: &str = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n";
+pub(super) const HDR: &str = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n";
 
 /// (t0, t1, and (energy, samples, avg util) when at least two samples).
 type OracleOut = (i64, i64, Option<(f64, u64, Option<f64>)>);
@@ -393,7 +393,7 @@ fn counters_and_rapl_over_a_window() {
 
 /// A recording with many marks: nested same-stem pairs (`p_start` inside `p_start`), `begin`/`end`,
 /// plain marks and some labels seen once, on two GPUs.
-fn many_marks(rng: &mut Rng, marks: u32) -> String {
+pub(super) fn many_marks(rng: &mut Rng, marks: u32) -> String {
     let mut s = String::from(HDR);
     let mut t = 1_000_000_000i64;
     for k in 0..marks {
@@ -589,7 +589,7 @@ fn long_mark_labels_are_cut_but_selected_by_the_whole_label() {
 /// Marks of nested pairs with labels seen once (`sK_start` … `sK_end`, some never closed)
 /// inside an outer pair, so that a span's end label is first read long after its start (many
 /// reorder horizons later).
-fn unique_pairs(rng: &mut Rng, marks: u32) -> String {
+pub(super) fn unique_pairs(rng: &mut Rng, marks: u32) -> String {
     let mut s = String::from(HDR);
     let mut t = 1_000_000_000i64;
     let mut open: Vec<u32> = Vec::new();
