@@ -14,6 +14,9 @@
 //! a small time-in-power histogram and the power busy share is read from it at the end: one pass,
 //! which also works for `write()`/`end()`.
 //!
+//! The CLI and the Python wheel run it as the analyze job ([`AnalyzeJob`], `job.rs`), which
+//! decides the passes over the file and renders the result with serde.
+//!
 //! [`WindowAnalyzer`] needs the `alloc` feature (marks, labels and span results are owned).
 //! Without it, [`FixedWindowAnalyzer`] analyzes one selected window in memory fixed at compile
 //! time, with the same accumulators and verdict rules (see `fixed.rs`).
