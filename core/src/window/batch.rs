@@ -59,6 +59,7 @@ impl RowBatch {
     /// Adds what `reader` just returned (`ev`); `full`: the analysis is not reference-only
     /// ([`WindowAnalyzer::reference_only`]), so every field it uses is parsed. Events that carry
     /// nothing (`NeedsInput`, `End`) are not added.
+    #[inline]
     pub fn push_event(&mut self, reader: &TraceCsvReader, ev: CsvEvent, full: bool) {
         match ev {
             CsvEvent::NeedsInput | CsvEvent::End => {}
