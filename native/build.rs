@@ -17,6 +17,8 @@ fn main() {
     let nvtx = manifest_dir.join("../nvtx");
     println!("cargo:rerun-if-changed=../nvtx/src");
     println!("cargo:rerun-if-changed=../nvtx/Cargo.toml");
+    // The library writes flinch-core's marks line.
+    println!("cargo:rerun-if-changed=../core/src/marks_line.rs");
     println!("cargo:rerun-if-changed=../Cargo.lock");
     println!("cargo:rerun-if-env-changed=FLINCH_NVTX_EMBED");
     let built = match why_not(&nvtx) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh machine. Idempotent: each step is skipped when done.
 # Usage: scripts/setup.sh [--browser] [--bench]   (--browser adds wasm-bindgen-cli, Chromium and npm packages;
-#        --bench adds pigz for scripts/bench-trace.sh)
+#        --bench adds pigz for scripts/bench/trace.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +11,7 @@ step "rust targets and components"
 rustup target add wasm32-unknown-unknown thumbv7em-none-eabihf >/dev/null
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
-step "nightly toolchain and cargo-fuzz 0.13.2 (fuzz targets, scripts/fuzz.sh)"
+step "nightly toolchain and cargo-fuzz 0.13.2 (fuzz targets, scripts/dev/fuzz.sh)"
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 if [[ $(cargo fuzz --version 2>/dev/null) != *" 0.13.2"* ]]; then
     cargo install cargo-fuzz --version 0.13.2 --locked
@@ -103,7 +103,7 @@ if [[ " $* " == *" --browser "* ]]; then
 fi
 
 if [[ " $* " == *" --bench "* ]]; then
-  step "pigz (the decompression baseline of scripts/bench-trace.sh)"
+  step "pigz (the decompression baseline of scripts/bench/trace.sh)"
   if command -v pigz >/dev/null; then
     echo "present: $(pigz --version 2>&1)"
   else
@@ -114,7 +114,7 @@ if [[ " $* " == *" --bench "* ]]; then
   fi
 fi
 
-# --- firmware: QEMU for the Cortex-M4 image (embedded/, scripts/embedded.sh) ------------------------------
+# --- firmware: QEMU for the Cortex-M4 image (embedded/, scripts/dev/embedded.sh) ------------------------------
 step "qemu-system-arm (runs the flinch-mcu image on mps2-an386)"
 if qemu-system-arm -machine help 2>/dev/null | grep -q '^mps2-an386 '; then
   echo "present: $(qemu-system-arm --version | head -n1)"

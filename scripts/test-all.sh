@@ -31,16 +31,16 @@ tests/embedded/run.sh
 step "flinch-core with alloc for wasm32-unknown-unknown"
 cargo build -p flinch-core --target wasm32-unknown-unknown
 
-step "fuzz targets: build, then run each for a few seconds (scripts/fuzz.sh)"
-scripts/fuzz.sh "${FLINCH_FUZZ_SECONDS:-5}"
+step "fuzz targets: build, then run each for a few seconds (scripts/dev/fuzz.sh)"
+scripts/dev/fuzz.sh "${FLINCH_FUZZ_SECONDS:-5}"
 
 step "real-hardware scripts, dry runs (no GPU: scripted source; the plumbing, not the physics)"
 cargo build -p flinch-trace
-FLINCH_BIN=target/debug/flinch-trace scripts/gpu-check.sh --dry-run target/dry-gpu-check
-FLINCH_BIN=target/debug/flinch-trace scripts/gpu-join-check.sh --dry-run target/dry-gpu-join
+FLINCH_BIN=target/debug/flinch-trace scripts/gpu/check.sh --dry-run target/dry-gpu-check
+FLINCH_BIN=target/debug/flinch-trace scripts/gpu/join-check.sh --dry-run target/dry-gpu-join
 
-step "web: the page's wasm (scripts/build-web.sh)"
-scripts/build-web.sh
+step "web: the page's wasm (scripts/dev/build-web.sh)"
+scripts/dev/build-web.sh
 
 step "browser tests: the page in Chromium through playwright-core (tests/browser)"
 cargo build -p flinch-trace

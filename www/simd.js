@@ -1,5 +1,5 @@
 // Whether this browser runs WebAssembly SIMD (simd128), which the page's wasm is built with
-// (scripts/build-web.sh): asked of WebAssembly.validate with the smallest module that uses it.
+// (scripts/dev/build-web.sh): asked of WebAssembly.validate with the smallest module that uses it.
 const PROBE = new Uint8Array([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // "\0asm", version 1
   0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type section: one type, () -> v128

@@ -2,10 +2,10 @@
 // feeds them to the wasm Analyzer, and reports the result to the page; or summarizes a runs
 // folder: the core asks for its files one by one and this worker only moves their bytes.
 // In:  {type: 'analyze', options, port, sidecar?}   (options: see AnalyzerOptions in
-//      core/src/analyzer.rs; sidecar: the trace.csv's .meta.json File)
+//      core/src/analyzer/; sidecar: the trace.csv's .meta.json File)
 //      {type: 'summarize', runs, files: [{path, file}]}   (paths start with `runs/`)
 //      {type: 'join', options, recording, trace, sidecar?}   (Files; options: TraceJoinOptions in
-//      core/src/join/session.rs; the core reads the recording, then the trace once, or again:
+//      core/src/join/options.rs; the core reads the recording, then the trace once, or again:
 //      whole, or for a plain trace only the byte ranges the core names)
 // A sidecar's power source is read by the core's rule (the CLI's) into the `power_source` option.
 // Out: {type: 'ready', memoryBytes}

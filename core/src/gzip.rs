@@ -52,6 +52,11 @@ mod restart;
 pub use restart::RestartIndex;
 pub use restart::{NoRestartPoints, RestartPoint, RestartSink};
 
+#[cfg(feature = "alloc")]
+mod sniff;
+#[cfg(feature = "alloc")]
+pub use sniff::MaybeGz;
+
 use miniz_oxide::inflate::TINFLStatus;
 use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
 

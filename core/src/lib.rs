@@ -83,6 +83,7 @@ pub mod job;
 pub mod join;
 pub mod json;
 pub mod limits;
+pub mod marks_line;
 #[cfg(feature = "alloc")]
 pub mod merge;
 pub mod metrics;
@@ -90,7 +91,6 @@ pub mod ordered;
 pub mod pynum;
 #[cfg(feature = "alloc")]
 pub mod runs;
-#[cfg(feature = "alloc")]
 pub mod sidecar;
 pub mod sketch;
 pub mod stats;

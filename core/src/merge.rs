@@ -15,7 +15,9 @@
 //!
 //! Bad input is an error naming the summary (its index) and the key, never a panic.
 
+mod buckets;
 pub mod histogram;
+mod one_line;
 mod render;
 mod state;
 
@@ -25,6 +27,7 @@ use core::fmt;
 
 use serde::Deserialize;
 
+pub use one_line::{OneLine, WithSection};
 pub use render::{
     MERGED_SCOPE, MergedApproximations, MergedCategories, MergedCategory, MergedOpRow,
     MergedSummary, MergedTotals, RanksView,
@@ -463,19 +466,14 @@ pub fn render(state: MergeState, top: usize) -> MergedSummary {
 /// The JSON of a merged summary: 2-space indented, with the `mergeable` section last on one
 /// line (its histograms would take four lines a bucket).
 pub fn to_json(merged: &MergedSummary) -> String {
-    serde_json::to_string_pretty(merged)
-        .and_then(|json| with_section(json, &merged.mergeable))
+    OneLine::of(&merged.mergeable)
+        .and_then(|mergeable| {
+            serde_json::to_string_pretty(&WithSection {
+                body: merged,
+                mergeable,
+            })
+        })
         .unwrap_or_else(|e| alloc::format!("{{\"error\": \"{e}\"}}"))
-}
-
-/// `json` (a pretty-printed object) with `"mergeable": state` added as its last key, on one line.
-pub(crate) fn with_section(json: String, state: &MergeState) -> serde_json::Result<String> {
-    let section = serde_json::to_string(state)?;
-    let head = json.strip_suffix("\n}").unwrap_or(&json);
-    let sep = if head.ends_with('{') { "" } else { "," };
-    Ok(alloc::format!(
-        "{head}{sep}\n  \"mergeable\": {section}\n}}"
-    ))
 }
 
 #[cfg(test)]

@@ -2,13 +2,11 @@
 //! does (same keys, nesting, `source` strings and printed line), keeping the runs the reference
 //! would crash on or lose, with `warnings`. Needs the `alloc` feature.
 //!
-//! Bytes in, results out: the caller walks the folder (native: the file system; the page: the
-//! files the user dropped), names files with [`PyPath`], and pushes each file's bytes to a
-//! [`RunSummarizer`] (one per `<name>-host/` folder) in the order its methods are listed. Trace
-//! files are summarized by the caller with the trace analysis and listed through
-//! [`TraceEntry`]. [`RunsSummary`] renders the whole output. Callers that have a list of
-//! files rather than a file system (the page) use [`RunsFolder`], which makes the same choice
-//! of files as the native walk and summarizes the traces too.
+//! The job is [`RunsFolder`] (a [`crate::job::Job`]): given the folder's listing, it picks the
+//! files `summarize` reads, asks for them one at a time, and ends with the [`RunsSummary`], which
+//! renders the whole output. The page and the std driver (`flinch-host`, for the CLI and the
+//! Python wheel) both drive it. Within it each `<name>-host/` run is a [`RunSummarizer`] fed the
+//! run's files' bytes in the order its methods are listed, and each trace a [`TraceEntry`].
 //!
 //! Layout read: `<name>-host/telemetry.jsonl`, `<name>-host/status.json`,
 //! `<name>-host/command.log`, `<name>/report.json`, `<name>/requests.jsonl`, and
@@ -54,7 +52,7 @@ mod telemetry;
 mod traces;
 mod warnings;
 
-pub use folder::{NOT_FOUND, RunsFolder};
+pub use folder::{NOT_FOUND, RunsFolder, RunsFolderError, RunsOptions, TraceOutcome};
 pub use jsonl::{JsonlReader, MAX_LINE_BYTES};
 pub use logs::{Lifecycle, LogObservations, LogObserver, MarkerCount};
 pub use path::PyPath;

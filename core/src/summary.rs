@@ -67,7 +67,7 @@ mod spill;
 #[cfg(feature = "alloc")]
 pub use accumulator::*;
 #[cfg(feature = "alloc")]
-pub use refine::EventReplay;
+pub use refine::{EventReplay, PassError, ReplayError};
 #[cfg(feature = "alloc")]
 pub use result::*;
 #[cfg(feature = "alloc")]

@@ -26,7 +26,9 @@ pub use crate::stats::{Num, Stats};
 pub use crate::time_windows::Window;
 use crate::time_windows::{SeriesState, WindowState, WindowSummary, WindowedStats};
 
+pub mod host_row;
 pub mod values;
+pub use host_row::{HostMemory, HostRow};
 use values::Shares;
 pub use values::{BoundedStats, SharedSpill, ValueBudget, ValueSpill};
 

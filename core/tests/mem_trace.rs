@@ -11,7 +11,9 @@ use std::sync::Arc;
 use flinch_core::Limits;
 use flinch_core::intervals::Interval;
 use flinch_core::json::{Event, EventScanner, Scan};
-use flinch_core::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult};
+use flinch_core::summary::{
+    EventReplay, IntervalSpill, ReplayError, TraceSummary, TraceSummaryResult,
+};
 
 #[path = "common/peak_heap.rs"]
 mod peak_heap;
@@ -95,11 +97,11 @@ impl IntervalSpill for TestSpill {
 struct Replay(Arc<Vec<u8>>, Limits);
 
 impl EventReplay for Replay {
-    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String> {
+    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, ReplayError> {
         let mut sc = EventScanner::new(self.1);
         for chunk in self.0.chunks(64 << 10) {
             let mut pos = 0;
-            while let (Scan::Event, nin) = sc.scan(&chunk[pos..]).map_err(|e| e.to_string())? {
+            while let (Scan::Event, nin) = sc.scan(&chunk[pos..])? {
                 pos += nin;
                 sink(&sc.event());
             }
@@ -200,8 +202,9 @@ fn exact_within_the_memory_the_limits_allow() {
 }
 
 /// With the mergeable section, ops past the durations budget are counted in a further pass
-/// within the same budget: the peak stays under the bound above plus that budget again and the
-/// section itself, and the section equals the exact one at the scale that fit.
+/// within what of the same budget the other ops' histograms left: the peak stays under the bound
+/// above plus that budget again and the section's ops (their histograms within the budget), and
+/// the section equals the exact one at the scale that fit, which a warning states.
 #[test]
 fn mergeable_section_within_the_memory_the_limits_allow() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -219,6 +222,14 @@ fn mergeable_section_within_the_memory_the_limits_allow() {
     let (p, r) = peak_with(&data, limits, true, true);
     let got = r.mergeable_state().unwrap();
     let mut want = exact.mergeable_state().unwrap();
+    let warnings = &got.ranks[0].warnings;
+    let stated = format!("the mergeable histograms are at scale {},", got.scale);
+    assert_eq!(
+        warnings.iter().any(|w| w.starts_with(&stated)),
+        got.scale < SCALE,
+        "{warnings:?}"
+    );
+    want.ranks[0].warnings = warnings.clone();
     want.scale = got.scale;
     for o in &mut want.ops {
         o.histogram = o
@@ -227,19 +238,24 @@ fn mergeable_section_within_the_memory_the_limits_allow() {
             .map(|h| h.downscaled(SCALE - got.scale));
     }
     assert_eq!(got, want);
-    // The section's own size: 16 bytes a bucket, 256 bytes an op.
-    let section: usize = got
+    // The section's ops, 256 bytes each; their histograms are within the durations budget.
+    let section = 256 * got.ops.len();
+    let histograms: usize = got
         .ops
         .iter()
-        .map(|o| 256 + 16 * o.histogram.as_ref().map_or(0, |h| h.buckets.len()))
+        .map(|o| o.histogram.as_ref().map_or(0, |h| h.heap_bytes()))
         .sum();
+    assert!(histograms <= 4 * limits.max_exact_values, "{histograms}");
     let bound = 16 * 4 * limits.max_intervals
         + 2 * 4 * limits.max_exact_values
         + (4 << 20)
         + 40 * 8 * (32 << 10)
         + (1 << 20)
         + section;
-    eprintln!("scale {}, peak {p}, bound {bound}", got.scale);
+    eprintln!(
+        "scale {}, peak {p}, bound {bound}, histograms {histograms}",
+        got.scale
+    );
     assert!(p <= bound, "peak {p} > bound {bound}");
 }
 

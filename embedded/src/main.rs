@@ -10,16 +10,16 @@
 #![no_main]
 
 mod host;
-mod sidecar;
 mod stats;
 
 use core::fmt::Write;
 
 use cortex_m_rt::entry;
 use flinch_core::csv::TraceCsvReader;
+use flinch_core::sidecar::PowerSourceScanner;
 use flinch_core::window::{
-    FixedBuffers, FixedOptions, FixedResult, FixedWindowAnalyzer, Pass, PowerSource, VerdictText,
-    write_reference_lines,
+    ANALYZE_CLI, FixedBuffers, FixedOptions, FixedResult, FixedWindowAnalyzer, MARK_TOO_LATE,
+    MixedGpusNote, Pass, PowerSource, VerdictText, write_reference_lines,
 };
 
 /// GPUs tracked (samples of further GPUs are skipped, with a warning).
@@ -45,7 +45,7 @@ fn main() -> ! {
 }
 
 /// The CLI's prefix for its own errors.
-const CLI: &str = "flinch-trace analyze";
+const CLI: &str = ANALYZE_CLI;
 
 fn run(
     cmdline: &'static mut [u8; 1024],
@@ -161,14 +161,15 @@ fn sidecar_power_source(csv: &[u8], buf: &mut [u8; CHUNK_BYTES]) -> Option<Power
     buf[..csv.len()].copy_from_slice(csv);
     buf[csv.len()..n].copy_from_slice(SUFFIX);
     let mut file = host::File::open(&buf[..n]).ok()?;
-    let mut scan = sidecar::PowerSourceScanner::new();
-    while scan.found().is_none() {
+    // flinch-core's rule, as `flinch-trace analyze` applies it: the whole file is read.
+    let mut scan = PowerSourceScanner::new();
+    loop {
         match file.read(buf) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => return scan.finish(),
             Ok(k) => scan.push(&buf[..k]),
+            Err(_) => return None,
         }
     }
-    scan.found()
 }
 
 /// Prints what `flinch-trace analyze` prints for this result (stdout, then stderr) and the
@@ -199,9 +200,7 @@ fn report(r: &FixedResult, eprint: &mut impl FnMut(core::fmt::Arguments<'_>)) ->
     }
     let Some(w) = &r.window else {
         warn_all(eprint);
-        eprint(format_args!(
-            "{CLI}: a mark of the window arrived too late in the file to be placed in time order (see the warning above)\n"
-        ));
+        eprint(format_args!("{MARK_TOO_LATE}\n"));
         return 1;
     };
     let Some(mut out) = host::stdout() else {
@@ -214,10 +213,7 @@ fn report(r: &FixedResult, eprint: &mut impl FnMut(core::fmt::Arguments<'_>)) ->
         return 1;
     }
     if r.gpus > 1 {
-        eprint(format_args!(
-            "note: {} GPUs in this file; these lines mix their samples as the reference does: use --gpu N or --json\n",
-            r.gpus
-        ));
+        eprint(format_args!("{}\n", MixedGpusNote(r.gpus)));
     }
     warn_all(eprint);
     0

@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use flinch_core::Limits;
 use flinch_core::intervals::Interval;
 use flinch_core::json::{Event, EventScanner, Scan};
-use flinch_core::summary::{EventReplay, IntervalSpill, TraceSummary};
+use flinch_core::summary::{EventReplay, IntervalSpill, ReplayError, TraceSummary};
 
 use crate::input::InputFile;
 use crate::input::spool::unnamed_temp_file;
@@ -117,7 +117,7 @@ impl FileReplay {
 }
 
 impl EventReplay for FileReplay {
-    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String> {
+    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, ReplayError> {
         let mut input = self.input.read()?;
         let mut scanner = EventScanner::new(self.limits);
         loop {
@@ -126,10 +126,10 @@ impl EventReplay for FileReplay {
                 Ok(None) => break,
                 // A cut .gz: the first pass stopped at the same place.
                 Err(e) if e.cut.is_some() => break,
-                Err(e) => return Err(e.message),
+                Err(e) => return Err(e.message.into()),
             };
             let mut pos = 0;
-            while let (Scan::Event, nin) = scanner.scan(&chunk[pos..]).map_err(|e| e.to_string())? {
+            while let (Scan::Event, nin) = scanner.scan(&chunk[pos..])? {
                 pos += nin;
                 sink(&scanner.event());
             }

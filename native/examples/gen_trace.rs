@@ -1,5 +1,5 @@
 //! Deterministically writes a Kineto-like (PyTorch profiler) trace and its `.gz`, for the trace
-//! benchmark (`scripts/bench-trace.sh`).
+//! benchmark (`scripts/bench/trace.sh`).
 //!
 //! Usage: `cargo run --release -p flinch-trace --example gen_trace -- OUT_DIR [MEGABYTES] [SHAPE]`
 //!

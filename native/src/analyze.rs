@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use flinch_core::window::{
-    Analyzed, FIRST_PASS_HOLD, PowerSource, PyFixed, RecordingAnalysis, VerdictText, WindowResult,
-    write_reference_lines,
+    Analyzed, FIRST_PASS_HOLD, MARK_TOO_LATE, MixedGpusNote, PowerSource, PyFixed,
+    RecordingAnalysis, VerdictText, WindowResult, write_reference_lines,
 };
 use flinch_host::analyze::{self as job, AnalyzeRequest, CsvInput, Form, PassProgress};
 
@@ -167,18 +167,12 @@ fn text_mode(req: &AnalyzeRequest, out: &mut impl Write) -> CmdResult {
         out.write_all(text.as_bytes()).map_err(io)?;
         if req.gpu.is_none() && r.gpus.len() > 1 {
             out.flush().map_err(io)?;
-            eprintln!(
-                "note: {} GPUs in this file; these lines mix their samples as the reference does: use --gpu N or --json",
-                r.gpus.len()
-            );
+            eprintln!("{}", MixedGpusNote(r.gpus.len()));
         }
     } else if r.selection.is_some() {
         // Both marks were found but one of them arrived beyond the reorder horizon.
         warn_all(r);
-        return Err(
-            "flinch-trace analyze: a mark of the window arrived too late in the file to be placed in time order (see the warning above)"
-                .into(),
-        );
+        return Err(MARK_TOO_LATE.into());
     }
     if req.spans {
         let mut failed = None;

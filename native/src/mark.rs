@@ -6,8 +6,9 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use flinch_core::marks_line;
+
 use crate::record::clock::mono_now_ns;
-use crate::record::marks::MAX_LINE;
 use crate::{CmdError, CmdResult};
 
 /// Arguments of `flinch-trace mark`.
@@ -20,22 +21,12 @@ pub struct Args {
     fifo: Option<PathBuf>,
 }
 
-/// The line `mark` writes for `label` at `t_mono_ns`.
-pub fn line(t_mono_ns: u64, label: &str) -> Result<String, String> {
-    let label = label.trim();
-    if label.is_empty() {
-        return Err("error: mark: empty label".into());
-    }
-    if label.contains(['\n', '\r']) {
-        return Err("error: mark: a label is one line (no newline)".into());
-    }
-    let line = format!("@{t_mono_ns} {label}\n");
-    if line.len() > MAX_LINE {
-        return Err(format!(
-            "error: mark: label too long (the line must fit in {MAX_LINE} bytes)"
-        ));
-    }
-    Ok(line)
+/// The line `mark` writes for `label` at `t_mono_ns` (flinch-core's marks line).
+pub fn line(t_mono_ns: u64, label: &str) -> Result<Vec<u8>, String> {
+    let mut buf = [0u8; marks_line::MAX_LINE];
+    let n = marks_line::write_mark(&mut buf, t_mono_ns, None, label)
+        .map_err(|e| format!("error: mark: {e}"))?;
+    Ok(buf[..n].to_vec())
 }
 
 /// Runs the subcommand.
@@ -81,7 +72,7 @@ pub fn run(args: Args) -> CmdResult {
     // not forever (a recorder that stopped reading).
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(2);
     loop {
-        match f.write(text.as_bytes()) {
+        match f.write(&text) {
             Ok(n) if n == text.len() => return Ok(ExitCode::SUCCESS),
             Ok(_) => return Err("error: mark: short write to the FIFO".into()),
             Err(e) if e.kind() == ErrorKind::WouldBlock && std::time::Instant::now() > give_up => {
@@ -102,15 +93,18 @@ pub fn run(args: Args) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::marks::parse_line;
 
     #[test]
-    fn line_round_trips_through_the_reader_parser() {
-        let l = line(42, " infer start ").unwrap();
-        assert_eq!(l, "@42 infer start\n");
-        assert_eq!(parse_line(&l), Some((Some(42), "infer start")));
-        assert!(line(1, "a\nb").is_err());
-        assert!(line(1, "  ").is_err());
-        assert!(line(1, &"x".repeat(5000)).is_err());
+    fn line_is_the_stamped_mark_or_a_usage_error() {
+        assert_eq!(line(42, " infer start ").unwrap(), b"@42 infer start\n");
+        assert_eq!(
+            line(1, "a\nb").unwrap_err(),
+            "error: mark: a label is one line (no newline)"
+        );
+        assert_eq!(line(1, "  ").unwrap_err(), "error: mark: empty label");
+        assert_eq!(
+            line(1, &"x".repeat(5000)).unwrap_err(),
+            "error: mark: label too long (the line must fit in 4096 bytes)"
+        );
     }
 }

@@ -11,6 +11,9 @@ use crate::trace::write_op_table;
 use crate::{CmdError, CmdResult};
 
 pub mod per_rank;
+mod section_formatter;
+
+use section_formatter::SectionFormatter;
 
 /// Arguments of `flinch-trace merge`.
 #[derive(clap::Args)]
@@ -26,6 +29,12 @@ pub struct Args {
     #[arg(long, default_value_t = flinch_core::summary::DEFAULT_TOP_OPS, value_name = "N",
           allow_hyphen_values = true, value_parser = crate::values::count)]
     top: usize,
+    /// Files up to this many bytes are read whole and parsed from memory (the faster parse);
+    /// larger ones are parsed as they are read, an array's summaries folded one at a time, so
+    /// that memory holds one summary, not the file.
+    #[arg(long, default_value_t = READ_WHOLE_BYTES, value_name = "BYTES",
+          allow_hyphen_values = true, value_parser = crate::values::count)]
+    read_whole_max_bytes: usize,
 }
 
 fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
@@ -39,31 +48,30 @@ fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("flinch-trace merge: {}: {e}", path.display()))
 }
 
-/// Files up to this size are read whole and parsed from memory (the faster parse); larger ones
-/// (an array of many ranks' summaries, a large merge) are parsed as they are read, an array's
-/// summaries folded one at a time, so the file is never held whole. Tests set a smaller size
-/// with the environment variable `FLINCH_MERGE_READ_WHOLE_BYTES`.
-const READ_WHOLE_BYTES: u64 = 16 << 20;
-
-fn read_whole_bytes() -> u64 {
-    std::env::var("FLINCH_MERGE_READ_WHOLE_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(READ_WHOLE_BYTES)
-}
+/// `--read-whole-max-bytes`' default: a large merge's or a many-rank array's file is parsed as
+/// it is read, where holding it whole would cost its size again.
+const READ_WHOLE_BYTES: usize = 16 << 20;
 
 enum Failed {
     Read(String),
     Merge(MergeError),
 }
 
-fn add_file(merger: &mut Merger, index: usize, path: &PathBuf) -> Result<(), Failed> {
+/// Folds the summary (or the array of summaries) in `path` into `merger`: read whole up to
+/// `read_whole_max_bytes`, else parsed as it is read.
+fn add_file(
+    merger: &mut Merger,
+    index: usize,
+    path: &PathBuf,
+    read_whole_max_bytes: usize,
+) -> Result<(), Failed> {
     let open = || {
         std::fs::File::open(path)
             .map_err(|e| Failed::Read(format!("flinch-trace merge: {}: {e}", path.display())))
     };
     let large = path.as_os_str() != "-"
-        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > read_whole_bytes());
+        && std::fs::metadata(path)
+            .is_ok_and(|m| m.is_file() && m.len() > read_whole_max_bytes as u64);
     if !large {
         let bytes = read(path).map_err(Failed::Read)?;
         return merger.add_json(index, &bytes).map_err(Failed::Merge);
@@ -145,7 +153,7 @@ pub fn run(args: Args) -> CmdResult {
     // One summary at a time: read, folded in, dropped.
     let mut merger = Merger::new();
     for (i, path) in args.files.iter().enumerate() {
-        add_file(&mut merger, i, path).map_err(|e| match e {
+        add_file(&mut merger, i, path, args.read_whole_max_bytes).map_err(|e| match e {
             Failed::Read(text) => text,
             Failed::Merge(e) => named(&args.files, e),
         })?;
@@ -165,43 +173,24 @@ pub fn run(args: Args) -> CmdResult {
 /// `flinch_core::merge::to_json`'s text and a newline, written to stdout as it is made: a merge
 /// of many ranks lists each of them, and its text is not held whole (nor twice).
 fn print_json(merged: &MergedSummary) -> std::io::Result<()> {
+    use serde::Serialize;
     use std::io::Write;
+    /// The merged summary's keys, then its section (on one line, by the formatter).
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        #[serde(flatten)]
+        body: &'a MergedSummary,
+        mergeable: &'a flinch_core::merge::MergeState,
+    }
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    // The pretty-printed object but its closing "\n}", then the section on one line.
-    let mut body = HoldBack {
-        inner: &mut out,
-        held: Vec::with_capacity(4),
-    };
-    serde_json::to_writer_pretty(&mut body, merged)?;
-    let held = std::mem::take(&mut body.held);
-    if held != b"\n}" {
-        return Err(std::io::Error::other("the summary is not a JSON object"));
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, SectionFormatter::new());
+    Doc {
+        body: merged,
+        mergeable: &merged.mergeable,
     }
-    out.write_all(b",\n  \"mergeable\": ")?;
-    serde_json::to_writer(&mut out, &merged.mergeable)?;
-    out.write_all(b"\n}\n")?;
+    .serialize(&mut ser)?;
+    out.write_all(b"\n")?;
     out.flush()
-}
-
-/// A writer that passes everything on but its last two bytes, kept in `held`.
-struct HoldBack<'a, W: std::io::Write> {
-    inner: &'a mut W,
-    held: Vec<u8>,
-}
-
-impl<W: std::io::Write> std::io::Write for HoldBack<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.held.extend_from_slice(buf);
-        if self.held.len() > 2 {
-            let pass = self.held.len() - 2;
-            self.inner.write_all(&self.held[..pass])?;
-            self.held.drain(..pass);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// The readable view: totals and busy union per rank, then the top ops.

@@ -272,7 +272,7 @@ fn report_file(
                 if args.json {
                     match &joined {
                         Some(j) => {
-                            let json = join::merge_json(&result_json(&result), j);
+                            let json = join::summary_with_join_json(&result, j);
                             json_out.item(|out| out(&json))?;
                         }
                         // Written as it is made: the mergeable section grows with the ops.

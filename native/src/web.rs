@@ -83,7 +83,7 @@ pub struct Args {
     #[arg(long, default_value_t = 8000, value_name = "PORT", allow_hyphen_values = true,
           value_parser = crate::values::port)]
     port: u16,
-    /// Folder holding the page (build its wasm first with scripts/build-web.sh).
+    /// Folder holding the page (build its wasm first with scripts/dev/build-web.sh).
     #[arg(long, default_value = "www")]
     dir: PathBuf,
     /// Testing seam: connections served at once (the rest get 503).
@@ -102,7 +102,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     if !root.join("pkg").is_dir() {
         eprintln!(
-            "web: warning: {} has no pkg/ (the wasm build); run scripts/build-web.sh",
+            "web: warning: {} has no pkg/ (the wasm build); run scripts/dev/build-web.sh",
             root.display()
         );
     }

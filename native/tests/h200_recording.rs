@@ -2,11 +2,13 @@
 //! matrix products for 3 s, a 2 s sleep, 3 s again, between marks). The three-line output of
 //! each window is checked against the reference in analyze_cli.rs (tests/analyze/cases.txt);
 //! here: the verdicts, and the NVML energy counter against the trapezoid of the instant power.
-use std::path::PathBuf;
 use std::process::Command;
 
+mod common;
+use common::repo;
+
 fn window(start: &str, end: &str) -> serde_json::Value {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = repo();
     let out = Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
         .current_dir(&root)
         .args([

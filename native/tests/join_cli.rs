@@ -3,24 +3,17 @@
 //! the pause energy equal to `analyze --json`'s `energy_edge_j` for the same window, the summary
 //! keys unchanged, and the errors.
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
+
+mod common;
+use common::{bin, repo, tmpdir};
 
 const BASE: i64 = 1_764_000_000_000_000_000;
 const MONO_SKEW: i64 = 1_763_999_000_000_000_000;
 const GRID0_NS: i64 = 1_000_000_500;
 const STEP_NS: i64 = 10_000_000;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
-}
-
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flinch-join-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Kernels with a 300 ms and a 724 ms pause on device 0; host work inside them.
 fn trace(base: Option<i64>) -> String {
@@ -98,7 +91,7 @@ fn json(out: &Output) -> Value {
 
 #[test]
 fn pauses_telemetry_and_analyze_agree() {
-    let d = dir("agree");
+    let d = tmpdir("agree");
     let t = write(&d, "trace.json", &trace(Some(BASE)));
     let c = write(&d, "trace.csv", &recording());
     let (t, c) = (t.to_str().unwrap(), c.to_str().unwrap());
@@ -165,7 +158,7 @@ fn pauses_telemetry_and_analyze_agree() {
 
 #[test]
 fn clock_offset_gpu_map_and_errors() {
-    let d = dir("offset");
+    let d = tmpdir("offset");
     let t0 = write(&d, "nobase.json", &trace(None));
     let c = write(&d, "trace.csv", &recording());
     let (t0, c) = (t0.to_str().unwrap(), c.to_str().unwrap());
@@ -276,7 +269,7 @@ fn gunzip(path: &Path) -> Vec<u8> {
 /// trace against an oracle over the parsed JSON (f64 µs, so to 1 µs).
 #[test]
 fn real_traces_base_and_pauses() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces/HolisticTraceAnalysis");
+    let root = repo().join("tests/traces/HolisticTraceAnalysis");
     for (name, base, before) in [
         (
             "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
@@ -372,7 +365,7 @@ fn real_traces_base_and_pauses() {
 /// (plain and gzip) back with the original categories and the same pauses.
 #[test]
 fn perfetto_merge_reads_back() {
-    let d = dir("perfetto");
+    let d = tmpdir("perfetto");
     let t = write(&d, "trace.json", &trace(Some(BASE)));
     let c = write(&d, "trace.csv", &recording());
     let (t, c) = (t.to_str().unwrap(), c.to_str().unwrap());
@@ -482,7 +475,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 /// status is the summary's for a cut input (0, `truncated: true`).
 #[test]
 fn perfetto_from_a_cut_trace_is_valid_json_with_a_note() {
-    let d = dir("perfetto-cut");
+    let d = tmpdir("perfetto-cut");
     let c = write(&d, "trace.csv", &recording());
     let c = c.to_str().unwrap();
     // Many events, so that the cut falls well inside the events array.
@@ -579,7 +572,7 @@ fn perfetto_from_a_cut_trace_is_valid_json_with_a_note() {
 /// rows are left out and counted, never written with a wrapped `ts`.
 #[test]
 fn perfetto_skips_rows_outside_the_trace_clock() {
-    let d = dir("perfetto-range");
+    let d = tmpdir("perfetto-range");
     let t = write(&d, "trace.json", &trace(Some(-9_000_000_000_000_000_000)));
     let c = write(&d, "trace.csv", &recording());
     let out = d.join("merged.json");
@@ -619,7 +612,7 @@ fn perfetto_skips_rows_outside_the_trace_clock() {
 /// 1712195495505582.988 as 1712195495505583.0.
 #[test]
 fn epoch_scale_timestamps_print_exactly() {
-    let d = dir("epoch");
+    let d = tmpdir("epoch");
     let evs = [
         r#"{"ph":"X","cat":"kernel","name":"a","pid":0,"tid":7,"ts":1712195495405582.988,"dur":100000}"#,
         r#"{"ph":"X","cat":"kernel","name":"b","pid":0,"tid":7,"ts":1712195495705582.001,"dur":10}"#,
@@ -652,7 +645,7 @@ fn epoch_scale_timestamps_print_exactly() {
 /// it overflows (exit 1, one line naming --clock-offset-ms).
 #[test]
 fn base_time_errors_say_what_was_found() {
-    let d = dir("basetext");
+    let d = tmpdir("basetext");
     let c = write(&d, "trace.csv", &recording());
     let c = c.to_str().unwrap();
     let body = trace(None);
@@ -716,7 +709,7 @@ fn base_time_errors_say_what_was_found() {
 /// a raised minimum.
 #[test]
 fn min_gap_zero_lists_every_idle_gap_and_no_empty_one() {
-    let d = dir("mingap0");
+    let d = tmpdir("mingap0");
     let evs = [
         // Busy [1000, 1100) and [1100, 1200) touch: no gap between them.
         r#"{"ph":"X","cat":"kernel","name":"a","pid":0,"tid":7,"ts":1000,"dur":100}"#,
@@ -768,7 +761,7 @@ fn min_gap_zero_lists_every_idle_gap_and_no_empty_one() {
 /// as `analyze` words it.
 #[test]
 fn non_finite_power_in_a_pause_is_counted_and_left_out_as_analyze_does() {
-    let d = dir("nonfinite");
+    let d = tmpdir("nonfinite");
     let t = write(&d, "trace.json", &trace(Some(BASE)));
     // Three readings inside the 724 ms pause (at 1.80, 1.81 and 1.82 s) are not numbers.
     let mut text = String::new();
@@ -847,7 +840,7 @@ fn non_finite_power_in_a_pause_is_counted_and_left_out_as_analyze_does() {
 /// said once, in `gpu_energy_note` and in the text.
 #[test]
 fn a_recording_without_gpu_readings_says_why_once() {
-    let d = dir("hostonly");
+    let d = tmpdir("hostonly");
     // Kernels over the recording's time (its t_wall_ns start at 1795987818012798571).
     let evs = [
         r#"{"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":100000,"dur":200000}"#,
@@ -863,7 +856,7 @@ fn a_recording_without_gpu_readings_says_why_once() {
             evs.join(",\n")
         ),
     );
-    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/host-only/trace.csv");
+    let csv = repo().join("examples/host-only/trace.csv");
     let (t, c) = (t.to_str().unwrap(), csv.to_str().unwrap());
     let out = run(&["trace", t, "--telemetry", c, "--json"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();

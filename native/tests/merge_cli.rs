@@ -4,20 +4,12 @@
 //! errors naming the file and the key.
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod common;
+use common::{bin, repo};
 
 fn hta() -> Vec<PathBuf> {
     let dir = repo().join("tests/traces/HolisticTraceAnalysis");
@@ -194,11 +186,11 @@ fn repeated_files_warn_and_inconsistent_summaries_are_refused() {
     for whole in ["", "1"] {
         let run = |files: &[&Path]| {
             let mut c = bin();
-            c.env(
-                "FLINCH_MERGE_READ_WHOLE_BYTES",
-                if whole.is_empty() { "16777216" } else { whole },
-            );
-            c.arg("merge").arg("--json").args(files);
+            c.arg("merge").arg("--json");
+            if !whole.is_empty() {
+                c.arg("--read-whole-max-bytes").arg(whole);
+            }
+            c.args(files);
             c.output().unwrap()
         };
         let out = run(&[&a, &b, &link]);
@@ -251,4 +243,36 @@ fn repeated_files_warn_and_inconsistent_summaries_are_refused() {
             "{err}"
         );
     }
+}
+
+/// `merge --json` streams the document through a formatter that writes the section on one line;
+/// the core's `merge_json` composes the same document with the section as a raw value: the same
+/// bytes (and what Python's `merge_json` returns), 2-space indented with the section last on one
+/// line.
+#[test]
+fn streamed_merge_json_equals_the_cores_text() {
+    let texts: Vec<String> = hta().iter().take(3).map(|f| trace(f, true)).collect();
+    let files: Vec<PathBuf> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| tmp(&format!("stream-{i}.json"), t))
+        .collect();
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let cli = merge(&paths);
+    let core = flinch_core::merge::merge_json(&texts).unwrap();
+    assert_eq!(cli, format!("{core}\n"));
+    let lines: Vec<&str> = cli.lines().collect();
+    let n = lines.len();
+    assert_eq!(lines[n - 1], "}");
+    assert!(
+        lines[n - 2].starts_with("  \"mergeable\": {\"version\":"),
+        "{}",
+        lines[n - 2]
+    );
+    let v: Value = serde_json::from_str(&cli).unwrap();
+    assert_eq!(
+        serde_json::to_string(&v["mergeable"]).unwrap().len(),
+        lines[n - 2].len() - "  \"mergeable\": ".len()
+    );
+    assert!(lines[1].starts_with("  \""), "{}", lines[1]);
 }

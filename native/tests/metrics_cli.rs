@@ -4,18 +4,14 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_flinch-trace");
+mod common;
+use common::tmpdir;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flinch-metrics-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+const BIN: &str = env!("CARGO_BIN_EXE_flinch-trace");
 
 /// Two GPUs at 10 ms ticks: GPU 0 has the energy counter (+2000 mJ per tick for 150 ticks,
 /// then flat), GPU 1 only power (150 W). Windows: prefill twice, decode once, `step 7` once.

@@ -14,21 +14,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod common;
+use common::{bin, tmpdir};
+
 /// Long enough for a debug build on a loaded machine; a hang is forever.
 const LIMIT: Duration = Duration::from_secs(90);
 
 const BASE: i64 = 1_764_000_000_000_000_000;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
-}
-
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flinch-nonreg-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Runs `cmd` (its stdin fed `stdin` from a thread, when given) and waits at most [`LIMIT`]:
 /// past it the process is killed and the test fails, naming `what`. Every byte of `stdin` must
@@ -246,7 +238,7 @@ fn spool_note(out: &Output, path: &str) {
 /// the regular file.
 #[test]
 fn analyze_spans_of_a_fifo_with_many_marks_are_the_regular_files() {
-    let d = dir("an-fifo");
+    let d = tmpdir("an-fifo");
     let csv = many_marks_csv(10_000);
     let file = write(&d, "m.csv", &csv);
     let mut c = bin();
@@ -267,7 +259,7 @@ fn analyze_spans_of_a_fifo_with_many_marks_are_the_regular_files() {
 /// full result of the regular file, never 0 spans with exit 0.
 #[test]
 fn analyze_json_and_spans_from_a_pipe_are_the_regular_files() {
-    let d = dir("an-pipe");
+    let d = tmpdir("an-pipe");
     let csv = many_marks_csv(10_000);
     let file = write(&d, "m.csv", &csv);
     for mode in ["--json", "--spans"] {
@@ -305,7 +297,7 @@ fn analyze_json_and_spans_from_a_pipe_are_the_regular_files() {
 /// event is read (no `truncated`), as from the regular file; no spool with `--bounded`.
 #[test]
 fn trace_json_of_a_fifo_reads_every_event() {
-    let d = dir("tr-fifo");
+    let d = tmpdir("tr-fifo");
     let trace = trace_json(6_000);
     assert!(trace.len() > 256 << 10, "more than a pipe's buffer");
     let file = write(&d, "t.json", &trace);
@@ -339,7 +331,7 @@ fn trace_json_of_a_fifo_reads_every_event() {
 /// with the regular file's result.
 #[test]
 fn trace_pauses_and_telemetry_from_a_pipe_are_the_regular_files() {
-    let d = dir("tr-join");
+    let d = tmpdir("tr-join");
     let trace = trace_json(3_000);
     let file = write(&d, "t.json", &trace);
     let rec = write(&d, "rec.csv", &recording_csv(14));
@@ -385,7 +377,7 @@ fn trace_pauses_and_telemetry_from_a_pipe_are_the_regular_files() {
 /// byte, never left empty.
 #[test]
 fn perfetto_with_the_recording_on_a_fifo_is_the_regular_files() {
-    let d = dir("tr-perfetto");
+    let d = tmpdir("tr-perfetto");
     let file = write(&d, "t.json", &trace_json(1_000));
     let rec_bytes = recording_csv(5);
     let rec = write(&d, "rec.csv", &rec_bytes);
@@ -441,7 +433,7 @@ fn perfetto_with_the_recording_on_a_fifo_is_the_regular_files() {
 /// where no file can be made fails before anything is read.
 #[test]
 fn a_spool_that_cannot_be_written_is_a_clear_error() {
-    let d = dir("spool-err");
+    let d = tmpdir("spool-err");
     let csv = many_marks_csv(10_000);
     let mut c = bin();
     c.args(["analyze", "--spans", "--csv", "/dev/stdin"]);
@@ -487,7 +479,7 @@ fn a_spool_that_cannot_be_written_is_a_clear_error() {
 /// line naming the input and the reason, exit status 1.
 #[test]
 fn a_full_tmpfs_under_the_spool_gives_enospc() {
-    let d = dir("spool-tmpfs");
+    let d = tmpdir("spool-tmpfs");
     let mnt = d.join("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
     let target = std::ffi::CString::new(mnt.to_str().unwrap()).unwrap();

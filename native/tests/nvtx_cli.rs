@@ -10,20 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{repo, tmpdir};
+
 const BIN: &str = env!("CARGO_BIN_EXE_flinch-trace");
 /// One GPU, constant: the GPU does not matter here, the marks do.
 const SCRIPT: &str = "gpus 1\n100,50,10,1500,50,1000,100,0\n";
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flinch-nvtx-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// The injection library `cargo build` put beside the binary.
 fn library() -> PathBuf {

@@ -9,18 +9,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{bin, tmpdir};
+
 const BASE: i64 = 1_764_000_000_000_000_000;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
-}
-
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flinch-outputs-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// A trace of `events` kernels with a `baseTimeNanoseconds`, and a recording over it.
 fn trace_text(events: usize) -> String {
@@ -85,7 +77,7 @@ fn perfetto(trace: &Path, csv: &Path, out: &Path) -> Command {
 
 #[test]
 fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
-    let d = dir("same");
+    let d = tmpdir("same");
     let trace = write(&d, "t.json", &trace_text(50));
     let csv = write(&d, "rec.csv", &recording_text());
     let sidecar = write(
@@ -146,7 +138,7 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
 
 #[test]
 fn summarize_refuses_an_out_that_is_a_file_it_reads() {
-    let d = dir("summarize");
+    let d = tmpdir("summarize");
     let runs = d.join("runs");
     std::fs::create_dir_all(runs.join("a-host")).unwrap();
     let tel = write(
@@ -195,7 +187,7 @@ fn summarize_refuses_an_out_that_is_a_file_it_reads() {
 fn big() -> &'static (PathBuf, PathBuf) {
     static BIG: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     BIG.get_or_init(|| {
-        let d = dir("big");
+        let d = tmpdir("big");
         (
             write(&d, "big.json", &trace_text(300_000)),
             write(&d, "rec.csv", &recording_text()),
@@ -243,7 +235,7 @@ fn stopped_mid_write(out_dir: &Path, sig: i32) -> std::process::ExitStatus {
 #[test]
 fn sigint_and_sigterm_during_the_write_leave_no_output_and_no_temporary_file() {
     for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
-        let d = dir(&format!("signal-{sig}"));
+        let d = tmpdir(&format!("signal-{sig}"));
         let status = stopped_mid_write(&d, sig);
         // Ended by the signal itself, as the shell sees it: 128+N.
         assert!(
@@ -257,7 +249,7 @@ fn sigint_and_sigterm_during_the_write_leave_no_output_and_no_temporary_file() {
 
 #[test]
 fn a_file_size_limit_is_a_clear_error_with_no_output_left() {
-    let d = dir("fsize");
+    let d = tmpdir("fsize");
     let trace = write(&d, "t.json", &trace_text(20_000));
     let csv = write(&d, "rec.csv", &recording_text());
     let out_dir = d.join("out");
@@ -307,7 +299,7 @@ fn small_tmpfs(at: &Path) -> Result<(), String> {
 
 #[test]
 fn a_full_disk_is_a_clear_error_with_no_output_left_and_the_old_target_kept() {
-    let d = dir("enospc");
+    let d = tmpdir("enospc");
     let trace = write(&d, "t.json", &trace_text(40_000));
     let csv = write(&d, "rec.csv", &recording_text());
     let mnt = d.join("small");
@@ -348,7 +340,7 @@ fn a_full_disk_is_a_clear_error_with_no_output_left_and_the_old_target_kept() {
 /// `--host-jsonl` that are one file, before recording anything.
 #[test]
 fn record_refuses_an_output_that_is_an_input_or_the_other_output() {
-    let d = dir("record");
+    let d = tmpdir("record");
     let script = write(&d, "gpu.script", "gpus 1\n200,90,30,1900,60,1000,5000,0\n");
     std::fs::hard_link(&script, d.join("hard.csv")).unwrap();
     let csv = d.join("trace.csv");

@@ -8,16 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::tmpdir;
+
 const BIN: &str = env!("CARGO_BIN_EXE_flinch-trace");
 const SCRIPT: &str = "gpus 2\n200,90,30,1900,60,1000,5000,0;80,0,0,300,40,500,100,4\n\
                       210,95,31,1950,61,1100,5000,0;81,0,0,300,40,510,100,4\n";
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flinch-rec-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn script(dir: &Path) -> PathBuf {
     let p = dir.join("gpu.script");

@@ -1,19 +1,10 @@
 //! The recorder driven by the scripted GPU source and the virtual clock reproduces the checked-in
 //! golden trace.csv byte for byte, and that file reads back through `flinch-trace analyze` with
 //! the reference analyzer's output (a golden produced offline: tests/record/README.md).
-use std::path::PathBuf;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flinch-rec-golden-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::{repo, tmpdir};
 
 fn record_golden(out: &std::path::Path) -> std::process::Output {
     let g = repo().join("tests/record");

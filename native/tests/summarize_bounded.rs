@@ -1,7 +1,10 @@
 //! `summarize` summarizes each trace within `Limits::NATIVE` by default (bounded memory per trace,
 //! several traces at once), and says so when a trace does not fit; `--exact` lifts the bound.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+mod common;
+use common::tmpdir;
 
 #[allow(dead_code)]
 #[path = "../examples/gen_trace.rs"]
@@ -43,16 +46,9 @@ fn summarize(runs: &Path, extra: &[&str]) -> serde_json::Value {
     v["traces"][0].clone()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flinch-sumb-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn a_trace_past_the_default_limits_is_kept_with_its_approximations_stated() {
-    let d = tmp("many-ops");
+    let d = tmpdir("many-ops");
     // More distinct ops than Limits::NATIVE keeps: the rest fold into "(other)".
     let ops = flinch_core::Limits::NATIVE.max_ops + 100;
     runs_with_many_ops(&d, ops);
@@ -89,7 +85,7 @@ fn a_trace_past_the_default_limits_is_kept_with_its_approximations_stated() {
 /// (exact, no approximations, no "(other)" row), by default.
 #[test]
 fn a_with_stack_trace_gets_the_answer_of_trace() {
-    let d = tmp("with-stack");
+    let d = tmpdir("with-stack");
     let traces = d.join("stack-trace").join("traces");
     gen_trace::generate(&traces, 7_000_000, "with_stack", (20_000, 50_000)).unwrap();
     std::fs::remove_file(traces.join("trace.json.gz")).unwrap();

@@ -1,14 +1,17 @@
 //! `summarize` holds no input line or whole-read file past a stated size: a longer
 //! `command.log` line is skipped as it is read and counted with its line number, and a
 //! `report.json` larger than the limit is reported unreadable. The line limit is lowered for the
-//! test through `FLINCH_SUMMARIZE_MAX_LINE_BYTES`, so the files stay small.
+//! test with `--max-line-bytes`, so the files stay small.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+use common::repo;
+
 fn case() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/summarize/cases/basic")
+    repo().join("tests/summarize/cases/basic")
 }
 
 /// A runs folder holding a copy of the `alpha` run of the basic case, with `log` as its
@@ -45,11 +48,9 @@ fn alpha(dir: &Path, max_line_bytes: usize) -> Value {
             "--out",
             "s.json",
             "--skip-traces",
+            "--max-line-bytes",
+            &max_line_bytes.to_string(),
         ])
-        .env(
-            "FLINCH_SUMMARIZE_MAX_LINE_BYTES",
-            max_line_bytes.to_string(),
-        )
         .current_dir(dir)
         .output()
         .unwrap();
@@ -109,4 +110,29 @@ fn a_report_past_the_whole_file_limit_is_reported() {
     );
     assert!(got.get("startup").is_none(), "{got}");
     assert!(got["whole_run"]["samples"].as_u64().unwrap() > 0);
+}
+
+/// `--max-values`: a budget so small that every series writes its values to the temporary file
+/// gives the same bytes as the default budget (every figure exact), and a zero budget is a
+/// usage error.
+#[test]
+fn a_small_value_budget_gives_the_same_bytes() {
+    let dir = runs_with("values", &log(), None);
+    let run = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
+            .args(["summarize", "--runs", "runs", "--out", "s.json"])
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            std::fs::read(dir.join("s.json")).unwrap_or_default(),
+        )
+    };
+    let (code, plain) = run(&[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(run(&["--max-values", "2"]), (Some(0), plain.clone()));
+    assert!(!String::from_utf8_lossy(&plain).contains("quantile sketch"));
+    assert_eq!(run(&["--max-values", "0"]).0, Some(2));
 }

@@ -1,21 +1,13 @@
 //! End-to-end tests of `flinch-trace trace` on the real traces in tests/traces, against golden
-//! files produced by scripts/gen-golden-traces.sh: the reference `trace_summary` (where it
-//! succeeds) and the exact Decimal oracle scripts/trace_exact.py.
+//! files produced by scripts/golden/traces.sh: the reference `trace_summary` (where it
+//! succeeds) and the exact Decimal oracle scripts/golden/trace-exact.py.
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flinch-trace"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod common;
+use common::{bin, repo};
 
 fn fixtures() -> Vec<PathBuf> {
     let mut out = Vec::new();

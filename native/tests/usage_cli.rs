@@ -5,9 +5,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::repo;
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("flinch-usage-{}", std::process::id()));
@@ -21,7 +20,7 @@ fn run(args: &[&str]) -> Output {
     let out = Command::new("timeout")
         .arg("20")
         .arg(env!("CARGO_BIN_EXE_flinch-trace"))
-        .current_dir(root())
+        .current_dir(repo())
         .env_remove("FLINCH_MARKS")
         .args(args)
         .output()

@@ -33,6 +33,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use flinch_core::marks_line;
+
 use abi::{CStr, DomainHandle, EventAttributes, FnPtr, RangeId, StringHandle, WChar};
 use sink::{Sink, SpinLock};
 
@@ -128,52 +130,16 @@ fn mono_now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Formats `@<t>:<key> <label><suffix>\n` and hands it to the sink.
+/// Writes `@<t>:<key> <label><suffix>\n` (flinch-core's marks line, without `core::fmt`: a
+/// third of a range's cost) and hands it to the sink; a line that does not fit (labels are cut
+/// well before that) is counted as dropped.
 fn emit(t_ns: u64, key: u64, label: &str, suffix: &str) {
     let Some(sink) = SINK.get() else { return };
     let mut buf = [0u8; LINE_MAX];
-    match format_line(&mut buf, t_ns, key, label, suffix) {
+    match marks_line::write_stamped(&mut buf, t_ns, Some(key), &[label, suffix]) {
         Some(n) => sink.emit(&buf[..n]),
         None => sink.count_dropped(),
     }
-}
-
-/// Writes `@<t>:<key> <label><suffix>\n` into `buf` (without `core::fmt`, a third of a range's
-/// cost); returns its length, or None when it does not fit (labels are cut well before that).
-fn format_line(buf: &mut [u8], t_ns: u64, key: u64, label: &str, suffix: &str) -> Option<usize> {
-    fn digits(out: &mut [u8], mut v: u64) -> Option<usize> {
-        let mut tmp = [0u8; 20];
-        let mut i = tmp.len();
-        loop {
-            i -= 1;
-            tmp[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        let d = &tmp[i..];
-        out.get_mut(..d.len())?.copy_from_slice(d);
-        Some(d.len())
-    }
-    let mut n = 0;
-    let mut put = |bytes: &[u8], n: &mut usize| -> Option<()> {
-        buf.get_mut(*n..*n + bytes.len())?.copy_from_slice(bytes);
-        *n += bytes.len();
-        Some(())
-    };
-    put(b"@", &mut n)?;
-    let mut num = [0u8; 20];
-    let k = digits(&mut num, t_ns)?;
-    put(&num[..k], &mut n)?;
-    put(b":", &mut n)?;
-    let k = digits(&mut num, key)?;
-    put(&num[..k], &mut n)?;
-    put(b" ", &mut n)?;
-    put(label.as_bytes(), &mut n)?;
-    put(suffix.as_bytes(), &mut n)?;
-    put(b"\n", &mut n)?;
-    Some(n)
 }
 
 fn count_dropped() {
@@ -718,22 +684,24 @@ mod tests {
     }
 
     #[test]
-    fn lines_format_as_the_recorder_parses_them() {
+    fn the_longest_line_fits_and_parses_as_the_recorder_reads_it() {
         let mut buf = [0u8; LINE_MAX];
-        for (t, key) in [
-            (0, 0),
-            (7, 12),
-            (u64::MAX, u64::MAX),
-            (1_234_567_890_123, 4242),
-        ] {
-            let n = format_line(&mut buf, t, key, "fwd", "_start").unwrap();
-            assert_eq!(
-                std::str::from_utf8(&buf[..n]).unwrap(),
-                format!("@{t}:{key} fwd_start\n")
-            );
-        }
-        let long = "x".repeat(label::MAX_LABEL_BYTES);
-        assert!(format_line(&mut buf, u64::MAX, u64::MAX, &long, "").is_some());
-        assert!(format_line(&mut buf, 1, 1, &"x".repeat(LINE_MAX), "").is_none());
+        let long = "x".repeat(label::MAX_LABEL_BYTES - "_start".len());
+        let n = marks_line::write_stamped(&mut buf, u64::MAX, Some(u64::MAX), &[&long, "_start"])
+            .unwrap();
+        assert_eq!(n, LINE_MAX);
+        assert!(n <= marks_line::MAX_LINE);
+        let want_label = format!("{long}_start");
+        assert_eq!(
+            marks_line::parse(&buf[..n - 1]),
+            Ok(marks_line::Line::Mark(marks_line::Mark {
+                t_mono_ns: Some(u64::MAX),
+                thread: Some(u64::MAX),
+                label: &want_label,
+            }))
+        );
+        assert!(
+            marks_line::write_stamped(&mut buf, 1, Some(1), &[&"x".repeat(LINE_MAX), ""]).is_none()
+        );
     }
 }

@@ -20,6 +20,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use flinch_core::marks_line;
+
 use crate::shared;
 
 /// Bytes the backlog holds at most: about 100,000 lines of a typical 40 bytes, half a second of
@@ -514,16 +516,15 @@ fn mark_lines(data: &[u8]) -> u64 {
         .count() as u64
 }
 
-/// `#flinch-nvtx pid=P start` (no counts) or `#flinch-nvtx pid=P marks=M dropped=D`, without
-/// allocating; returns its length.
+/// `#flinch-nvtx pid=P start` (no counts) or `#flinch-nvtx pid=P marks=M dropped=D` (flinch-core's
+/// marks lines) in `buf`; returns its length (0 when it does not fit, which the callers' buffers
+/// rule out).
 fn stats_line(buf: &mut [u8], pid: u32, counts: Option<(u64, u64)>) -> usize {
-    use std::io::Write as _;
-    let mut w = std::io::Cursor::new(buf);
-    let _ = match counts {
-        None => writeln!(w, "#flinch-nvtx pid={pid} start"),
-        Some((m, d)) => writeln!(w, "#flinch-nvtx pid={pid} marks={m} dropped={d}"),
-    };
-    w.position() as usize
+    match counts {
+        None => marks_line::write_nvtx_start(buf, pid),
+        Some((m, d)) => marks_line::write_nvtx_stats(buf, pid, m, d),
+    }
+    .unwrap_or(0)
 }
 
 /// Delay before reopening the FIFO after a failed open or a broken write.

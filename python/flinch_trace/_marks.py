@@ -1,6 +1,8 @@
 """Marks for a running ``flinch-trace record``: lines written to the FIFO named by ``$FLINCH_MARKS``.
 
-The line format is the recorder's (docs/formats.md, "Marks: the FIFO line format"):
+The line format is the recorder's (docs/formats.md, "Marks: the FIFO line format"), written here
+in pure Python (this runs in the user's process) and held equal to flinch-core's writer by the
+shared cases in ``tests/marks/lines.json``:
 ``@<t_mono_ns> LABEL`` for ``mark``, stamped by this process with CLOCK_MONOTONIC (the recorder's
 ``t_mono_ns`` clock) so that queueing does not shift the mark, and ``@<t_mono_ns>:<thread> LABEL``
 for ``window``, whose ``NAME_start`` / ``NAME_end`` pair then matches only within one thread.
@@ -24,6 +26,12 @@ from typing import Iterator, Optional
 
 #: Longest line, bytes: PIPE_BUF, so one write of a line is atomic.
 MAX_LINE = 4096
+#: What is trimmed from a label's ends: Unicode's White_Space, as the recorder (Rust's
+#: ``str::trim``) trims it. Python's ``str.strip()`` would also take U+001C..U+001F.
+_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 #: How long a full pipe (a recorder that stopped reading) is retried before the mark is dropped.
 _FULL_PIPE_S = 2.0
 
@@ -46,7 +54,7 @@ def line(t_mono_ns: int, label: str, thread: Optional[int] = None) -> bytes:
     Raises ``ValueError`` for an empty label, one with a newline, or a line over ``MAX_LINE``
     bytes, as ``flinch-trace mark`` does.
     """
-    label = label.strip()
+    label = label.strip(_WHITESPACE)
     if not label:
         raise ValueError("mark: empty label")
     if "\n" in label or "\r" in label:

@@ -4,6 +4,7 @@ and never a long wait."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -30,6 +31,23 @@ def test_line_format_is_the_recorders():
     for bad in ["", "  ", "a\nb", "a\rb", "x" * 5000]:
         with pytest.raises(ValueError):
             _marks.line(1, bad)
+
+
+def test_lines_are_the_shared_cases_flinch_core_writes():
+    """tests/marks/lines.json: the bytes (or the error) of each case, which flinch-core's
+    `marks_line::write_mark` is tested against too, so both senders write the same lines."""
+    cases = json.loads((REPO / "tests" / "marks" / "lines.json").read_text(encoding="utf-8"))["cases"]
+    assert len(cases) >= 20
+    for case in cases:
+        repeat = case.get("repeat", 1)
+        label = case["label"] * repeat
+        if "error" in case:
+            with pytest.raises(ValueError) as e:
+                _marks.line(case["t_mono_ns"], label, case["thread"])
+            assert str(e.value) == "mark: " + case["error"], case
+        else:
+            want = case["line"].replace("{label}", label) if repeat > 1 else case["line"]
+            assert _marks.line(case["t_mono_ns"], label, case["thread"]) == want.encode(), case
 
 
 def test_marks_to_a_fifo_with_a_reader(tmp_path, monkeypatch, fresh_sink):

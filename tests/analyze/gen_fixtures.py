@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the trace.csv fixtures of tests/analyze/ deterministically (seeded), in the formats of
 reference nvml_trace.py (ten columns) and of `flinch-trace record` (README "trace.csv columns").
-Run by scripts/gen-golden-analyze.sh; needs only the Python standard library."""
+Run by scripts/golden/analyze.sh; needs only the Python standard library."""
 import os
 import random
 import sys

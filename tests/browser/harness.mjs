@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, mkdirSync, existsSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -41,7 +42,7 @@ export function native(args, cwd) {
 /// to {url, stop()}.
 export async function startServer(dir = path.join(ROOT, 'www')) {
   if (!existsSync(path.join(dir, 'pkg/flinch_wasm_bg.wasm'))) {
-    throw new Error(`${dir}/pkg is missing: run scripts/build-web.sh first`);
+    throw new Error(`${dir}/pkg is missing: run scripts/dev/build-web.sh first`);
   }
   const proc = spawn(nativeBinary(), ['web', '--port', '0', '--dir', dir], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -89,6 +90,24 @@ export async function startBrowser(origin) {
     rmSync(userDataDir, { recursive: true, force: true });
   };
   return { context, requests, foreign, close };
+}
+
+/// A test file's browser set-up, as node:test hooks: before its tests, the server and Chromium
+/// start (and, with `{ page: true }`, the page opens once); after them, both stop. `assign` gets
+/// {server, browser, page} once they are up, so the file keeps them in its own variables.
+export function browserSession(assign, { page = false } = {}) {
+  let server;
+  let browser;
+  before(async () => {
+    server = await startServer();
+    browser = await startBrowser(server.url.replace(/\/$/, ''));
+    const opened = page ? await openPage(browser.context, server.url) : undefined;
+    assign({ server, browser, page: opened });
+  });
+  after(async () => {
+    await browser?.close();
+    server?.stop();
+  });
 }
 
 /// Opens the page and waits until the analyzer is loaded. Collects console errors in page.errors.

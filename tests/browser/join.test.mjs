@@ -4,15 +4,13 @@
 // join that cannot run fails with the native message. The pair is generated with known truth,
 // as native/tests/join_cli.rs does: pauses of 724 ms and 300 ms on device 0, power 100 W inside
 // them and 300 W elsewhere, sampled every 10 ms.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import {
-  ROOT, native, startServer, startBrowser, openPage, waitFinished, resultJson, artifactPath,
-} from './harness.mjs';
+import { ROOT, native, waitFinished, resultJson, artifactPath, browserSession } from './harness.mjs';
 
 const BASE = 1_764_000_000_000_000_000n;
 const MONO_SKEW = 1_763_999_000_000_000_000n;
@@ -84,16 +82,7 @@ let server;
 let browser;
 let page;
 
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser(server.url.replace(/\/$/, ''));
-  page = await openPage(browser.context, server.url);
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
+browserSession((s) => ({ server, browser, page } = s), { page: true });
 
 /// Drops several files at once on the drop zone, as a user would.
 async function dropFiles(paths) {

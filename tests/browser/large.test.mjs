@@ -2,26 +2,18 @@
 // measured after a small file, after the large file, and after the large file again. The figures
 // are printed and written to tests/artifacts/browser-memory.json.
 // FLINCH_LARGE_MB sets the minimum .json.gz size in MB (default 200).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startServer, startBrowser, openPage, waitFinished, chooseFile, resultJson, artifactPath } from './harness.mjs';
+import { openPage, waitFinished, chooseFile, resultJson, artifactPath, browserSession } from './harness.mjs';
 import { cachedTrace } from './gen.mjs';
 
 const LARGE_MB = Number(process.env.FLINCH_LARGE_MB || 200);
 let server;
 let browser;
 
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser(server.url.replace(/\/$/, ''));
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
+browserSession((s) => ({ server, browser } = s));
 
 /// Runs `file` through the page; returns what the page reports about the run.
 async function runFile(page, file) {

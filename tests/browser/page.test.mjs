@@ -1,28 +1,19 @@
 // The page itself: loading, serving, privacy (CSP + request interception), errors, screenshot.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  startServer, startBrowser, openPage, waitFinished, chooseFile, dropFile, artifactPath, native,
-  resultJson, ROOT,
+  openPage, waitFinished, chooseFile, dropFile, artifactPath, native, resultJson, ROOT, browserSession,
 } from './harness.mjs';
 
 let server;
 let browser;
 const scratch = mkdtempSync(path.join(tmpdir(), 'flinch-page-'));
 
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser(server.url.replace(/\/$/, ''));
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
+browserSession((s) => ({ server, browser } = s));
 
 test('the page loads its analyzer and serves wasm as application/wasm', async () => {
   const page = await browser.context.newPage();

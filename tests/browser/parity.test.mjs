@@ -2,12 +2,12 @@
 // what the native CLI prints with --json for the same file. The native command runs in the
 // fixture's folder with the bare file name, so `source` is the file name on both sides (the page
 // sets `source` to File.name). Both file input and synthetic drop are exercised.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import {
-  ROOT, native, startServer, startBrowser, openPage, waitFinished, chooseFile, dropFile, resultJson, artifactPath,
+  ROOT, native, waitFinished, chooseFile, dropFile, resultJson, artifactPath, browserSession,
 } from './harness.mjs';
 
 /// The fixtures: trace.csv files under tests/analyze/, and traces (.json, .json.gz) in any
@@ -37,16 +37,7 @@ let server;
 let browser;
 let page;
 
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser(server.url.replace(/\/$/, ''));
-  page = await openPage(browser.context, server.url);
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
+browserSession((s) => ({ server, browser, page } = s), { page: true });
 
 const files = fixtures();
 

@@ -1,14 +1,12 @@
 // A runs folder on the page: for every case under tests/summarize/cases, choosing the folder (the
 // directory input) puts into #result-json exactly the bytes `flinch-trace summarize --runs <case>`
 // writes, run beside the folder; a dropped folder (walked through its FileSystemEntry tree) too.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import {
-  ROOT, native, startServer, startBrowser, openPage, waitFinished, artifactPath,
-} from './harness.mjs';
+import { ROOT, native, waitFinished, artifactPath, browserSession } from './harness.mjs';
 
 const CASES = path.join(ROOT, 'tests/summarize/cases');
 const scratch = mkdtempSync(path.join(tmpdir(), 'flinch-runs-'));
@@ -17,16 +15,7 @@ let server;
 let browser;
 let page;
 
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser(server.url.replace(/\/$/, ''));
-  page = await openPage(browser.context, server.url);
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
+browserSession((s) => ({ server, browser, page } = s), { page: true });
 
 /// What native writes and prints for the case folder `name`.
 function nativeSummary(name) {

@@ -3,12 +3,12 @@
 // what `analyze --csv trace.csv --json` prints beside that sidecar, for the recording and for a
 // window picked from its marks. The recording is the bundled H200 one (examples/h200), whose
 // sidecar names instantaneous power; without the sidecar the verdicts' evidence differs.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ROOT, native, startServer, startBrowser, openPage, waitFinished } from './harness.mjs';
+import { ROOT, native, waitFinished, browserSession } from './harness.mjs';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'flinch-sidecar-page-'));
 const withSidecar = path.join(dir, 'with');
@@ -27,16 +27,7 @@ let server;
 let browser;
 let page;
 
-before(async () => {
-  server = await startServer();
-  browser = await startBrowser(server.url.replace(/\/$/, ''));
-  page = await openPage(browser.context, server.url);
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
+browserSession((s) => ({ server, browser, page } = s), { page: true });
 
 function nativeAnalyze(cwd, extra = []) {
   const nat = native(['analyze', '--csv', 'trace.csv', ...extra, '--json'], cwd);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The firmware image against native `flinch-trace analyze`, byte for byte: for each case, the
-# image under QEMU (scripts/embedded.sh CSV START END) must print native's stdout followed by
+# image under QEMU (scripts/dev/embedded.sh CSV START END) must print native's stdout followed by
 # the verdict line native's --json gives (`verdict=compute`, `verdict=mixed (indicative)`,
 # `verdict=none`), native's stderr, and exit with native's status.
 # Cases: tests/analyze/cases.txt (including the H200 example), every ordered pair of distinct
@@ -34,7 +34,7 @@ check() {
         "$native" analyze --csv "$csv" --start "$start" --end "$end" --json 2>/dev/null |
             verdict_line >>"$tmp/want.out"
     fi
-    scripts/embedded.sh "$csv" "$start" "$end" >"$tmp/got.out" 2>"$tmp/got.err" || mcode=$?
+    scripts/dev/embedded.sh "$csv" "$start" "$end" >"$tmp/got.out" 2>"$tmp/got.err" || mcode=$?
     local bad=""
     cmp -s "$tmp/want.out" "$tmp/got.out" || bad+=" stdout"
     cmp -s "$tmp/want.err" "$tmp/got.err" || bad+=" stderr"
@@ -71,6 +71,12 @@ print("\n".join(seen))' "$csv")
         done
     done
 done
+
+# A sidecar whose first key mentioning "power" names another source than its GPU's
+# `gpu_power_w_source`: both programs follow flinch-core's rule (the GPU's), which changes the verdict.
+cp tests/analyze/appended.csv "$tmp/sidecar.csv"
+printf '%s\n' '{"power_source":"average","gpus":[{"gpu_power_w_source":"instant"}]}' >"$tmp/sidecar.csv.meta.json"
+check "$tmp/sidecar.csv" step_start step_end
 
 # A file that is not there.
 check tests/analyze/no-such-file.csv a b

@@ -18,7 +18,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 # A bound for every run (a debug build on two busy cores); a hang is forever.
 LIMIT=30
 
-python3 scripts/gen-many-marks.py "$T/m.csv" 6000 >/dev/null
+python3 scripts/bench/gen-many-marks.py "$T/m.csv" 6000 >/dev/null
 python3 - "$T" <<'EOF'
 import sys
 d = sys.argv[1]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Memory that must not grow with the input (issue 21, items 15-17): `summarize` over many request
-# and telemetry rows, and `merge` of many ranks (an array file, and many files), each under a
+# and telemetry rows, `merge` of many ranks (an array file, and many files), and the histograms
+# of `trace --mergeable` over many wide-ranging durations, each under a
 # peak-RSS ceiling read by /usr/bin/time (or /proc when it is missing), with the output
 # checked against a small exact run where one is at hand. Takes the binary from FLINCH_BIN.
 set -euo pipefail
@@ -42,7 +43,7 @@ if kb=$(peak_kb "$BIN" summarize --runs "$TMP/runs" --out "$TMP/s.json" --skip-t
 else
     bad "summarize failed: $(cat "$TMP/err")"
 fi
-if FLINCH_SUMMARIZE_MAX_VALUES=5000 timeout 120 "$BIN" summarize --runs "$TMP/runs" --out "$TMP/s2.json" --skip-traces >/dev/null 2>&1 \
+if timeout 120 "$BIN" summarize --runs "$TMP/runs" --out "$TMP/s2.json" --skip-traces --max-values 5000 >/dev/null 2>&1 \
     && cmp -s "$TMP/s.json" "$TMP/s2.json"; then ok; else bad "summarize with a small value budget differs"; fi
 if grep -q '"sustained_last_60s"' "$TMP/s.json" && ! grep -q 'quantile sketch' "$TMP/s.json"; then ok; else bad "summarize output incomplete or approximate"; fi
 rm -rf "$TMP/runs"
@@ -83,6 +84,41 @@ if timeout 60 "$BIN" merge "$TMP/head.json" --json >"$TMP/h.json" \
 # The same file twice: a warning on stderr, and one in the output.
 if timeout 30 "$BIN" merge "$TMP/one.json" "$TMP/one.json" --json >"$TMP/d.json" 2>"$TMP/d.err" \
     && grep -q "is the same file as" "$TMP/d.err" && grep -q "merged 2 times" "$TMP/d.json"; then ok; else bad "a file given twice is not warned about"; fi
+
+# 3. trace --mergeable: 1,000,000 durations over 2,000 ops, log-uniform over 1 us .. 1 s, so that
+# nearly every duration is a histogram bucket of its own (~100 MB). The section's histograms
+# take less than 4 MiB beyond what plain `--json` peaks at (16-byte buckets: ~7 MB more), at
+# scale 8, with every op's histogram, and the file merges.
+python3 - "$TMP/wide.json" <<'PY'
+import random, sys
+rng = random.Random(2117)
+with open(sys.argv[1], "w") as f:
+    f.write('{"traceEvents": [\n')
+    for k in range(1_000_000):
+        dur_ns = int(1000 * 2 ** (rng.random() * 20))
+        f.write('%s{"ph": "X", "cat": "c", "name": "op%d", "ts": %d, "dur": %d.%03d}' % (
+            ",\n" if k else "", rng.randrange(2000), k, dur_ns // 1000, dur_ns % 1000))
+    f.write("\n]}\n")
+PY
+if plain=$(peak_kb "$BIN" trace "$TMP/wide.json" --json) && kb=$(peak_kb "$BIN" trace "$TMP/wide.json" --json --mergeable); then
+    if [ "$kb" -lt $((plain + 4096)) ]; then ok; else bad "trace --mergeable of 1,000,000 wide durations: peak RSS ${kb} KiB, plain --json ${plain} KiB"; fi
+    mv "$TMP/out" "$TMP/wide-m.json"
+    if python3 - "$TMP/wide-m.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["mergeable"]
+assert m["scale"] == 8 and len(m["ops"]) == 2000, (m["scale"], len(m["ops"]))
+assert all(o["histogram"] for o in m["ops"])
+assert sum(len(o["histogram"]["buckets"]) for o in m["ops"]) > 900_000
+assert not d["warnings"], d["warnings"]
+PY
+    then ok; else bad "trace --mergeable of wide durations: section not exact at scale 8"; fi
+    if timeout 60 "$BIN" merge "$TMP/wide-m.json" "$TMP/wide-m.json" --json >"$TMP/wide-2.json" 2>/dev/null \
+        && grep -q '"n": 2' "$TMP/wide-2.json"; then ok; else bad "merge of the wide section failed"; fi
+else
+    bad "trace --mergeable of wide durations failed: $(cat "$TMP/err")"
+fi
+rm -f "$TMP/wide.json"
 
 echo "robustness memory: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -3,12 +3,11 @@
 //!
 //! Every exported method is a one-liner over the core; the one piece of glue is
 //! [`to_js_error`], which turns a core error into a JS `Error` carrying the core's message.
-use flinch_core::analyzer::{
-    AnalyzeError, Analyzer as CoreAnalyzer, AnalyzerOptions, Inflater as CoreInflater,
-};
+use flinch_core::analyzer::{Analyzer as CoreAnalyzer, AnalyzerOptions, Inflater as CoreInflater};
 use flinch_core::gzip::GzError;
+use flinch_core::job::{Job, Need};
 use flinch_core::join::{NextFile, TraceJoin as CoreTraceJoin};
-use flinch_core::runs::RunsFolder as CoreRunsFolder;
+use flinch_core::runs::{RunsFolder as CoreRunsFolder, RunsOptions};
 use flinch_core::window::PowerSource;
 use wasm_bindgen::prelude::*;
 
@@ -71,7 +70,7 @@ impl Analyzer {
         let core = self.inner.take().ok_or_else(ended)?;
         let analysis = core.finish().map_err(to_js_error)?;
         match analysis.selection_error() {
-            Some(e) => Err(JsError::new(&e.to_string())),
+            Some(e) => Err(to_js_error(e)),
             None => Ok(analysis.to_json()),
         }
     }
@@ -145,9 +144,10 @@ impl Default for Inflater {
     }
 }
 
-/// A runs folder, as `flinch-trace summarize` reads it: `new RunsFolder(runs, paths,
-/// skipTraces)`, then `nextFile()` (a path, or undefined when done), `write(chunk)` for that
-/// file's bytes, `readError(message)` if reading it failed, `endFile()`; then `finish()`.
+/// A runs folder, as `flinch-trace summarize` reads it (the core's runs-folder job): `new
+/// RunsFolder(runs, paths, skipTraces)`, then `nextFile()` (a path, or undefined when done),
+/// `write(chunk)` for that file's bytes, `readError(message)` if reading it failed, `endFile()`;
+/// then `finish()`.
 #[wasm_bindgen]
 pub struct RunsFolder {
     inner: CoreRunsFolder,
@@ -158,20 +158,27 @@ impl RunsFolder {
     /// The folder named `runs` holding the files at `paths` (each starting with `runs/`).
     #[wasm_bindgen(constructor)]
     pub fn new(runs: &str, paths: Vec<String>, skip_traces: bool) -> RunsFolder {
+        let options = RunsOptions {
+            skip_traces,
+            ..RunsOptions::default()
+        };
         RunsFolder {
-            inner: CoreRunsFolder::new(runs, &paths, skip_traces),
+            inner: CoreRunsFolder::with_paths(runs, &paths, options),
         }
     }
 
     /// The next file to read, or undefined when all are read.
     #[wasm_bindgen(js_name = nextFile)]
-    pub fn next_file(&mut self) -> Option<String> {
-        self.inner.next_file()
+    pub fn next_file(&self) -> Option<String> {
+        match self.inner.need() {
+            Need::File(path) => Some(path.to_owned()),
+            _ => None,
+        }
     }
 
     /// The next chunk of the current file.
-    pub fn write(&mut self, chunk: &[u8]) {
-        self.inner.write(chunk)
+    pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+        self.inner.write(chunk).map_err(to_js_error)
     }
 
     /// Reading the current file failed.
@@ -182,15 +189,13 @@ impl RunsFolder {
 
     /// The end of the current file.
     #[wasm_bindgen(js_name = endFile)]
-    pub fn end_file(&mut self) {
-        self.inner.end_file()
+    pub fn end_file(&mut self) -> Result<(), JsError> {
+        self.inner.end().map_err(to_js_error)
     }
 
     /// The summary JSON: the bytes `flinch-trace summarize --runs <runs>` writes.
     pub fn finish(&self) -> Result<String, JsError> {
-        self.inner
-            .finish()
-            .map_err(|e| JsError::new(&e.to_string()))
+        self.inner.summary().to_json().map_err(to_js_error)
     }
 
     /// The line `flinch-trace summarize` prints.
@@ -216,7 +221,7 @@ impl TraceJoin {
     pub fn new(options_json: &str) -> Result<TraceJoin, JsError> {
         CoreTraceJoin::from_json(options_json)
             .map(|inner| TraceJoin { inner })
-            .map_err(|e| JsError::new(&e))
+            .map_err(to_js_error)
     }
 
     /// `"recording"`, `"trace"`, or undefined when the result is ready.
@@ -230,7 +235,7 @@ impl TraceJoin {
 
     /// The next chunk of the current file.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
-        self.inner.write(chunk).map_err(|e| JsError::new(&e))
+        self.inner.write(chunk).map_err(to_js_error)
     }
 
     /// The recording `File`'s size, before its first chunk: a plain recording's series are then
@@ -251,13 +256,13 @@ impl TraceJoin {
 
     /// The next bytes given are those from `offset` on (see `wantedRanges`).
     pub fn seek(&mut self, offset: f64) -> Result<(), JsError> {
-        self.inner.seek(offset as u64).map_err(|e| JsError::new(&e))
+        self.inner.seek(offset as u64).map_err(to_js_error)
     }
 
     /// The end of the current file.
     #[wasm_bindgen(js_name = endFile)]
     pub fn end_file(&mut self) -> Result<(), JsError> {
-        self.inner.end_file().map_err(|e| JsError::new(&e))
+        self.inner.end_file().map_err(to_js_error)
     }
 
     /// The result JSON (the same bytes as the native `--json`, without its final newline).
@@ -291,6 +296,6 @@ fn ended() -> JsError {
 }
 
 /// The one conversion of core errors into JS errors: the message is the core's Display text.
-pub fn to_js_error(e: AnalyzeError) -> JsError {
+pub fn to_js_error(e: impl core::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
 }

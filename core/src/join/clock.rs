@@ -147,24 +147,77 @@ pub fn alignment_error(
     base_time_ns: Option<i64>,
     problem: Option<&crate::json::BaseTimeProblem>,
     clock_offset_ns: Option<i64>,
-) -> alloc::string::String {
+) -> AlignmentError {
     match (base_time_ns, clock_offset_ns, problem) {
-        (Some(b), Some(o), _) => alloc::format!(
-            "baseTimeNanoseconds {b} plus --clock-offset-ms {} overflows the i64 range of ns",
-            NsMs::from(NsDecimal::<6>(o))
-        ),
-        (None, _, Some(p)) => alloc::format!(
-            "{p}: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording"
-        ),
-        _ => alloc::string::String::from(
-            "the trace has no baseTimeNanoseconds: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording",
-        ),
+        (Some(base_ns), Some(offset_ns), _) => AlignmentError::Overflow { base_ns, offset_ns },
+        (None, _, Some(p)) => AlignmentError::BadBase(*p),
+        _ => AlignmentError::NoBase,
     }
 }
 
+/// Why a trace's `ts` cannot be put on the recording's clock (see [`alignment_error`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlignmentError {
+    /// `baseTimeNanoseconds` plus `--clock-offset-ms` overflows the `i64` range of ns.
+    Overflow {
+        /// The trace's `baseTimeNanoseconds`.
+        base_ns: i64,
+        /// `--clock-offset-ms`, ns.
+        offset_ns: i64,
+    },
+    /// `baseTimeNanoseconds` is not an integer, and no `--clock-offset-ms` was given.
+    BadBase(crate::json::BaseTimeProblem),
+    /// No `baseTimeNanoseconds`, and no `--clock-offset-ms`.
+    NoBase,
+}
+
+impl fmt::Display for AlignmentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AlignmentError::Overflow { base_ns, offset_ns } => write!(
+                f,
+                "baseTimeNanoseconds {base_ns} plus --clock-offset-ms {} overflows the i64 range of ns",
+                NsMs::from(NsDecimal::<6>(*offset_ns))
+            ),
+            AlignmentError::BadBase(p) => write!(
+                f,
+                "{p}: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording"
+            ),
+            AlignmentError::NoBase => f.write_str(
+                "the trace has no baseTimeNanoseconds: give --clock-offset-ms (Unix ms of trace ts 0) to join it with the recording",
+            ),
+        }
+    }
+}
+
+impl core::error::Error for AlignmentError {}
+
+/// Why a `--clock-offset-ms` text was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffsetError {
+    /// Not a decimal number.
+    NotANumber,
+    /// More than six decimals.
+    TooManyDecimals,
+    /// Outside ±2^63 ns.
+    OutOfRange,
+}
+
+impl fmt::Display for OffsetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OffsetError::NotANumber => "expected a number of milliseconds",
+            OffsetError::TooManyDecimals => "at most six decimals (1 ns)",
+            OffsetError::OutOfRange => "offset out of range",
+        })
+    }
+}
+
+impl core::error::Error for OffsetError {}
+
 /// Parses a decimal number of milliseconds (`-12.5`, `3`, `0.000001`) to exact ns. More than six
 /// decimals, or a value outside ±2^63 ns, is an error.
-pub fn parse_offset_ms(text: &str) -> Result<i64, &'static str> {
+pub fn parse_offset_ms(text: &str) -> Result<i64, OffsetError> {
     let t = text.trim();
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -176,15 +229,15 @@ pub fn parse_offset_ms(text: &str) -> Result<i64, &'static str> {
         None => (digits, ""),
     };
     if int.is_empty() && frac.is_empty() {
-        return Err("expected a number of milliseconds");
+        return Err(OffsetError::NotANumber);
     }
     if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("expected a number of milliseconds");
+        return Err(OffsetError::NotANumber);
     }
     if frac.len() > 6 {
-        return Err("at most six decimals (1 ns)");
+        return Err(OffsetError::TooManyDecimals);
     }
-    const RANGE: &str = "offset out of range";
+    const RANGE: OffsetError = OffsetError::OutOfRange;
     let mut ns: i128 = 0;
     for b in int.bytes() {
         ns = ns * 10 + i128::from(b - b'0');
@@ -211,15 +264,18 @@ pub struct GpuMap {
 
 impl GpuMap {
     /// Parses `D=G[,D=G…]`.
-    pub fn parse(text: &str) -> Result<GpuMap, alloc::string::String> {
+    ///
+    /// # Errors
+    /// An entry that is not `DEVICE=GPU_INDEX`, or a device named twice.
+    pub fn parse(text: &str) -> Result<GpuMap, GpuMapError> {
         let mut pairs = alloc::vec::Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = || alloc::format!("bad --gpu-map entry {part:?}: expected DEVICE=GPU_INDEX");
+            let bad = || GpuMapError::BadEntry(part.into());
             let (d, g) = part.split_once('=').ok_or_else(bad)?;
             let d: i64 = d.trim().parse().map_err(|_| bad())?;
             let g: i64 = g.trim().parse().map_err(|_| bad())?;
             if pairs.iter().any(|&(pd, _)| pd == d) {
-                return Err(alloc::format!("--gpu-map names device {d} twice"));
+                return Err(GpuMapError::DeviceTwice(d));
             }
             pairs.push((d, g));
         }
@@ -243,6 +299,28 @@ impl GpuMap {
             .map_or(device, |&(_, g)| g)
     }
 }
+
+/// Why a `--gpu-map` text was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuMapError {
+    /// An entry that is not `DEVICE=GPU_INDEX` (the entry).
+    BadEntry(alloc::string::String),
+    /// A trace device named twice.
+    DeviceTwice(i64),
+}
+
+impl fmt::Display for GpuMapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GpuMapError::BadEntry(part) => {
+                write!(f, "bad --gpu-map entry {part:?}: expected DEVICE=GPU_INDEX")
+            }
+            GpuMapError::DeviceTwice(d) => write!(f, "--gpu-map names device {d} twice"),
+        }
+    }
+}
+
+impl core::error::Error for GpuMapError {}
 
 #[cfg(test)]
 mod tests {

@@ -22,7 +22,13 @@ pub mod names;
 pub mod pauses;
 pub mod perfetto;
 pub mod recording;
-pub mod session;
+
+mod error;
+mod options;
+mod ranged;
+mod result_json;
+mod timeline;
+mod trace_join;
 
 #[cfg(test)]
 mod tests;
@@ -34,17 +40,23 @@ use serde::Serialize;
 
 pub use annotation_energy::{AnnotationEnergy, AnnotationEnergyAcc};
 pub use clock::{
-    Alignment, AlignmentSource, FixedDecimal, GpuMap, NsDecimal, NsMs, TsUs, alignment_error,
-    parse_offset_ms,
+    Alignment, AlignmentError, AlignmentSource, FixedDecimal, GpuMap, GpuMapError, NsDecimal, NsMs,
+    OffsetError, TsUs, alignment_error, parse_offset_ms,
 };
+pub use error::JoinError;
 pub use first_pass::{
     ByteRange, ByteRanges, FirstPass, FirstPassResult, KeptAnnotations, Resume, SecondPassStep,
 };
 pub use gaps::{Gap, GapFinder, GapOptions, GapsFound};
 pub use names::Names;
+pub use options::{OptionError, TraceJoinOptions, join_options};
 pub use pauses::{HostEntry, PauseHost, PauseOptions, WithinEntry};
-pub use recording::{NO_GPU_READINGS, RecRef, Recording, RecordingBuilder, RecordingOptions};
-pub use session::{NextFile, Timeline, TraceJoin, TraceJoinOptions, join_options, merge_json};
+pub use recording::{
+    NO_GPU_READINGS, RecRef, Recording, RecordingBuilder, RecordingError, RecordingOptions,
+};
+pub use result_json::summary_with_join_json;
+pub use timeline::{Timeline, TimelineDevice, TimelinePower};
+pub use trace_join::{NextFile, TraceJoin};
 
 use crate::json::Event;
 use crate::window::Verdict;
@@ -207,7 +219,7 @@ impl<'r> JoinPass<'r> {
         base_time_ns: Option<i64>,
         opts: JoinOptions,
         rec: Option<&'r Recording>,
-    ) -> Result<JoinPass<'r>, String> {
+    ) -> Result<JoinPass<'r>, AlignmentError> {
         JoinPass::with_recording(found, base_time_ns, opts, rec.map(RecRef::from))
     }
 
@@ -217,7 +229,7 @@ impl<'r> JoinPass<'r> {
         base_time_ns: Option<i64>,
         opts: JoinOptions,
         rec: Option<RecRef<'r>>,
-    ) -> Result<JoinPass<'r>, String> {
+    ) -> Result<JoinPass<'r>, AlignmentError> {
         let align = Alignment::new(base_time_ns, opts.clock_offset_ns);
         let mut warnings = Vec::new();
         if align.is_none() {

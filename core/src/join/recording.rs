@@ -82,6 +82,40 @@ impl RecGpu {
     }
 }
 
+/// Why a recording was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordingError {
+    /// More readings than [`RecordingOptions::max_readings`]: the join's memory bound.
+    TooManyReadings {
+        /// The bound.
+        max_readings: usize,
+        /// The line of the reading past it.
+        line: u64,
+    },
+    /// No SAMPLE row has a `t_wall_ns`: nothing to line up with the trace.
+    NoWallClock {
+        /// SAMPLE rows read.
+        samples: u64,
+    },
+}
+
+impl core::fmt::Display for RecordingError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RecordingError::TooManyReadings { max_readings, line } => write!(
+                f,
+                "the recording holds more than {max_readings} readings (line {line}): past the join's memory bound"
+            ),
+            RecordingError::NoWallClock { samples } => write!(
+                f,
+                "the recording has no SAMPLE row with a t_wall_ns ({samples} samples)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for RecordingError {}
+
 /// Streams a trace.csv into a [`Recording`]: [`write`](Self::write) chunks, then
 /// [`end`](Self::end).
 pub struct RecordingBuilder {
@@ -97,7 +131,7 @@ pub struct RecordingBuilder {
     bad_power: u64,
     first_bad_power_line: Option<u64>,
     span: Option<(i64, i64)>,
-    error: Option<String>,
+    error: Option<RecordingError>,
     /// Bytes the whole input holds, when the caller knows ([`size_hint`](Self::size_hint)).
     total_bytes: Option<u64>,
     /// Bytes written so far.
@@ -169,14 +203,14 @@ impl RecordingBuilder {
     ///
     /// # Errors
     /// Past `max_readings` (and every call after).
-    pub fn write(&mut self, mut chunk: &[u8]) -> Result<(), String> {
+    pub fn write(&mut self, mut chunk: &[u8]) -> Result<(), RecordingError> {
         self.bytes_in += chunk.len() as u64;
         while !chunk.is_empty() {
             let (ev, n) = self.reader.read(chunk);
             chunk = &chunk[n..];
             self.on_event(ev);
-            if let Some(e) = &self.error {
-                return Err(e.clone());
+            if let Some(e) = self.error {
+                return Err(e);
             }
         }
         if !self.reserved && self.bytes_in >= RESERVE_AFTER_BYTES {
@@ -273,11 +307,10 @@ impl RecordingBuilder {
                     Some((a, b)) => (a.min(t), b.max(t)),
                 });
                 if self.readings > self.opts.max_readings {
-                    self.error = Some(alloc::format!(
-                        "the recording holds more than {} readings (line {}): past the join's memory bound",
-                        self.opts.max_readings,
-                        row.line()
-                    ));
+                    self.error = Some(RecordingError::TooManyReadings {
+                        max_readings: self.opts.max_readings,
+                        line: row.line(),
+                    });
                 }
             }
         }
@@ -287,7 +320,7 @@ impl RecordingBuilder {
     ///
     /// # Errors
     /// When the recording was refused, or has no sample with a `t_wall_ns`.
-    pub fn end(mut self) -> Result<Recording, String> {
+    pub fn end(mut self) -> Result<Recording, RecordingError> {
         loop {
             let (ev, _) = self.reader.read(&[]);
             self.on_event(ev);
@@ -299,10 +332,9 @@ impl RecordingBuilder {
             return Err(e);
         }
         if self.span.is_none() {
-            return Err(alloc::format!(
-                "the recording has no SAMPLE row with a t_wall_ns ({} samples)",
-                self.samples
-            ));
+            return Err(RecordingError::NoWallClock {
+                samples: self.samples,
+            });
         }
         for g in &mut self.gpus {
             // A recording is nearly always in time order already, and a stable sort would
@@ -380,7 +412,7 @@ pub struct Recording {
 pub const NO_GPU_READINGS: &str = "the recording has no GPU readings: no SAMPLE row has a gpu_power_W, gpu_util_pct or gpu_energy_mJ value (recorded without NVML, e.g. on a host without a GPU), so the pauses have no telemetry and the annotations no energy";
 
 /// A recording borrowed (the native join, which outlives its passes) or shared (a join that
-/// owns its recording across calls, as the page's [`TraceJoin`](super::session::TraceJoin)).
+/// owns its recording across calls, as the page's [`TraceJoin`](super::TraceJoin)).
 #[derive(Clone, Debug)]
 pub enum RecRef<'r> {
     /// Borrowed.

@@ -2,6 +2,7 @@
 //! exact (integer / rational) arithmetic.
 use std::format;
 use std::string::String;
+use std::string::ToString;
 use std::vec;
 use std::vec::Vec;
 
@@ -201,7 +202,7 @@ fn join_chunks(
     chunks: &[&[u8]],
     opts: &JoinOptions,
     rec: Option<&Recording>,
-) -> Result<JoinReport, String> {
+) -> Result<JoinReport, AlignmentError> {
     let scan = |f: &mut dyn FnMut(&crate::json::Event<'_>)| -> Option<i64> {
         let mut sc = EventScanner::new(Limits::EXACT);
         for chunk in chunks {
@@ -228,7 +229,11 @@ fn join_chunks(
     Ok(pass.finish())
 }
 
-fn join(doc: &str, opts: &JoinOptions, rec: Option<&Recording>) -> Result<JoinReport, String> {
+fn join(
+    doc: &str,
+    opts: &JoinOptions,
+    rec: Option<&Recording>,
+) -> Result<JoinReport, AlignmentError> {
     join_chunks(&[doc.as_bytes()], opts, rec)
 }
 
@@ -333,7 +338,8 @@ fn base_time_errors_say_what_was_found() {
                 assert_eq!(f.base_time_ns, None);
                 let err = JoinPass::new(f.found.clone(), None, opts(), Some(&rec))
                     .err()
-                    .unwrap();
+                    .unwrap()
+                    .to_string();
                 assert!(err.contains(said), "{doc}: {err}");
                 // Without a recording the pauses stand; a warning says why there is no Unix time.
                 let r = JoinPass::new(f.found, None, opts(), None).unwrap().finish();
@@ -346,6 +352,8 @@ fn base_time_errors_say_what_was_found() {
     let err = JoinPass::new(f.found, None, opts(), Some(&rec))
         .err()
         .unwrap();
+    assert_eq!(err, AlignmentError::NoBase);
+    let err = err.to_string();
     assert!(
         err.starts_with("the trace has no baseTimeNanoseconds"),
         "{err}"
@@ -360,7 +368,7 @@ fn base_time_errors_say_what_was_found() {
         .err()
         .unwrap();
     assert_eq!(
-        err,
+        err.to_string(),
         format!(
             "baseTimeNanoseconds {BASE} plus --clock-offset-ms 8000000000000.0 overflows the i64 range of ns"
         )
@@ -698,7 +706,7 @@ fn clock_offset_without_base_and_to_correct_a_skew() {
     // No base: the recording needs an offset.
     let doc = trace_doc(None, false, true);
     let err = join(&doc, &opts(), Some(&rec)).unwrap_err();
-    assert!(err.contains("--clock-offset-ms"), "{err}");
+    assert!(err.to_string().contains("--clock-offset-ms"), "{err}");
     let mut o = opts();
     o.clock_offset_ns = Some(BASE);
     let r = join(&doc, &o, Some(&rec)).unwrap();
@@ -787,10 +795,11 @@ fn recording_errors() {
     assert!(
         b.write(csv.as_bytes())
             .unwrap_err()
+            .to_string()
             .contains("more than 10 readings")
     );
     let b = RecordingBuilder::new(RecordingOptions::default());
-    assert!(b.end().unwrap_err().contains("no SAMPLE row"));
+    assert!(b.end().unwrap_err().to_string().contains("no SAMPLE row"));
     let _ = vec![0];
 }
 
@@ -828,7 +837,62 @@ fn summary_and_passes(doc: &str, opts: &JoinOptions, rec: &Recording) -> String 
         ..AnalyzerOptions::default()
     });
     a.write(doc.as_bytes()).unwrap();
-    merge_json(&a.end().unwrap(), &report)
+    appended(&a.end().unwrap(), &report)
+}
+
+/// The oracle of [`summary_with_join_json`]: the summary's own JSON text with each of the join's
+/// keys appended as its own pretty JSON, indented one level.
+fn appended(summary_json: &str, r: &JoinReport) -> String {
+    fn pretty<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_string_pretty(v).unwrap()
+    }
+    let body = summary_json.trim_end().strip_suffix('}').unwrap();
+    let mut out = body.trim_end().to_string();
+    let mut add = |key: &str, value: String| {
+        out.push_str(&format!(",\n  \"{key}\": {}", value.replace('\n', "\n  ")));
+    };
+    add("alignment", pretty(&r.alignment));
+    add("pause_devices", pretty(&r.pause_devices));
+    add("pauses", pretty(&r.pauses));
+    if let Some(a) = &r.annotation_energy {
+        add("annotation_energy", pretty(a));
+    }
+    add("join_warnings", pretty(&r.join_warnings));
+    if let Some(note) = r.gpu_energy_note {
+        add("gpu_energy_note", pretty(&note));
+    }
+    out.push_str("\n}");
+    out
+}
+
+/// The joined JSON from one `Serialize` is the summary's text with the join's keys appended,
+/// with and without the mergeable section (on one line, before the join's keys).
+#[test]
+fn summary_with_join_json_is_the_summary_then_the_join() {
+    use crate::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
+    let rec = recording(&recording_csv(0..151, &[]));
+    let doc = trace_doc(Some(BASE), false, true);
+    let with = join(&doc, &opts(), Some(&rec)).unwrap();
+    assert!(with.annotation_energy.is_some() && with.alignment.is_some());
+    let without = join(&doc, &opts(), None).unwrap();
+    assert!(without.annotation_energy.is_none());
+    for mergeable in [false, true] {
+        let mut a = Analyzer::new(AnalyzerOptions {
+            kind: Kind::Trace,
+            source: "t.json".into(),
+            mergeable,
+            ..AnalyzerOptions::default()
+        });
+        a.write(doc.as_bytes()).unwrap();
+        let Analysis::Trace(summary) = a.finish().unwrap() else {
+            panic!("not a trace")
+        };
+        for r in [&with, &without] {
+            let got = summary_with_join_json(&summary, r);
+            assert_eq!(got, appended(&summary.to_json(), r));
+            assert_eq!(got.contains("\n  \"mergeable\": {\"version\":"), mergeable);
+        }
+    }
 }
 
 /// Runs a `TraceJoin` with `options`: the recording `csv`, then the trace in `chunks` as often
@@ -1145,7 +1209,12 @@ fn trace_join_session_wanted_ranges_are_checked() {
         .write(&doc.as_bytes()[a as usize + 1..b as usize])
         .unwrap_err();
     assert!(
-        e.contains(&format!("bytes from {a} on were not given")),
+        matches!(e, JoinError::BytesNotGiven { at_byte } if at_byte == a),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains(&format!("bytes from {a} on were not given")),
         "{e}"
     );
     // A gzip trace: the whole file.
@@ -1215,9 +1284,13 @@ fn trace_join_session_errors_and_timeline() {
     j.end_file().unwrap();
     j.write(trace_doc(None, false, false).as_bytes()).unwrap();
     let e = j.end_file().unwrap_err();
-    assert!(e.contains("--clock-offset-ms"), "{e}");
+    assert!(
+        matches!(e, JoinError::Alignment(AlignmentError::NoBase)),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("--clock-offset-ms"), "{e}");
     assert_eq!(j.next_file(), None);
-    assert_eq!(j.write(b" ").unwrap_err(), e);
+    assert_eq!(j.write(b" ").unwrap_err().to_string(), e.to_string());
     assert!(TraceJoin::from_json(r#"{"min_gap_ms":-1}"#).is_err());
     assert!(TraceJoin::from_json(r#"{"gpu_map":"0=x"}"#).is_err());
     assert!(TraceJoin::from_json(r#"{"nope":1}"#).is_err());
@@ -1291,6 +1364,6 @@ fn round_positive_is_round() {
         1e17 + 0.5,
         4.5e15 + 1.0,
     ] {
-        assert_eq!(super::session::round_positive(x), x.round(), "{x}");
+        assert_eq!(super::options::round_positive(x), x.round(), "{x}");
     }
 }

@@ -3,7 +3,7 @@
 //! Every search answers "the first index at or after `i` whose byte is in class X" (or the
 //! input's length). On x86_64 (SSE2, part of its baseline, through `safe_arch`, whose safe
 //! wrappers are selected by `#[cfg]`) and on wasm32 built with `simd128` (the page's build,
-//! `scripts/build-web.sh`; `core::arch::wasm32`'s intrinsics are safe functions) the searches
+//! `scripts/dev/build-web.sh`; `core::arch::wasm32`'s intrinsics are safe functions) the searches
 //! look at 16 bytes per step, through the few lane operations of `lanes`, so the crate stays
 //! `forbid(unsafe_code)`; elsewhere (wasm32 without simd128, thumbv7em, aarch64) they look at
 //! 8 bytes per step in plain integer code (SWAR). With 16-byte lanes the fast path's skip of a

@@ -11,9 +11,10 @@
 //! and the bucket within the power of two comes from a table of `2^(j/512)` in 63-bit fixed
 //! point built at compile time by integer square roots (deterministic on every target, no
 //! floating point; each entry within a few units of 2^-63 of the true value).
-use alloc::vec::Vec;
-
 use serde::{Deserialize, Serialize};
+
+pub(crate) use super::buckets::{BucketSummer, BucketWriter};
+pub use super::buckets::{Buckets, Iter as BucketIter};
 
 /// The scale every summary's histograms are made at: base `2^(1/256)`, 256 buckets per power of
 /// two (Prometheus' highest native-histogram schema).
@@ -102,48 +103,59 @@ pub fn bucket_value_ns(index: i32, scale: u8) -> f64 {
 }
 
 /// The durations of one op as counts per bucket: `buckets` holds `[index, count]` pairs with
-/// increasing indexes and non-zero counts.
+/// increasing indexes and non-zero counts (held compactly, [`Buckets`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct LogHistogram {
     /// Durations of 0 ns.
     pub zero_count: u64,
     /// `[index, count]` pairs, increasing indexes.
-    pub buckets: Vec<(i32, u64)>,
+    pub buckets: Buckets,
 }
 
 impl LogHistogram {
     /// The histogram of `sorted` durations (ns, ascending) at `scale`.
     pub fn from_sorted(sorted: impl IntoIterator<Item = u64>, scale: u8) -> LogHistogram {
-        let mut h = LogHistogram::default();
-        let mut last = 0u64; // a run of equal durations is looked up once
+        let mut zero_count = 0u64;
+        let mut w = BucketWriter::new();
+        // The pair being counted; a run of equal durations is looked up once.
+        let mut run: Option<(i32, u64)> = None;
+        let mut last = 0u64;
         for v in sorted {
             if v == 0 {
-                h.zero_count += 1;
+                zero_count += 1;
                 continue;
             }
-            if v == last
-                && let Some(b) = h.buckets.last_mut()
+            if let Some((_, c)) = &mut run
+                && v == last
             {
-                b.1 += 1;
+                *c += 1;
                 continue;
             }
             last = v;
             let i = bucket_index(v, scale);
-            match h.buckets.last_mut() {
-                Some(b) if b.0 == i => b.1 += 1,
-                _ => h.buckets.push((i, 1)),
+            match &mut run {
+                Some((at, c)) if *at == i => *c += 1,
+                _ => {
+                    if let Some((at, c)) = run.replace((i, 1)) {
+                        w.push(at, c);
+                    }
+                }
             }
         }
-        // Held for every op until the section is written: no spare capacity.
-        h.buckets.shrink_to_fit();
-        h
+        if let Some((at, c)) = run {
+            w.push(at, c);
+        }
+        LogHistogram {
+            zero_count,
+            buckets: w.finish(),
+        }
     }
 
     /// Durations counted.
     pub fn count(&self) -> Option<u64> {
         self.buckets
             .iter()
-            .try_fold(self.zero_count, |n, &(_, c)| n.checked_add(c))
+            .try_fold(self.zero_count, |n, (_, c)| n.checked_add(c))
     }
 
     /// This histogram at a scale `by` lower (bucket `i` goes to `i >> by`).
@@ -151,53 +163,50 @@ impl LogHistogram {
         if by == 0 {
             return self.clone();
         }
-        let mut out = LogHistogram {
-            zero_count: self.zero_count,
-            buckets: Vec::with_capacity(self.buckets.len()),
-        };
-        for &(i, c) in &self.buckets {
-            let j = i >> by;
-            match out.buckets.last_mut() {
-                Some(last) if last.0 == j => last.1 += c,
-                _ => out.buckets.push((j, c)),
-            }
+        let mut out = BucketSummer::default();
+        for (i, c) in &self.buckets {
+            // The counts of a checked histogram add up to its count, a u64.
+            let _ = out.add(i >> by, c);
         }
-        out
+        LogHistogram {
+            zero_count: self.zero_count,
+            buckets: out.finish(),
+        }
     }
 
     /// The sum of two histograms of the same scale; `None` when a count overflows.
     pub fn merged(&self, other: &LogHistogram) -> Option<LogHistogram> {
-        let mut buckets = Vec::with_capacity(self.buckets.len().max(other.buckets.len()));
+        let mut w = BucketWriter::new();
         let (mut a, mut b) = (
             self.buckets.iter().peekable(),
             other.buckets.iter().peekable(),
         );
         loop {
-            let next = match (a.peek(), b.peek()) {
-                (Some(&&x), Some(&&y)) if x.0 == y.0 => {
+            let next = match (a.peek().copied(), b.peek().copied()) {
+                (Some(x), Some(y)) if x.0 == y.0 => {
                     a.next();
                     b.next();
                     (x.0, x.1.checked_add(y.1)?)
                 }
-                (Some(&&x), Some(&&y)) if x.0 < y.0 => {
+                (Some(x), Some(y)) if x.0 < y.0 => {
                     a.next();
                     x
                 }
-                (_, Some(&&y)) => {
+                (_, Some(y)) => {
                     b.next();
                     y
                 }
-                (Some(&&x), None) => {
+                (Some(x), None) => {
                     a.next();
                     x
                 }
                 (None, None) => break,
             };
-            buckets.push(next);
+            w.push(next.0, next.1);
         }
         Some(LogHistogram {
             zero_count: self.zero_count.checked_add(other.zero_count)?,
-            buckets,
+            buckets: w.finish(),
         })
     }
 
@@ -208,12 +217,17 @@ impl LogHistogram {
             return Some(0.0);
         }
         let mut left = rank - self.zero_count;
-        for &(i, c) in &self.buckets {
+        for (i, c) in &self.buckets {
             if left < c {
                 return Some(bucket_value_ns(i, scale));
             }
             left -= c;
         }
         None
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.buckets.heap_bytes()
     }
 }

@@ -178,7 +178,7 @@ impl MergeState {
             }
             let Some(h) = &op.histogram else { continue };
             let mut prev: Option<i32> = None;
-            for (b, &(i, c)) in h.buckets.iter().enumerate() {
+            for (b, (i, c)) in h.buckets.iter().enumerate() {
                 let at_b = || at(&format!("histogram.buckets[{b}]"));
                 if i < lo || i > hi {
                     return Err(problem(

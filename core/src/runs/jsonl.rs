@@ -3,8 +3,6 @@
 //! instead of failing the whole file, and a line longer than [`MAX_LINE_BYTES`] is skipped as it
 //! is read (never held) and counted. Push-style: the caller hands over the file's bytes in
 //! chunks of any size.
-use alloc::borrow::ToOwned;
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde_json::Value;
@@ -157,25 +155,51 @@ fn is_blank(line: &[u8]) -> bool {
     }
 }
 
+/// Why a JSONL line is not JSON (the caller knows its line number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineError {
+    /// The line ends inside a value.
+    EndsInsideValue,
+    /// A number beyond a float's range where a value cannot be null.
+    NumberOutOfRange,
+    /// Anything else.
+    NotJson,
+}
+
+impl core::fmt::Display for LineError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            LineError::EndsInsideValue => "line ends inside a value",
+            LineError::NumberOutOfRange => "number out of range",
+            LineError::NotJson => "not valid JSON",
+        })
+    }
+}
+
+impl core::error::Error for LineError {}
+
 /// Parses one line; on failure retries with `NaN`, `Infinity` and `-Infinity` tokens (which
 /// Python's json accepts) and numbers beyond a float's range outside strings replaced by `null`.
 /// Every figure treats a non-finite number like null (statistics drop both).
-pub fn parse_line(line: &[u8]) -> Result<Value, String> {
+///
+/// # Errors
+/// The line is not JSON even so.
+pub fn parse_line(line: &[u8]) -> Result<Value, LineError> {
     parse_line_noting(line).map(|(v, _)| v)
 }
 
 /// [`parse_line`], also saying whether a number beyond the range of a float was met (Python
 /// reads it as infinity; here it is null, as NaN and Infinity are).
-fn parse_line_noting(line: &[u8]) -> Result<(Value, bool), String> {
+fn parse_line_noting(line: &[u8]) -> Result<(Value, bool), LineError> {
     match serde_json::from_slice::<Value>(line) {
         Ok(v) => Ok((v, false)),
         Err(e) => {
             let msg = match e.classify() {
-                serde_json::error::Category::Eof => "line ends inside a value".to_owned(),
+                serde_json::error::Category::Eof => LineError::EndsInsideValue,
                 _ if alloc::format!("{e}").starts_with("number out of range") => {
-                    "number out of range".to_owned()
+                    LineError::NumberOutOfRange
                 }
-                _ => "not valid JSON".to_owned(),
+                _ => LineError::NotJson,
             };
             match replace_non_finite(line) {
                 Some((fixed, out_of_range)) => serde_json::from_slice::<Value>(&fixed)
@@ -272,6 +296,8 @@ pub fn truthy(v: &Value) -> bool {
 mod tests {
     use super::*;
     use crate::testutil::for_each_split;
+    use alloc::borrow::ToOwned;
+    use alloc::string::String;
     use alloc::vec::Vec;
 
     fn read_chunks(chunks: &[&[u8]]) -> (Vec<(usize, Value)>, Vec<String>) {

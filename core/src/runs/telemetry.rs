@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::jsonl::{JsonlReader, num};
 use super::warnings::Warnings;
+use crate::telemetry::host_row::keys;
 use crate::telemetry::{
     AcStateRef, Num, TelemetryAccumulator, TelemetryRow, TelemetrySummary, ValueBudget, Window,
 };
@@ -83,26 +84,38 @@ pub(crate) fn feed_row(
     value: &Value,
     w: &mut Warnings,
 ) {
+    if let Some(row) = read_row(line, value, w) {
+        acc.push(&row);
+    }
+}
+
+/// One parsed line as the row it holds (the keys of [`HostRow`](crate::telemetry::HostRow)),
+/// or `None` when the reference would skip it; what is ignored or skipped is counted in `w`.
+fn read_row<'a>(line: usize, value: &'a Value, w: &mut Warnings) -> Option<TelemetryRow<'a>> {
     let Value::Object(row) = value else {
         w.at_line("skipped, not a JSON object", line);
-        return;
+        return None;
     };
-    let unix = match row.get("unix") {
-        None => return w.at_line("skipped, missing unix", line),
+    let skip = |w: &mut Warnings, why: &str| {
+        w.at_line(why, line);
+        None
+    };
+    let unix = match row.get(keys::UNIX) {
+        None => return skip(w, "skipped, missing unix"),
         Some(v) => match num(v).filter(|n| n.is_finite()) {
             Some(n) => n,
-            None => return w.at_line("skipped, unix is not a finite number", line),
+            None => return skip(w, "skipped, unix is not a finite number"),
         },
     };
-    let memory = match row.get("host_memory") {
-        Some(Value::Object(m)) if m.contains_key("available") && m.contains_key("used") => m,
-        Some(Value::Object(_)) => {
-            return w.at_line("skipped, host_memory lacks available/used", line);
+    let memory = match row.get(keys::HOST_MEMORY) {
+        Some(Value::Object(m)) if m.contains_key(keys::AVAILABLE) && m.contains_key(keys::USED) => {
+            m
         }
-        Some(_) => return w.at_line("skipped, host_memory is not an object", line),
-        None => return w.at_line("skipped, missing host_memory", line),
+        Some(Value::Object(_)) => return skip(w, "skipped, host_memory lacks available/used"),
+        Some(_) => return skip(w, "skipped, host_memory is not an object"),
+        None => return skip(w, "skipped, missing host_memory"),
     };
-    let gpu_csv = match row.get("gpu_csv") {
+    let gpu_csv = match row.get(keys::GPU_CSV) {
         None => "",
         Some(Value::String(s)) => s.as_str(),
         Some(Value::Null) => {
@@ -114,9 +127,9 @@ pub(crate) fn feed_row(
             ""
         }
     };
-    let ac_state = match row.get("power") {
+    let ac_state = match row.get(keys::POWER) {
         None => None,
-        Some(Value::Object(p)) => match p.get("ACLineStatus") {
+        Some(Value::Object(p)) => match p.get(keys::AC_LINE_STATUS) {
             None => {
                 w.at_line("power lacks ACLineStatus, ignored", line);
                 None
@@ -131,15 +144,14 @@ pub(crate) fn feed_row(
             None
         }
     };
-    let host_cpu_percent = row.get("host_cpu_percent").and_then(num);
-    acc.push(&TelemetryRow {
+    Some(TelemetryRow {
         unix,
-        host_available_bytes: num(&memory["available"]),
-        host_used_bytes: num(&memory["used"]),
-        host_cpu_percent,
+        host_available_bytes: num(&memory[keys::AVAILABLE]),
+        host_used_bytes: num(&memory[keys::USED]),
+        host_cpu_percent: row.get(keys::HOST_CPU_PERCENT).and_then(num),
         gpu_csv,
         ac_state,
-    });
+    })
 }
 
 fn ac_state(v: &Value) -> Option<AcStateRef<'_>> {
@@ -150,4 +162,53 @@ fn ac_state(v: &Value) -> Option<AcStateRef<'_>> {
         Value::String(s) => AcStateRef::Str(s),
         Value::Array(_) | Value::Object(_) => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    use super::*;
+    use crate::telemetry::{HostMemory, HostRow};
+
+    /// Rows as the recorder writes them read back as the values they hold.
+    #[test]
+    fn the_written_row_reads_back() {
+        let gpu = "0,GPU-a,1000,81920,60,71.25,1980,2619,99,".to_string();
+        for (cpu, gpus) in [
+            (Some(12.0), None),
+            (Some(12.5), Some(vec![gpu.clone(), gpu.clone()])),
+            (None, None),
+            (Some(f64::NAN), None),
+        ] {
+            let row = HostRow {
+                unix: 1_764_600_000.123_456_7,
+                host_memory: HostMemory {
+                    available: Some(5 << 30),
+                    used: Some(3 << 30),
+                    total: None,
+                },
+                host_cpu_percent: cpu,
+                gpu_csv: gpus.as_ref().map(|g: &Vec<String>| g[0].clone()),
+                gpus_csv: gpus.clone(),
+            };
+            let line = serde_json::to_vec(&row).unwrap();
+            let value: Value = serde_json::from_slice(&line).unwrap();
+            let mut w = Warnings::default();
+            let got = read_row(1, &value, &mut w).unwrap();
+            assert_eq!(got.unix, Num::Float(row.unix));
+            assert_eq!(got.host_available_bytes, Some(Num::Int(5 << 30)));
+            assert_eq!(got.host_used_bytes, Some(Num::Int(3 << 30)));
+            let want_cpu = match cpu {
+                Some(12.0) => Some(Num::Int(12)),
+                Some(c) if c.is_finite() => Some(Num::Float(c)),
+                _ => None,
+            };
+            assert_eq!(got.host_cpu_percent, want_cpu);
+            assert_eq!(got.gpu_csv, row.gpu_csv.as_deref().unwrap_or(""));
+            assert_eq!(got.ac_state, None);
+            assert!(w.render("t").is_empty());
+        }
+    }
 }

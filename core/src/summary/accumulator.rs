@@ -8,13 +8,13 @@ use super::busy::BusyUnion;
 use super::histpass::HistPass;
 use super::interner::Interner;
 use super::op::{OpAcc, OpValues, Pushed, push_value};
-use super::refine::{EventReplay, Refiner};
+use super::refine::{EventReplay, PassError, Refiner};
 use super::result::*;
 use super::spill::IntervalSpill;
 use crate::Limits;
 use crate::json::{Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, ScanEnd, ScanWarnings};
 use crate::merge::OpSum;
-use crate::merge::histogram::{LogHistogram, SCALE};
+use crate::merge::histogram::{LogHistogram, SCALE, relative_error};
 use crate::sketch::RELATIVE_ERROR;
 use crate::stats::{Moments, Num, Stats, stats_ns_in_place};
 
@@ -427,7 +427,7 @@ impl TraceSummary {
     /// Every op with a duration as the mergeable section lists it: exact count, sum and range,
     /// and the histogram of its durations when the summary still holds them (sorting each op's
     /// exact durations in place; the stats after do not depend on their order).
-    fn mergeable_ops(&mut self) -> (Vec<OpSum>, u8, Option<String>) {
+    fn mergeable_ops(&mut self) -> (Vec<OpSum>, u8, Vec<String>) {
         // Held until the result is written: no spare capacity.
         let with_values = self.op_accs.iter().filter(|a| !a.values.is_empty()).count();
         let mut ops = Vec::with_capacity(with_values);
@@ -478,6 +478,7 @@ impl TraceSummary {
                 histogram,
             });
         }
+        let mut warnings = Vec::new();
         let missing: Vec<(usize, u64, u64, u64)> = ops
             .iter()
             .zip(&order)
@@ -485,16 +486,24 @@ impl TraceSummary {
             .map(|(o, &i)| (i, o.n, o.min_ns, o.max_ns))
             .collect();
         if missing.is_empty() || self.replay.is_none() {
-            return (ops, SCALE, None);
+            return (ops, SCALE, warnings);
         }
-        // The durations budget again (bytes), for counts of the ops that outgrew it.
+        // The section's histograms share the durations budget (bytes) with the counts of the ops
+        // that outgrew it. The exact ops' histograms fit what their durations took: at most 4
+        // bytes a bucket of at least one duration (`Buckets`), against 4 or 8 a duration.
         let budget = (self.limits.max_exact_values as u64).saturating_mul(4);
-        let Some(pass) = HistPass::new(self.op_accs.len(), &missing, budget) else {
-            let why = format!(
+        let held: u64 = ops
+            .iter()
+            .filter_map(|o| o.histogram.as_ref())
+            .map(|h| h.heap_bytes() as u64)
+            .sum();
+        let Some(pass) = HistPass::new(self.op_accs.len(), &missing, budget.saturating_sub(held))
+        else {
+            warnings.push(format!(
                 "the histograms of {} ops do not fit the memory budget: their merged percentiles are null",
                 missing.len()
-            );
-            return (ops, SCALE, Some(why));
+            ));
+            return (ops, SCALE, warnings);
         };
         let scale = pass.scale();
         let mut refiner = Refiner::new(self.op_accs.len(), 0);
@@ -502,7 +511,7 @@ impl TraceSummary {
         let counted = self.replay_pass(refiner).and_then(|r| {
             r.hist
                 .and_then(super::histpass::HistPass::finish)
-                .ok_or_else(|| String::from("the input changed between passes"))
+                .ok_or(PassError::InputChanged)
         });
         match counted {
             Ok(hists) => {
@@ -513,23 +522,31 @@ impl TraceSummary {
                         None => hists.next(),
                     };
                 }
-                (ops, scale, None)
+                if scale < SCALE {
+                    warnings.push(format!(
+                        "the mergeable histograms are at scale {scale}, not {SCALE}, to fit the durations budget (the counts of {} ops past it): merged percentiles are within {:.4}% (at scale {SCALE}: {:.4}%)",
+                        missing.len(),
+                        100.0 * relative_error(scale),
+                        100.0 * relative_error(SCALE)
+                    ));
+                }
+                (ops, scale, warnings)
             }
             Err(e) => {
-                let why = format!(
+                warnings.push(format!(
                     "the histograms of {} ops need another pass over the input, which failed: {e}; their merged percentiles are null",
                     missing.len()
-                );
-                (ops, SCALE, Some(why))
+                ));
+                (ops, SCALE, warnings)
             }
         }
     }
 
     /// One further pass over the input feeding `refiner` only (the summary's counts and
     /// warnings stay those of the first pass).
-    fn replay_pass(&mut self, refiner: Refiner) -> Result<Refiner, String> {
+    fn replay_pass(&mut self, refiner: Refiner) -> Result<Refiner, PassError> {
         let Some(mut replay) = self.replay.take() else {
-            return Err(String::from("the input cannot be read again"));
+            return Err(PassError::NoReplay);
         };
         let saved = self.warnings;
         let events = self.events;
@@ -541,10 +558,10 @@ impl TraceSummary {
         self.replay = Some(replay);
         let refiner = self.refiner.take();
         match (outcome, refiner) {
-            (Err(e), _) => Err(e),
-            (Ok(n), _) if n != events => Err(String::from("the input changed between passes")),
+            (Err(e), _) => Err(PassError::Replay(e)),
+            (Ok(n), _) if n != events => Err(PassError::InputChanged),
             (Ok(_), Some(r)) => Ok(r),
-            (Ok(_), None) => Err(String::from("the pass ended early")),
+            (Ok(_), None) => Err(PassError::EndedEarly),
         }
     }
 
@@ -555,7 +572,7 @@ impl TraceSummary {
         &mut self,
         listed: &[usize],
         reserved_bytes: u64,
-    ) -> Result<Option<Refiner>, String> {
+    ) -> Result<Option<Refiner>, PassError> {
         let sketched: Vec<usize> = listed
             .iter()
             .copied()
@@ -605,10 +622,8 @@ impl TraceSummary {
             self.stacks.iter_mut().for_each(Vec::clear);
             self.open_total = 0;
             match replay.replay(&mut |e| self.add(e)) {
-                Err(e) => break Err(e),
-                Ok(n) if n != events => {
-                    break Err(String::from("the input changed between passes"));
-                }
+                Err(e) => break Err(PassError::Replay(e)),
+                Ok(n) if n != events => break Err(PassError::InputChanged),
                 Ok(_) => {}
             }
             let Some(r) = &mut self.refiner else {
@@ -641,7 +656,7 @@ impl TraceSummary {
         top: usize,
     ) -> TraceSummaryResult {
         self.warnings.unclosed_begins = self.open_total as u64;
-        let mut refine_failed: Option<String> = None;
+        let mut refine_failed: Option<PassError> = None;
         let mut union_error_ns: u64 = 0;
         let mut categories = Vec::with_capacity(self.cat_accs.len());
         for (i, c) in self.cat_accs.iter_mut().enumerate() {
@@ -686,7 +701,10 @@ impl TraceSummary {
         }
         // Before the further passes, which free the durations of the ops not listed.
         let mergeable_ops = self.mergeable.then(|| self.mergeable_ops());
-        let histogram_warning = mergeable_ops.as_ref().and_then(|(_, _, w)| w.clone());
+        let histogram_warnings = mergeable_ops
+            .as_ref()
+            .map(|(_, _, w)| w.clone())
+            .unwrap_or_default();
         // The section is held beside the passes: its bytes come out of their budget.
         let section_bytes = mergeable_ops
             .as_ref()
@@ -786,7 +804,7 @@ impl TraceSummary {
         let (total_union_ns, bound_ns) = self.total_union.finish(spill_mut(&mut self.spill));
         union_error_ns = union_error_ns.saturating_add(bound_ns);
         let mut warnings = Vec::new();
-        warnings.extend(histogram_warning);
+        warnings.extend(histogram_warnings);
         if let Some(e) = refine_failed {
             warnings.push(format!(
                 "exact percentiles of the listed ops need another pass over the input, which failed: {e}; they come from sketches (see approximations)"
@@ -934,16 +952,13 @@ impl TraceSummary {
 /// Heap bytes `ops` hold (the mergeable section's op list).
 fn held_bytes(ops: &[OpSum]) -> u64 {
     let per_op = core::mem::size_of::<OpSum>();
-    let bucket = core::mem::size_of::<(i32, u64)>();
     let bytes: usize = ops
         .iter()
         .map(|o| {
             per_op
                 + o.category.capacity()
                 + o.name.capacity()
-                + o.histogram
-                    .as_ref()
-                    .map_or(0, |h| h.buckets.capacity() * bucket)
+                + o.histogram.as_ref().map_or(0, LogHistogram::heap_bytes)
         })
         .sum();
     bytes as u64
@@ -1246,11 +1261,14 @@ mod tests {
     struct DocReplay(Vec<u8>, Limits);
 
     impl EventReplay for DocReplay {
-        fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String> {
+        fn replay(
+            &mut self,
+            sink: &mut dyn FnMut(&Event<'_>),
+        ) -> Result<u64, crate::summary::ReplayError> {
             let mut sc = EventScanner::new(self.1);
             let mut pos = 0;
             loop {
-                let (s, nin) = sc.scan(&self.0[pos..]).map_err(|e| e.to_string())?;
+                let (s, nin) = sc.scan(&self.0[pos..])?;
                 pos += nin;
                 match s {
                     Scan::Event => sink(&sc.event()),
@@ -1709,6 +1727,11 @@ mod tests {
     }
 
     fn mergeable_of(doc: &[u8], limits: Limits, replay: bool) -> crate::merge::MergeState {
+        with_section(doc, limits, replay).mergeable_state().unwrap()
+    }
+
+    /// The summary of `doc` with the mergeable section; `replay`: with further passes.
+    fn with_section(doc: &[u8], limits: Limits, replay: bool) -> TraceSummaryResult {
         let mut sc = EventScanner::new(limits);
         let mut sum = TraceSummary::new(limits);
         sum.set_mergeable(true);
@@ -1726,8 +1749,7 @@ mod tests {
         }
         let end = sc.finish();
         let w = *sc.warnings();
-        let r = sum.finish("t.json", &end, &w, DEFAULT_TOP_OPS);
-        r.mergeable_state().unwrap()
+        sum.finish("t.json", &end, &w, DEFAULT_TOP_OPS)
     }
 
     /// Past the durations budget, the mergeable section's histograms come from a further pass,
@@ -1757,7 +1779,10 @@ mod tests {
             let without = mergeable_of(doc.as_bytes(), tight, false);
             assert!(without.ops.iter().any(|o| o.histogram.is_none()));
             let mut want = exact.clone();
-            if let Some(w) = got.ranks[0].warnings.first() {
+            let warnings = &got.ranks[0].warnings;
+            if let Some(w) = warnings.first()
+                && !w.starts_with("the mergeable histograms are at scale")
+            {
                 assert!(w.contains("do not fit the memory budget"), "{w}");
                 assert_eq!(got.scale, SCALE);
                 want.ranks[0].warnings = got.ranks[0].warnings.clone();
@@ -1768,6 +1793,10 @@ mod tests {
                 }
                 assert!(got.ops.iter().any(|o| o.histogram.is_none()));
             } else {
+                let stated = std::format!("the mergeable histograms are at scale {},", got.scale);
+                let warned = warnings.len() == 1 && warnings[0].starts_with(&stated);
+                assert_eq!(warned, got.scale < SCALE, "{warnings:?}");
+                want.ranks[0].warnings = warnings.clone();
                 want.scale = got.scale;
                 for o in &mut want.ops {
                     o.histogram = o
@@ -1784,5 +1813,85 @@ mod tests {
             scales.len() == 3 && scales[0] < SCALE && scales[2] == SCALE,
             "{scales:?}"
         );
+    }
+
+    /// `n` X events, half over `light` ops (ten durations each within a tenth of the op's own
+    /// base, as `ProfilerStep#N`), the bases log-uniform over 1 µs .. 1 ms, half over 8 heavy
+    /// ones with durations log-uniform over the same range; nearly every duration of a light op
+    /// is a bucket of its own.
+    fn many_ops_doc(n: usize, light: u64, rng: &mut Rng) -> String {
+        let mut doc = String::from("{\"traceEvents\":[");
+        for k in 0..n {
+            if k > 0 {
+                doc.push(',');
+            }
+            let log_uniform = |x: u64| (1u64 << (10 + x % 10)) * (1024 + x / 10 % 1024) / 1024;
+            let (name, dur_ns) = if rng.below(2) == 0 {
+                let op = rng.below(light);
+                let base = log_uniform(op.wrapping_mul(0x9e37_79b9));
+                (std::format!("step#{op}"), base + rng.below(base / 10))
+            } else {
+                let x = rng.below(1 << 30);
+                (std::format!("heavy{}", rng.below(8)), log_uniform(x))
+            };
+            doc.push_str(&std::format!(
+                "{{\"ph\":\"X\",\"cat\":\"c\",\"name\":\"{name}\",\"ts\":{k},\"dur\":{}.{:03}}}",
+                dur_ns / 1000,
+                dur_ns % 1000
+            ));
+        }
+        doc.push_str("]}");
+        doc
+    }
+
+    /// The mergeable section's histograms stay within the durations budget they share with the
+    /// counts of the ops past it, however many ops a trace names: the exact ops' histograms take
+    /// no more than their durations did, and the ops past the budget are counted in what is
+    /// left, at the largest scale that fits. A scale below the full one is stated in a warning,
+    /// with its error bound, and the section is the exact one at that scale.
+    #[test]
+    fn mergeable_histograms_stay_within_the_durations_budget() {
+        let mut rng = Rng::from_env(2117);
+        let doc = many_ops_doc(40_000, 4_000, &mut rng);
+        let exact = mergeable_of(doc.as_bytes(), Limits::EXACT, false);
+        assert_eq!(exact.scale, SCALE);
+        let mut scales = Vec::new();
+        for units in [12_000, 24_000, 1 << 20] {
+            let limits = Limits {
+                max_exact_values: units,
+                ..Limits::NATIVE
+            };
+            let r = with_section(doc.as_bytes(), limits, true);
+            let ops = &r.mergeable.as_ref().unwrap().ops;
+            let per_op: u64 = ops
+                .iter()
+                .map(|o| {
+                    (core::mem::size_of::<OpSum>() + o.category.capacity() + o.name.capacity())
+                        as u64
+                })
+                .sum();
+            let histograms = held_bytes(ops) - per_op;
+            assert!(
+                histograms <= 4 * units as u64,
+                "{units} units: the histograms hold {histograms} bytes"
+            );
+            let got = r.mergeable_state().unwrap();
+            assert!(got.ops.iter().all(|o| o.histogram.is_some()), "{units}");
+            let stated = std::format!("the mergeable histograms are at scale {},", got.scale);
+            let warned = got.ranks[0].warnings.iter().any(|w| w.contains(&stated));
+            assert_eq!(warned, got.scale < SCALE, "{:?}", got.ranks[0].warnings);
+            let mut want = exact.clone();
+            want.scale = got.scale;
+            want.ranks[0].warnings = got.ranks[0].warnings.clone();
+            for o in &mut want.ops {
+                o.histogram = o
+                    .histogram
+                    .as_ref()
+                    .map(|h| h.downscaled(SCALE - got.scale));
+            }
+            assert_eq!(got, want, "{units} units");
+            scales.push(got.scale);
+        }
+        assert!(scales[0] < SCALE && scales[2] == SCALE, "{scales:?}");
     }
 }

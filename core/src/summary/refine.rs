@@ -10,9 +10,10 @@
 //! to 2^36 ns (69 s) needs at most three counting passes whatever `n`, and usually one collecting
 //! pass. Memory: the collected values (at most the budget) plus 32 KiB per counting range
 //! (at most eight per listed op).
-use alloc::string::String;
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::RefCell;
+use core::fmt;
 
 use crate::json::Event;
 use crate::stats::{Fsum, QUANTILES, percentile_linear_by};
@@ -22,7 +23,46 @@ pub trait EventReplay: Send {
     /// Gives every event of the input to `sink`, in order, from the start; returns how many
     /// there were, or why it could not (the summary then keeps the approximate percentiles and
     /// says why).
-    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, String>;
+    ///
+    /// # Errors
+    /// The implementor's own (native: the file's read error, or the scanner's).
+    fn replay(&mut self, sink: &mut dyn FnMut(&Event<'_>)) -> Result<u64, ReplayError>;
+}
+
+/// Why an [`EventReplay`] could not read the input again: its implementor's error.
+pub type ReplayError = Box<dyn core::error::Error + Send + Sync>;
+
+/// Why a further pass over the input gave no result.
+#[derive(Debug)]
+pub enum PassError {
+    /// There is no way to read the input again.
+    NoReplay,
+    /// The pass did not see what the first pass saw.
+    InputChanged,
+    /// The pass ended before the passes were done.
+    EndedEarly,
+    /// The replay failed.
+    Replay(ReplayError),
+}
+
+impl fmt::Display for PassError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PassError::NoReplay => f.write_str("the input cannot be read again"),
+            PassError::InputChanged => f.write_str("the input changed between passes"),
+            PassError::EndedEarly => f.write_str("the pass ended early"),
+            PassError::Replay(e) => e.fmt(f),
+        }
+    }
+}
+
+impl core::error::Error for PassError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            PassError::Replay(e) => Some(&**e),
+            _ => None,
+        }
+    }
 }
 
 /// Buckets of a counting pass (8 bytes each).
@@ -195,16 +235,15 @@ impl Refiner {
 
     /// After a pass: settles the ranks it decided and narrows the others. Errs when the pass
     /// did not see what the first pass saw (the input changed).
-    pub(crate) fn end_pass(&mut self) -> Result<(), String> {
+    pub(crate) fn end_pass(&mut self) -> Result<(), PassError> {
         self.first_pass = false;
         for op in &mut self.ops {
             let ranges = core::mem::take(&mut op.ranges);
             for range in ranges {
-                let changed = || String::from("the input changed between passes");
                 match range.probe {
                     Probe::Collect(mut values) => {
                         if values.len() as u64 != range.count {
-                            return Err(changed());
+                            return Err(PassError::InputChanged);
                         }
                         values.sort_unstable();
                         for &ri in &range.ranks {
@@ -213,7 +252,7 @@ impl Refiner {
                     }
                     Probe::Count { width, counts } => {
                         if counts.iter().sum::<u64>() != range.count {
-                            return Err(changed());
+                            return Err(PassError::InputChanged);
                         }
                         let (mut cum, mut b) = (range.below, 0usize);
                         for &ri in &range.ranks {

@@ -9,7 +9,7 @@ use serde::ser::Serializer;
 use alloc::collections::BTreeMap;
 
 use crate::json::ScanWarnings;
-use crate::merge::{CategorySum, MergeState, OpSum, Rank, VERSION};
+use crate::merge::{CategorySum, MergeState, OneLine, OpSum, Rank, VERSION, WithSection};
 use crate::stats::Stats;
 
 /// The `scope` line of every trace summary, as the reference writes it.
@@ -264,7 +264,11 @@ impl TraceSummaryResult {
             Some(head) if ops_in_place => head,
             _ => {
                 let state = self.mergeable_state().unwrap_or(state);
-                return out(&crate::merge::with_section(json, &state)?);
+                let doc = WithSection {
+                    body: self,
+                    mergeable: OneLine::of(&state)?,
+                };
+                return out(&serde_json::to_string_pretty(&doc)?);
             }
         };
         let body = json.strip_suffix("\n}").unwrap_or(&json);

@@ -24,15 +24,12 @@ use super::result::RecordingView;
 use super::stream::{Planned, SpanPlan};
 use super::{MarkInfo, RecordingAnalysis, SelectionError, WindowAnalyzer, WindowOptions};
 use super::{WindowResult, WindowSelect};
-use crate::gzip::{GzDecoder, GzError, GzStatus, is_gzip};
+use crate::gzip::{GzError, MaybeGz};
 use crate::job::{Job, Need};
 
 /// Marks and finished spans a first pass holds by default: past that many, they are read in
 /// further passes. A few MiB of results at most.
 pub const FIRST_PASS_HOLD: usize = 4096;
-
-/// Decoded bytes handed from the gzip layer to the analysis per step.
-const GZ_OUT_BYTES: usize = 64 * 1024;
 
 /// Why an [`AnalyzeJob`] failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,18 +74,6 @@ enum Pass {
     Spans,
 }
 
-/// The file layer: plain, or gzip inflated by the core decoder.
-enum Container {
-    /// No byte seen yet, or only a first `1f` (kept here) that may start the gzip magic.
-    Sniffing(Option<u8>),
-    Plain,
-    Gzip {
-        /// Boxed: the decoder holds its CRC state inline.
-        decoder: Box<GzDecoder>,
-        out: alloc::vec::Vec<u8>,
-    },
-}
-
 /// Where a job stands.
 enum Stage {
     /// Taking the file's bytes or batches.
@@ -107,7 +92,8 @@ pub struct AnalyzeJob {
     /// The file, as the job was given it.
     name: String,
     pass: Pass,
-    container: Container,
+    /// The file layer: plain, or gzip inflated by the core decoder.
+    gz: MaybeGz,
     stage: Stage,
     /// The driver's own warning about the input (e.g. trailing bytes after the last gzip member
     /// it inflated), listed after the analysis's.
@@ -129,7 +115,7 @@ impl AnalyzeJob {
         AnalyzeJob {
             name: name.into(),
             pass,
-            container: Container::Sniffing(None),
+            gz: MaybeGz::new(),
             stage: Stage::Reading(Box::new(analyzer)),
             input_warning: None,
             read_error: None,
@@ -185,72 +171,37 @@ impl AnalyzeJob {
         e
     }
 
-    /// Bytes past the file layer, to the analysis.
-    fn feed(&mut self, mut input: &[u8]) -> Result<(), AnalyzeJobError> {
+    fn write_inner(&mut self, chunk: &[u8]) -> Result<(), AnalyzeJobError> {
         let Stage::Reading(a) = &mut self.stage else {
             return Err(AnalyzeJobError::NotAsked("a write"));
         };
-        match &mut self.container {
-            Container::Sniffing(_) | Container::Plain => {
-                a.write(input);
-                Ok(())
-            }
-            Container::Gzip { decoder, out } => loop {
-                let (status, nin, nout) =
-                    decoder.decode(input, out).map_err(AnalyzeJobError::Gzip)?;
-                a.write(&out[..nout]);
-                input = &input[nin..];
-                if status != GzStatus::OutputFull {
-                    return Ok(());
-                }
-            },
-        }
-    }
-
-    fn write_inner(&mut self, chunk: &[u8]) -> Result<(), AnalyzeJobError> {
-        if let Container::Sniffing(first) = self.container {
-            let Some(&b) = chunk.first() else {
-                return Ok(());
-            };
-            let magic = match first {
-                None if b == 0x1f && chunk.len() == 1 => {
-                    self.container = Container::Sniffing(Some(b));
-                    return Ok(());
-                }
-                None => [b, chunk.get(1).copied().unwrap_or(0)],
-                Some(f) => [f, b],
-            };
-            self.container = container_for(&magic);
-            if let Some(f) = first {
-                // The held-back first byte.
-                self.feed(&[f])?;
-            }
-        }
-        self.feed(chunk)
+        self.gz
+            .write(chunk, |bytes, _| {
+                a.write(bytes);
+                Ok::<(), GzError>(())
+            })
+            .map_err(AnalyzeJobError::Gzip)
     }
 
     fn end_inner(&mut self) -> Result<(), AnalyzeJobError> {
         if let Some(message) = self.read_error.take() {
             return Err(AnalyzeJobError::Read(message));
         }
-        let mut gzip_warning = None;
-        match &self.container {
-            Container::Sniffing(Some(f)) => {
-                let f = *f;
-                self.container = Container::Plain;
-                self.feed(&[f])?;
-            }
-            Container::Gzip { decoder, .. } => {
-                gzip_warning = decoder
-                    .trailing_garbage_at()
-                    .map(crate::analyzer::trailing_garbage_warning);
-                decoder.finish().map_err(AnalyzeJobError::Gzip)?;
-            }
-            Container::Sniffing(None) | Container::Plain => {}
-        }
-        let Stage::Reading(a) = core::mem::replace(&mut self.stage, Stage::Finished) else {
+        let Stage::Reading(mut a) = core::mem::replace(&mut self.stage, Stage::Finished) else {
             return Err(AnalyzeJobError::NotAsked("the end of the file"));
         };
+        // A lone first byte held back by the gzip detection is plain content.
+        let _ = self.gz.end(|bytes, _| {
+            a.write(bytes);
+            Ok::<(), GzError>(())
+        });
+        let mut gzip_warning = None;
+        if let Some(decoder) = self.gz.decoder() {
+            gzip_warning = decoder
+                .trailing_garbage_at()
+                .map(crate::analyzer::trailing_garbage_warning);
+            decoder.finish().map_err(AnalyzeJobError::Gzip)?;
+        }
         self.stage = match self.pass {
             Pass::First => {
                 let mut planned = a.end_planned();
@@ -260,24 +211,11 @@ impl AnalyzeJob {
                 Stage::Planned(Box::new(planned))
             }
             Pass::Marks | Pass::Spans => {
-                let mut a = a;
                 a.end_stream();
                 Stage::Streamed(a)
             }
         };
         Ok(())
-    }
-}
-
-/// The container layer for a file whose first two bytes are `magic`.
-fn container_for(magic: &[u8; 2]) -> Container {
-    if is_gzip(magic) {
-        Container::Gzip {
-            decoder: Box::new(GzDecoder::new()),
-            out: alloc::vec![0; GZ_OUT_BYTES],
-        }
-    } else {
-        Container::Plain
     }
 }
 

@@ -40,6 +40,7 @@ mod row;
 mod series;
 #[cfg(feature = "alloc")]
 mod stream;
+mod texts;
 mod verdict;
 
 pub(crate) use acc::RefAcc;
@@ -63,6 +64,7 @@ pub use row::{ParsedKind, ParsedRow, power_text_is_bad};
 pub use series::{Series, SeriesPoint};
 #[cfg(feature = "alloc")]
 pub use stream::{Planned, SpanPlan};
+pub use texts::{ANALYZE_CLI, MARK_TOO_LATE, MixedGpusNote};
 #[cfg(feature = "alloc")]
 pub use verdict::Verdict;
 pub use verdict::{PowerSource, Signal};

@@ -105,7 +105,8 @@ mod tests {
     }
 
     /// Past the durations budget the section's histograms come from a further read of the file
-    /// (plain and gzip): those of the exact in-memory summary at the scale that fit.
+    /// (plain and gzip): those of the exact in-memory summary at the scale that fit, which a
+    /// warning states.
     #[test]
     fn tight_limits_read_the_file_again_for_histograms() {
         let dir = std::env::temp_dir().join(format!("flinch-merge-{}", std::process::id()));
@@ -135,6 +136,15 @@ mod tests {
                 .unwrap();
             assert!(got.ops.iter().all(|o| o.histogram.is_some()));
             let mut want = exact.clone();
+            // A scale below the full one is stated.
+            let warnings = &got.ranks[0].warnings;
+            let stated = format!("the mergeable histograms are at scale {},", got.scale);
+            assert_eq!(
+                warnings.iter().any(|w| w.starts_with(&stated)),
+                got.scale < SCALE,
+                "{warnings:?}"
+            );
+            want.ranks[0].warnings = warnings.clone();
             want.scale = got.scale;
             for o in &mut want.ops {
                 o.histogram = o

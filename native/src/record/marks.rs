@@ -1,14 +1,11 @@
-//! The marks FIFO (docs/formats.md): creation and checks, the line format, and the reader thread.
-//!
-//! Line format: `<label>` (stamped when the recorder reads it), `@<t_mono_ns> <label>` (stamped
-//! by the sender with CLOCK_MONOTONIC, which `flinch-trace mark` does), or
-//! `@<t_mono_ns>:<thread> <label>` (also keyed: pairs are matched only between marks with the same
-//! `<thread>`, which the NVTX library sends; it goes to the `mark_thread` column). Leading and
-//! trailing whitespace is trimmed; empty lines are ignored; lines over [`MAX_LINE`] bytes are
-//! dropped with a warning. A line `#flinch-nvtx pid=P marks=M dropped=D` is no mark: the NVTX
-//! library's count for one process at its exit, summed into the sidecar; nor is
-//! `#flinch-nvtx pid=P start`, which the library sends before a process's first mark (so the
-//! sidecar can say how many processes ended without their count, e.g. by `_exit`).
+//! The marks FIFO (docs/formats.md): creation and checks, and the reader thread that turns
+//! lines into MARK rows. The line format, its splitting into lines of at most
+//! [`marks_line::MAX_LINE`] bytes and its parsing are flinch-core's [`marks_line`]: a mark
+//! `LABEL`, `@<t_mono_ns> LABEL` or `@<t_mono_ns>:<thread> LABEL` (the thread goes to the
+//! `mark_thread` column), and the NVTX library's `#flinch-nvtx pid=P marks=M dropped=D` (its
+//! count for one process at its exit, summed into the sidecar) and `#flinch-nvtx pid=P start`
+//! (sent before a process's first mark, so the sidecar can say how many processes ended
+//! without their count, e.g. by `_exit`).
 use std::ffi::CString;
 use std::fs::File;
 use std::io::ErrorKind;
@@ -20,75 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
+use flinch_core::marks_line::{self, Line, LineSplitter, Piece};
+
 use super::clock::Clock;
 use super::writer::{Msg, RowSender, push_mark_row_thread};
 
-/// Longest accepted line, bytes (PIPE_BUF, so one write of a line is atomic).
-pub const MAX_LINE: usize = 4096;
 /// The FIFO's pipe size asked for.
 const PIPE_BYTES: libc::c_int = 1 << 20;
-
-/// A parsed mark line: the sender's timestamp if it sent one, and the label.
-#[cfg(test)]
-pub fn parse_line(line: &str) -> Option<(Option<u64>, &str)> {
-    parse_mark(line).map(|(t, _, label)| (t, label))
-}
-
-/// A parsed mark line: the sender's timestamp and thread key, if it sent them, and the label.
-pub fn parse_mark(line: &str) -> Option<(Option<u64>, Option<u64>, &str)> {
-    let line = line.trim();
-    if line.is_empty() {
-        return None;
-    }
-    if let Some(rest) = line.strip_prefix('@')
-        && let Some((stamp, label)) = rest.split_once(' ')
-    {
-        let (ts, thread) = match stamp.split_once(':') {
-            Some((ts, th)) => (ts, th.parse::<u64>().ok().map(Some)),
-            None => (stamp, Some(None)),
-        };
-        if let (Ok(t), Some(thread)) = (ts.parse::<u64>(), thread) {
-            let label = label.trim();
-            return (!label.is_empty()).then_some((Some(t), thread, label));
-        }
-    }
-    Some((None, None, line))
-}
-
-/// What the NVTX library reported for one process at its exit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NvtxStats {
-    /// Marks it wrote to the FIFO.
-    pub marks: u64,
-    /// Marks it dropped (its buffer full, or no reader).
-    pub dropped: u64,
-}
-
-/// Parses `#flinch-nvtx pid=P marks=M dropped=D`.
-pub fn parse_nvtx_stats(line: &str) -> Option<NvtxStats> {
-    let rest = line.trim().strip_prefix("#flinch-nvtx ")?;
-    let mut st = NvtxStats::default();
-    let mut seen = 0;
-    for kv in rest.split_ascii_whitespace() {
-        let (k, v) = kv.split_once('=')?;
-        let v = v.parse::<u64>().ok()?;
-        match k {
-            "marks" => st.marks = v,
-            "dropped" => st.dropped = v,
-            _ => continue,
-        }
-        seen += 1;
-    }
-    (seen == 2).then_some(st)
-}
-
-/// Whether `line` is `#flinch-nvtx pid=P start`.
-pub fn is_nvtx_start(line: &str) -> bool {
-    line.trim()
-        .strip_prefix("#flinch-nvtx pid=")
-        .and_then(|r| r.strip_suffix(" start"))
-        .is_some_and(|pid| pid.parse::<u32>().is_ok())
-}
 
 /// Sums of the NVTX statistics lines read so far.
 #[derive(Debug, Default)]
@@ -222,8 +157,8 @@ fn read_loop(
 ) {
     use std::io::Read;
     let mut file = file;
-    let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
-    let mut overlong = false;
+    // The splitter holds one line of PIPE_BUF bytes: boxed, off this thread's stack.
+    let mut lines = Box::new(LineSplitter::new());
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let stopping = stop.load(Ordering::SeqCst);
@@ -249,37 +184,36 @@ fn read_loop(
         let w_read = clock.wall_ns();
         let mut out = None::<Vec<u8>>;
         let mut rows = 0;
-        for &b in &chunk[..n] {
-            if b != b'\n' {
-                if line.len() < MAX_LINE {
-                    line.push(b);
-                } else {
-                    overlong = true;
-                }
-                continue;
+        let mut take = |line: Line<'_>| match line {
+            Line::Blank => {}
+            Line::NvtxStats { marks, dropped } => {
+                nvtx.processes.fetch_add(1, Ordering::SeqCst);
+                nvtx.marks.fetch_add(marks, Ordering::SeqCst);
+                nvtx.dropped.fetch_add(dropped, Ordering::SeqCst);
             }
-            if overlong {
-                eprintln!("warning: marks FIFO: dropped a line longer than {MAX_LINE} bytes");
-            } else {
-                let text = String::from_utf8_lossy(&line);
-                if let Some(st) = parse_nvtx_stats(&text) {
-                    nvtx.processes.fetch_add(1, Ordering::SeqCst);
-                    nvtx.marks.fetch_add(st.marks, Ordering::SeqCst);
-                    nvtx.dropped.fetch_add(st.dropped, Ordering::SeqCst);
-                } else if is_nvtx_start(&text) {
-                    nvtx.started.fetch_add(1, Ordering::SeqCst);
-                } else if let Some((ts, thread, label)) = parse_mark(&text) {
-                    let buf = out.get_or_insert_with(|| sender.buffer());
-                    let t_mono = ts.unwrap_or(t_read);
-                    // A sender's timestamp gets the wall time it corresponds to.
-                    let t_wall = (w_read as i128 - (t_read as i128 - t_mono as i128)).max(0) as u64;
-                    push_mark_row_thread(buf, n_cols, t_mono, t_wall, label, thread);
-                    rows += 1;
-                }
+            Line::NvtxStart { .. } => {
+                nvtx.started.fetch_add(1, Ordering::SeqCst);
             }
-            line.clear();
-            overlong = false;
-        }
+            Line::Mark(m) => {
+                let buf = out.get_or_insert_with(|| sender.buffer());
+                let t_mono = m.t_mono_ns.unwrap_or(t_read);
+                // A sender's timestamp gets the wall time it corresponds to.
+                let t_wall = (w_read as i128 - (t_read as i128 - t_mono as i128)).max(0) as u64;
+                push_mark_row_thread(buf, n_cols, t_mono, t_wall, m.label, m.thread);
+                rows += 1;
+            }
+        };
+        lines.push(&chunk[..n], |piece| match piece {
+            Piece::Overlong => eprintln!(
+                "warning: marks FIFO: dropped a line longer than {} bytes",
+                marks_line::MAX_LINE
+            ),
+            Piece::Line(bytes) => match marks_line::parse(bytes) {
+                Ok(line) => take(line),
+                // Not UTF-8: the label as lossy text, as the row writer takes it.
+                Err(_) => take(marks_line::parse_str(&String::from_utf8_lossy(bytes))),
+            },
+        });
         if let Some(buf) = out {
             sender.send(Msg::Csv(buf, rows));
             marks.fetch_add(rows, Ordering::SeqCst);
@@ -290,43 +224,6 @@ fn read_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_plain_and_stamped_lines() {
-        assert_eq!(parse_line("  infer_start \n"), Some((None, "infer_start")));
-        assert_eq!(parse_line("@123 a b"), Some((Some(123), "a b")));
-        assert_eq!(parse_line("@x y"), Some((None, "@x y")));
-        assert_eq!(parse_line("@12"), Some((None, "@12")));
-        assert_eq!(parse_line("@12  "), Some((None, "@12")));
-        assert_eq!(parse_line("   "), None);
-    }
-
-    #[test]
-    fn parses_thread_keys_and_nvtx_statistics() {
-        assert_eq!(
-            parse_mark("@5:77 a_start"),
-            Some((Some(5), Some(77), "a_start"))
-        );
-        assert_eq!(parse_mark("@5 a"), Some((Some(5), None, "a")));
-        // Not a key: the whole line is a label, as before the key existed.
-        assert_eq!(parse_mark("@5:x a"), Some((None, None, "@5:x a")));
-        assert_eq!(parse_mark("@:7 a"), Some((None, None, "@:7 a")));
-        assert_eq!(parse_line("@5:77 a_start"), Some((Some(5), "a_start")));
-        assert_eq!(
-            parse_nvtx_stats("#flinch-nvtx pid=12 marks=300 dropped=4"),
-            Some(NvtxStats {
-                marks: 300,
-                dropped: 4
-            })
-        );
-        assert_eq!(parse_nvtx_stats("#flinch-nvtx pid=12 marks=300"), None);
-        assert_eq!(parse_nvtx_stats("#flinch-nvtx marks=x dropped=1"), None);
-        assert_eq!(parse_nvtx_stats("#other marks=1 dropped=1"), None);
-        assert_eq!(parse_nvtx_stats("#flinch-nvtx pid=12 start"), None);
-        assert!(is_nvtx_start("#flinch-nvtx pid=12 start\n"));
-        assert!(!is_nvtx_start("#flinch-nvtx pid=x start"));
-        assert!(!is_nvtx_start("#flinch-nvtx pid=12 marks=1 dropped=0"));
-    }
 
     #[test]
     fn fifo_is_created_0600_and_other_paths_are_refused() {

@@ -7,7 +7,7 @@ use super::clock::{Clock, thread_cpu_ns};
 use super::gpu::{GpuReading, GpuSource};
 use super::health::Health;
 use super::host::{Host, HostReading};
-use super::jsonl::HostRow;
+use super::jsonl::{host_row, push_line};
 use super::rapl::Rapl;
 use super::slow::SlowPoller;
 use super::writer::{Msg, RowSender, TickFields, push_mark_row, push_sample_row};
@@ -210,7 +210,10 @@ pub fn run(
             next_jsonl = next_on_grid(start, cfg.jsonl_every_ns.unwrap_or(1), wake);
             let mut j = sender.buffer();
             let gpus = src.gpu.as_deref().map_or(&[][..], |g| g.info());
-            HostRow::new(clock.wall_ns(), last_host, gpus, &readings).push_line(&mut j);
+            push_line(
+                &host_row(clock.wall_ns(), last_host, gpus, &readings),
+                &mut j,
+            );
             sender.send(Msg::Jsonl(j));
         }
         health.ticks += 1;

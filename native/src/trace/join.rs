@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
-pub use flinch_core::join::merge_json;
+pub use flinch_core::join::summary_with_join_json;
 use flinch_core::join::{
     Alignment, AlignmentSource, FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport,
     Recording, RecordingBuilder, RecordingOptions, alignment_error, join_options,
@@ -77,6 +77,7 @@ impl JoinArgs {
             self.clock_offset_ms.as_deref(),
             self.gpu_map.as_deref(),
         )
+        .map_err(|e| e.to_string())
     }
 
     /// Whether a recording is given.
@@ -249,12 +250,14 @@ pub fn finish(
         None => None,
     };
     if let Some(steps) = steps {
-        let mut pass = JoinPass::new(found.clone(), base, opts.clone(), rec)?;
+        let mut pass =
+            JoinPass::new(found.clone(), base, opts.clone(), rec).map_err(|e| e.to_string())?;
         match rescan::run(file, &steps, annotations.as_ref(), |e| pass.add(e))? {
             Ok(()) => return Ok((pass.finish(), None)),
             // A range could not be resumed: read it all, with a fresh pass.
             Err(_) => {
-                let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
+                let mut pass =
+                    JoinPass::new(found, base, opts.clone(), rec).map_err(|e| e.to_string())?;
                 scan_file(file, |e| pass.add(e), None)?;
                 return Ok((pass.finish(), None));
             }
@@ -265,7 +268,7 @@ pub fn finish(
         _ => None,
     };
     let reread = listed || merger.is_some() || (rec.is_some() && replay.is_none());
-    let mut pass = JoinPass::new(found, base, opts.clone(), rec)?;
+    let mut pass = JoinPass::new(found, base, opts.clone(), rec).map_err(|e| e.to_string())?;
     if let Some(a) = replay {
         a.replay(|e| pass.add(e));
     } else if reread {

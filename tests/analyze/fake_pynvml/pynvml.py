@@ -1,5 +1,5 @@
 """A stand-in for pynvml, so reference nvml_trace.py can record a real trace.csv without a GPU
-(used once by scripts/gen-golden-analyze.sh to write tests/analyze/nvml_trace_recorded.csv).
+(used once by scripts/golden/analyze.sh to write tests/analyze/nvml_trace_recorded.csv).
 The GPU is idle, then busy for 0.5 s, then idle; power readings refresh every 50 ms, as NVML's
 do, so consecutive 10 ms samples repeat."""
 import time

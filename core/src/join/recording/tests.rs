@@ -110,7 +110,7 @@ fn recording_text(rng: &mut Rng, rows: usize, gpus: u64, step_ns: i64, rapl_one_
     s
 }
 
-fn build(chunks: &[&[u8]], hint: Option<u64>) -> Result<Recording, String> {
+fn build(chunks: &[&[u8]], hint: Option<u64>) -> Result<Recording, RecordingError> {
     let mut b = RecordingBuilder::new(RecordingOptions::default());
     if let Some(n) = hint {
         b.size_hint(n);
