@@ -76,6 +76,7 @@ extern crate std;
 pub mod analyzer;
 pub mod csv;
 pub mod energy;
+pub mod exactness;
 pub mod gzip;
 pub mod intervals;
 pub mod job;
@@ -98,8 +99,11 @@ pub mod summary;
 #[cfg(feature = "alloc")]
 pub mod telemetry;
 pub mod time_windows;
+#[cfg(feature = "alloc")]
+pub mod trace_job;
 pub mod window;
 
+pub use exactness::Exactness;
 pub use limits::Limits;
 
 #[cfg(test)]

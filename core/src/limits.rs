@@ -101,7 +101,7 @@ impl Limits {
         ..Limits::NATIVE
     };
 
-    /// A bounded default of a few MiB, for embedded agents (`trace --bounded`).
+    /// A bounded budget of a few MiB, for embedded agents (`trace --bounded`).
     pub const BOUNDED: Limits = Limits {
         max_string_bytes: 1024,
         max_event_bytes: usize::MAX,
@@ -119,7 +119,9 @@ impl Limits {
 }
 
 impl Default for Limits {
+    /// The limits of the one default exactness ([`Exactness::default`](crate::Exactness)):
+    /// [`Limits::NATIVE`].
     fn default() -> Self {
-        Limits::BOUNDED
+        crate::Exactness::default().limits()
     }
 }

@@ -8,7 +8,8 @@ use std::io::Write;
 
 use common::counting_alloc::count_allocs;
 
-use flinch_core::analyzer::{Analyzer, AnalyzerOptions, LimitsPreset};
+use flinch_core::Exactness;
+use flinch_core::analyzer::{Analyzer, AnalyzerOptions};
 
 fn trace_doc(n: usize) -> Vec<u8> {
     let mut s = String::from("{\"traceEvents\": [\n");
@@ -77,7 +78,7 @@ fn analyzer_allocates_nothing_per_chunk_event_or_row_after_warm_up() {
     let events = 40_000;
     let gz = gzip(&trace_doc(events));
     let split = gz.len() / 5;
-    for preset in [LimitsPreset::Exact, LimitsPreset::Bounded] {
+    for preset in [Exactness::Exact, Exactness::Bounded] {
         let options = AnalyzerOptions {
             limits: preset,
             ..AnalyzerOptions::default()

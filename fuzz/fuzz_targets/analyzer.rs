@@ -5,7 +5,8 @@
 //! in every split).
 #![no_main]
 
-use flinch_core::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+use flinch_core::Exactness;
+use flinch_core::analyzer::{Analyzer, AnalyzerOptions, Kind};
 use libfuzzer_sys::fuzz_target;
 
 fn run(options: &AnalyzerOptions, chunks: &[&[u8]]) -> Result<String, String> {
@@ -26,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let (knobs, input) = data.split_at(3);
     let kind = [Kind::Auto, Kind::Trace, Kind::Csv][knobs[0] as usize % 3];
-    let limits = [LimitsPreset::Bounded, LimitsPreset::Native, LimitsPreset::Exact]
+    let limits = [Exactness::Bounded, Exactness::Native, Exactness::Exact]
         [(knobs[0] / 3) as usize % 3];
     let window = knobs[0] & 0x80 != 0;
     let options = AnalyzerOptions {

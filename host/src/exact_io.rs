@@ -9,7 +9,8 @@ use std::os::unix::fs::FileExt;
 use flinch_core::Limits;
 use flinch_core::intervals::Interval;
 use flinch_core::json::{Event, EventScanner, Scan};
-use flinch_core::summary::{EventReplay, IntervalSpill, ReplayError, TraceSummary};
+use flinch_core::summary::{EventReplay, IntervalSpill, ReplayError};
+use flinch_core::trace_job::TraceJob;
 
 use crate::input::InputFile;
 use crate::input::spool::unnamed_temp_file;
@@ -138,10 +139,13 @@ impl EventReplay for FileReplay {
     }
 }
 
-/// Gives `summary` the temporary file and the replay of `input`.
-pub fn equip(summary: &mut TraceSummary, input: &InputFile, limits: Limits) {
-    summary.set_spill(Box::new(FileSpill::new()));
-    summary.set_replay(Box::new(FileReplay::new(input, limits)));
+/// Gives `job`'s summary the temporary file and the replay of `input`.
+pub fn equip(job: &mut TraceJob, input: &InputFile) {
+    let limits = job.options().limits;
+    job.set_trace_io(
+        Box::new(FileSpill::new()),
+        Box::new(FileReplay::new(input, limits)),
+    );
 }
 
 #[cfg(test)]

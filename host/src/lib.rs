@@ -13,4 +13,5 @@ pub mod input;
 pub mod output;
 pub mod runs;
 pub mod sidecar;
+pub mod trace;
 pub mod value_spill;

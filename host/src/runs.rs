@@ -253,3 +253,22 @@ fn summarize_traces(todo: &[PyPath], summarize: &TraceSummarizer<'_>) -> Vec<Tra
     results.sort_by_key(|(k, _)| *k);
     results.into_iter().map(|(_, outcome)| outcome).collect()
 }
+
+/// The summary of one trace of a runs folder, by the same code as `flinch-trace trace`: within
+/// `Limits::NATIVE`, exact past the memory limits through its temporary files (`exact`: in
+/// memory alone, `Limits::EXACT`), with no progress line (up to 4 traces run at once).
+pub fn trace_summarizer(
+    exact: bool,
+) -> impl Fn(&Path, &str) -> Result<TraceSummaryResult, String> + Sync {
+    let options = crate::trace::SummaryOptions {
+        top: flinch_core::runs::TOP_OPS,
+        exactness: if exact {
+            flinch_core::Exactness::Exact
+        } else {
+            flinch_core::Exactness::Native
+        },
+        mergeable: false,
+        threads: None,
+    };
+    move |path, source| crate::trace::summarize_file(path, source, &options, None)
+}

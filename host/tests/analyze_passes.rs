@@ -4,6 +4,7 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
+use flinch_core::Exactness;
 use flinch_core::analyzer::{Analyzer, AnalyzerOptions, Kind};
 use flinch_core::window::{FIRST_PASS_HOLD, PowerSource, WindowOptions};
 use flinch_host::analyze::{self, AnalyzeRequest, CsvInput, Form};
@@ -26,6 +27,7 @@ fn page_json(path: &Path, req: &AnalyzeRequest) -> String {
         spans: req.spans,
         max_gap_ms: Some(req.max_gap_ms),
         power_source: req.power_source.unwrap_or(PowerSource::Unknown),
+        limits: Exactness::Exact,
         ..AnalyzerOptions::default()
     };
     let mut page = Analyzer::new(options);

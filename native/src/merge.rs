@@ -10,7 +10,6 @@ use flinch_core::merge::{AddError, MergeError, MergedSummary, Merger, locate_err
 use crate::trace::write_op_table;
 use crate::{CmdError, CmdResult};
 
-pub mod per_rank;
 mod section_formatter;
 
 use section_formatter::SectionFormatter;

@@ -11,9 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use flinch_core::Limits;
-use flinch_core::runs::{MAX_LINE_BYTES, TOP_OPS};
-use flinch_core::summary::TraceSummaryResult;
+use flinch_core::runs::MAX_LINE_BYTES;
 use flinch_host::runs::{ListedRuns, SummarizeOptions};
 
 use crate::CmdResult;
@@ -73,7 +71,7 @@ pub fn run(args: Args) -> CmdResult {
     let listed = ListedRuns::list(&args.options());
     // Before any file is read: --out is a path an output may take, and none of the inputs.
     let target = output_target(&args.out, &listed).map_err(|e| format!("summarize: {e}"))?;
-    let summary = listed.summarize(&trace_summarizer(args.exact))?;
+    let summary = listed.summarize(&flinch_host::runs::trace_summarizer(args.exact))?;
     let json = summary
         .to_json()
         .map_err(|e| format!("summarize: cannot render the summary: {e}"))?;
@@ -92,14 +90,4 @@ fn output_target(out: &Path, listed: &ListedRuns) -> Result<crate::output::Targe
         }
     }
     Ok(target)
-}
-
-/// The summary of one trace of a runs folder, by the same code as `flinch-trace trace`: within
-/// `Limits::NATIVE`, exact past the memory limits through its temporary files (`exact`: in
-/// memory alone, `Limits::EXACT`), with no progress line (up to 4 traces run at once).
-pub fn trace_summarizer(
-    exact: bool,
-) -> impl Fn(&Path, &str) -> Result<TraceSummaryResult, String> + Sync {
-    let limits = if exact { Limits::EXACT } else { Limits::NATIVE };
-    move |path, source| crate::trace::summarize_file(path, source, limits, TOP_OPS, !exact, false)
 }

@@ -1,40 +1,36 @@
 //! `flinch-trace trace FILE... [--json] [--top N] [--bounded | --exact]`: summarize Chrome / PyTorch
 //! (Kineto) traces (docs/cli.md, "trace").
 //!
-//! Each file is streamed through the core scanner and summary, with the same result as
-//! `flinch_core::analyzer` (the web page's entry point): a plain file of 16 MiB or more on two
-//! scan threads over alternate segments (`parallel`); `.json.gz` (detected by its magic bytes)
-//! and smaller files through the input's reader thread (`crate::input`), then one scan thread
-//! and the summary here (`pipeline`), or, for gzip on two cores or fewer, scan and summary
-//! together on this thread. A cut file (or a cut `.gz`) is summarized
-//! from what was read, with a warning. Output: a readable table per file, or with `--json` the
+//! Each file is one trace job (`flinch_core::trace_job`: the summary, with the join or the
+//! mergeable section), driven by the host driver (`flinch_host::trace`, which picks the scan
+//! threads and answers the job's further reads); the page drives the same job. Here: the
+//! flags, the recording read on a thread of its own, the merged file, the progress line and
+//! the output. A cut file (or a cut `.gz`) is summarized from what was read, with a warning.
+//! Output: a readable table per file, or with `--json` the
 //! core's JSON rendering (the reference `trace_summary` keys plus ours): one object for one file,
 //! an array of objects for several (a file that fails appears as `{"source", "error"}`, as the
 //! reference's summarize does). Exit status 1 when any file failed.
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use flinch_core::Limits;
-use flinch_core::join::FirstPass;
+use flinch_core::Exactness;
+use flinch_core::job::Job;
 use flinch_core::stats::Stats;
 use flinch_core::summary::TraceSummaryResult;
+use flinch_core::trace_job::{TraceJob, TraceJobOptions, TraceJobResult};
+use flinch_host::trace::ReadOptions;
 
 use crate::input::{InputFile, Passes};
 use crate::progress::ProgressLine;
 use crate::{CmdError, CmdResult};
 
-#[cfg(unix)]
 #[cfg(all(test, unix))]
 mod exact_tests;
 mod join;
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod join_tests;
-#[cfg(unix)]
-mod parallel;
 mod perfetto;
-mod pipeline;
-#[cfg(test)]
-mod test_files;
 
 /// Arguments of `flinch-trace trace`.
 #[derive(clap::Args)]
@@ -81,72 +77,6 @@ struct FileError<'a> {
     error: &'a str,
 }
 
-/// How exact a summary is, and in what memory: the `--bounded` and `--exact` flags.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Exactness {
-    /// The default: exact in bounded memory (Limits::NATIVE), spilling to a temporary file and
-    /// reading the file again when needed.
-    #[default]
-    Native,
-    /// `--bounded`: Limits::BOUNDED, in memory alone, approximations stated.
-    Bounded,
-    /// `--exact`: Limits::EXACT, in memory alone, growing with the input.
-    Exact,
-}
-
-impl Exactness {
-    /// The limits, and whether the summary may use the temporary file and further passes.
-    pub fn limits(self) -> (Limits, bool) {
-        match self {
-            Exactness::Native => (Limits::NATIVE, true),
-            Exactness::Bounded => (Limits::BOUNDED, false),
-            Exactness::Exact => (Limits::EXACT, false),
-        }
-    }
-}
-
-/// Options of one file's summary without the join: `trace FILE --json [--top N] [--bounded |
-/// --exact]`.
-#[derive(Clone, Copy, Debug)]
-pub struct SummaryOptions {
-    /// How many ops to list (`--top`).
-    pub top: usize,
-    /// `--bounded` / `--exact`.
-    pub exactness: Exactness,
-    /// `--mergeable`: add the section `flinch-trace merge` combines (docs/merge.md).
-    pub mergeable: bool,
-}
-
-impl Default for SummaryOptions {
-    fn default() -> Self {
-        SummaryOptions {
-            top: flinch_core::summary::DEFAULT_TOP_OPS,
-            exactness: Exactness::Native,
-            mergeable: false,
-        }
-    }
-}
-
-/// The JSON object `trace FILE --json [--mergeable]` prints for one file without the join
-/// (without the trailing newline), with no progress line; `Err` holds the message the CLI
-/// prints after `flinch-trace trace: FILE: `. The Python wheel's `trace_summary`.
-pub fn summary_json(path: &Path, opts: &SummaryOptions) -> Result<String, String> {
-    let (limits, exact_io) = opts.exactness.limits();
-    let source = path.display().to_string();
-    let also = if opts.mergeable {
-        Also::Mergeable
-    } else {
-        Also::Nothing
-    };
-    let summary = summarize_file_also(path, &source, limits, opts.top, exact_io, false, also);
-    summary.map(|r| result_json(&r))
-}
-
-/// One result's `--json` object.
-fn result_json(r: &TraceSummaryResult) -> String {
-    r.to_json()
-}
-
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
     let exactness = if args.bounded {
@@ -156,10 +86,8 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         Exactness::Native
     };
-    let (limits, exact_io) = exactness.limits();
-    if let Some(n) = args.threads {
-        parallel::set_threads(usize::from(n));
-    }
+    let spills = exactness.spills();
+    let threads = args.threads.map(usize::from);
     let mut failed = false;
     let mut json_out = JsonOut::new(args.files.len() > 1);
     // Checked whether or not the join runs, so that a bad option is never silently ignored.
@@ -184,55 +112,72 @@ pub fn run(args: Args) -> CmdResult {
         let mut reading = join_opts
             .is_some()
             .then(|| scope.spawn(|| args.join.recording()));
-        let mut recording = None;
+        let mut recording: Option<(Arc<flinch_core::join::Recording>, InputFile)> = None;
         for path in &args.files {
             let source = path.display().to_string();
             // Opened once: the summary, its further passes and the join's read it through this.
-            let passes = if exact_io || join_opts.is_some() {
+            let passes = if spills || join_opts.is_some() {
                 Passes::Several
             } else {
                 Passes::One
             };
             let input = InputFile::open(path, passes);
-            // The join's first pass rides on the summary's scan.
-            let mut first = join_opts
-                .as_ref()
-                .map(|o| join::first_pass(o, args.join.has_telemetry()));
-            let also = match first.as_mut() {
-                Some(first) => Also::Join(first),
-                None if args.mergeable => Also::Mergeable,
-                None => Also::Nothing,
+            let options = TraceJobOptions {
+                source: source.clone(),
+                limits: exactness.limits(),
+                top: args.top,
+                mergeable: args.mergeable,
+                join: join_opts.as_ref().map(|o| {
+                    join::setup(o, args.join.has_telemetry(), args.join.perfetto().is_some())
+                }),
             };
-            let summary = input.clone().and_then(|input| {
-                summarize_input_also(&input, &source, limits, args.top, exact_io, true, also)
-            });
+            let mut job = TraceJob::new(options);
+            let mut progress: Option<ProgressLine> = None;
+            let mut show = |done, total| {
+                progress
+                    .get_or_insert_with(|| ProgressLine::new("trace", total))
+                    .update(done);
+            };
+            let read = ReadOptions {
+                spills,
+                threads,
+                progress: Some(&mut show),
+            };
+            let first = input
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|input| flinch_host::trace::first_read(input, &mut job, read));
+            drop(progress);
             if let Some(h) = reading.take() {
                 recording = h
                     .join()
-                    .unwrap_or_else(|_| Err("reading the recording failed".into()))?;
+                    .unwrap_or_else(|_| Err("reading the recording failed".into()))?
+                    .map(|(r, csv)| (Arc::new(r), csv));
             }
-            let joined = match (&summary, join_opts.as_ref(), first, &input) {
-                (Ok(_), Some(o), Some(first), Ok(input)) => Some(join::finish(
-                    input,
-                    first.finish(),
-                    o,
-                    recording.as_ref().map(|(r, _)| r),
-                    args.join
-                        .perfetto()
-                        .zip(recording.as_ref())
-                        .map(|((out, _), (_, csv))| (out, csv)),
-                )),
-                _ => None,
-            };
-            report_file(
-                &args,
-                &source,
-                summary,
-                joined.transpose(),
-                &mut json_out,
-                &mut failed,
-            )
-            .map_err(|e| format!("flinch-trace trace: stdout: {e}"))?;
+            let result = first.and_then(|()| {
+                let (Some(o), Ok(input)) = (join_opts.as_ref(), &input) else {
+                    return job.finish().map(|r| (r, None)).map_err(|e| e.to_string());
+                };
+                if let Some((rec, _)) = &recording {
+                    job.set_recording(rec.clone());
+                }
+                let perfetto = args
+                    .join
+                    .perfetto()
+                    .zip(recording.as_ref())
+                    .map(|((out, _), (_, csv))| (out, csv));
+                let merged = join::second_read(input, &mut job, o, perfetto)?;
+                let mut result = job.finish().map_err(|e| e.to_string())?;
+                let merged = merged.map(|m| {
+                    if let Some(report) = result.join.as_mut() {
+                        report.join_warnings.extend(m.warnings);
+                    }
+                    m.events
+                });
+                Ok((result, merged))
+            });
+            report_file(&args, &source, result, &mut json_out, &mut failed)
+                .map_err(|e| format!("flinch-trace trace: stdout: {e}"))?;
         }
         Ok::<(), CmdError>(())
     })?;
@@ -248,54 +193,49 @@ pub fn run(args: Args) -> CmdResult {
     })
 }
 
-/// Prints one file's result (with `--json`, as an item of `json_out`), or its error.
+/// Prints one file's result (with `--json`, as an item of `json_out`), or its error; `merged`:
+/// the events merged into the `--perfetto` file.
 fn report_file(
     args: &Args,
     source: &str,
-    summary: Result<TraceSummaryResult, String>,
-    joined: Result<Option<(flinch_core::join::JoinReport, Option<u64>)>, String>,
+    result: Result<(TraceJobResult, Option<u64>), String>,
     json_out: &mut JsonOut,
     failed: &mut bool,
 ) -> std::io::Result<()> {
-    {
-        match summary.and_then(|r| joined.map(|j| (r, j))) {
-            Ok((result, joined)) => {
-                let joined = joined.map(|(report, merged)| {
-                    if let (Some(n), Some((out, _))) = (merged, args.join.perfetto()) {
-                        eprintln!(
-                            "flinch-trace trace: {source}: {n} recording events merged into {}",
-                            out.display()
-                        );
+    match result {
+        Ok((result, merged)) => {
+            if let (Some(n), Some((out, _))) = (merged, args.join.perfetto()) {
+                eprintln!(
+                    "flinch-trace trace: {source}: {n} recording events merged into {}",
+                    out.display()
+                );
+            }
+            if args.json {
+                match &result.join {
+                    Some(_) => {
+                        let json = result.to_json();
+                        json_out.item(|out| out(&json))?;
                     }
-                    report
-                });
-                if args.json {
-                    match &joined {
-                        Some(j) => {
-                            let json = join::summary_with_join_json(&result, j);
-                            json_out.item(|out| out(&json))?;
-                        }
-                        // Written as it is made: the mergeable section grows with the ops.
-                        None => json_out.item(|out| result.write_json(out))?,
-                    }
-                } else {
-                    print!("{}", render_table(&result));
-                    if let Some(j) = &joined {
-                        print!("{}", join::render(j));
-                    }
+                    // Written as it is made: the mergeable section grows with the ops.
+                    None => json_out.item(|out| result.summary.write_json(out))?,
+                }
+            } else {
+                print!("{}", render_table(&result.summary));
+                if let Some(j) = &result.join {
+                    print!("{}", join::render(j));
                 }
             }
-            Err(msg) => {
-                *failed = true;
-                eprintln!("flinch-trace trace: {source}: {msg}");
-                if args.json && args.files.len() > 1 {
-                    let err = FileError {
-                        source,
-                        error: &msg,
-                    };
-                    let json = serde_json::to_string_pretty(&err).unwrap_or_default();
-                    json_out.item(|out| out(&json))?;
-                }
+        }
+        Err(msg) => {
+            *failed = true;
+            eprintln!("flinch-trace trace: {source}: {msg}");
+            if args.json && args.files.len() > 1 {
+                let err = FileError {
+                    source,
+                    error: &msg,
+                };
+                let json = serde_json::to_string_pretty(&err).unwrap_or_default();
+                json_out.item(|out| out(&json))?;
             }
         }
     }
@@ -369,130 +309,32 @@ impl JsonOut {
     }
 }
 
-/// Streams one file through the core scanner and summary. `exact_io`: past `limits`, spill
-/// busy intervals to a temporary file and read the file again for the listed ops' exact
-/// percentiles (`exact_io`), instead of stating approximations.
-pub fn summarize_file(
-    path: &Path,
+/// One trace file's summary at `limits`, kept exact past them by a temporary file and further
+/// reads with `spills`: the tests' route through the host driver, for limits no [`Exactness`]
+/// names.
+#[cfg(all(test, unix))]
+fn summarize_file(
+    path: &std::path::Path,
     source: &str,
-    limits: Limits,
+    limits: flinch_core::Limits,
     top: usize,
-    exact_io: bool,
-    show_progress: bool,
+    spills: bool,
 ) -> Result<TraceSummaryResult, String> {
-    summarize_file_also(
-        path,
-        source,
+    let passes = if spills { Passes::Several } else { Passes::One };
+    let input = InputFile::open(path, passes)?;
+    let options = TraceJobOptions {
+        source: source.to_string(),
         limits,
         top,
-        exact_io,
-        show_progress,
-        Also::Nothing,
-    )
-}
-
-/// What a trace's summary also does on its own scan. The two never go together: `--mergeable`
-/// summarizes traces alone.
-pub enum Also<'a> {
-    /// The summary alone.
-    Nothing,
-    /// Every event, in order, then `baseTimeNanoseconds`, also to the join's first pass
-    /// (docs/join.md).
-    Join(&'a mut FirstPass),
-    /// The mergeable section (`--mergeable`, docs/merge.md): the bytes of
-    /// `flinch_core::analyzer`'s mergeable summary.
-    Mergeable,
-}
-
-impl<'a> Also<'a> {
-    /// The join's first pass, if any, and whether the summary is mergeable.
-    fn into_parts(self) -> (Option<&'a mut FirstPass>, bool) {
-        match self {
-            Also::Nothing => (None, false),
-            Also::Join(first) => (Some(first), false),
-            Also::Mergeable => (None, true),
-        }
-    }
-}
-
-/// [`summarize_file`], also doing `also` on the same scan.
-///
-/// # Errors
-/// As [`summarize_file`].
-pub fn summarize_file_also(
-    path: &Path,
-    source: &str,
-    limits: Limits,
-    top: usize,
-    exact_io: bool,
-    show_progress: bool,
-    also: Also<'_>,
-) -> Result<TraceSummaryResult, String> {
-    // Further passes (exact_io) read the file again; the join's are the caller's, which gives
-    // the open input to [`summarize_input_also`] itself.
-    let passes = if exact_io {
-        Passes::Several
-    } else {
-        Passes::One
+        mergeable: false,
+        join: None,
     };
-    let input = InputFile::open(path, passes)?;
-    summarize_input_also(&input, source, limits, top, exact_io, show_progress, also)
-}
-
-/// [`summarize_file_also`] of an input already open: every pass reads it through `file`.
-///
-/// # Errors
-/// As [`summarize_file`].
-pub fn summarize_input_also(
-    file: &InputFile,
-    source: &str,
-    limits: Limits,
-    top: usize,
-    exact_io: bool,
-    show_progress: bool,
-    also: Also<'_>,
-) -> Result<TraceSummaryResult, String> {
-    // Gzip is detected by magic and inflated on a reader thread (crate::input); the decoded
-    // bytes are scanned on a second thread and summarized on this one (pipeline), so reading,
-    // scanning and summarizing overlap. The result is what flinch_core::analyzer (the web page's
-    // entry point) gives for the same bytes: the same core scanner and summary, in order.
-    // A large plain regular file: two scan threads on alternate segments (parallel). A FIFO
-    // or pipe never: it is read once, in order.
-    #[cfg(unix)]
-    if let Some(plan) = parallel::plan(file) {
-        let mut progress = show_progress.then(|| ProgressLine::new("trace", plan.size()));
-        let update = |done, _| {
-            if let Some(p) = progress.as_mut() {
-                p.update(done);
-            }
-        };
-        return parallel::summarize(plan, source, limits, Some(top), exact_io, also, update);
-    }
-    // For the join, a .gz keeps restart points on this read for its second pass (rescan).
-    let input = match also {
-        Also::Join(_) => file.read_indexed()?,
-        _ => file.read()?,
+    let read = ReadOptions {
+        spills,
+        threads: None,
+        progress: None,
     };
-    let read = input.progress();
-    let mut progress = show_progress.then(|| ProgressLine::new("trace", read.total_bytes()));
-    let update = || {
-        if let Some(p) = progress.as_mut() {
-            p.update(read.bytes_read());
-        }
-    };
-    // Inflating takes most of a core: with two cores or fewer, scanning and summarizing on
-    // one thread beside it is faster than on two (see pipeline::summarize_sequential). The
-    // join's first pass takes the pipeline, whose scan it shares, instead of inflating again.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let replay = exact_io.then_some(file);
-    let top = Some(top);
-    match also {
-        Also::Nothing | Also::Mergeable if input.is_gzip() && cores <= 2 => {
-            let mergeable = matches!(also, Also::Mergeable);
-            pipeline::summarize_sequential(input, source, limits, top, replay, mergeable, update)
-        }
-        also => pipeline::summarize(input, source, limits, top, replay, also, update),
-    }
+    flinch_host::trace::run(&input, options, read).map(|r| r.summary)
 }
 
 /// The readable table for one result.

@@ -462,6 +462,7 @@ fn many_marks_are_streamed_in_further_passes_with_the_same_output() {
             end: window.then(|| "outer_end".to_string()),
             gpu,
             spans: window,
+            limits: flinch_core::Exactness::Exact,
             ..AnalyzerOptions::default()
         });
         page.write(text.as_bytes()).unwrap();

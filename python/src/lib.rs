@@ -1,18 +1,18 @@
 //! `flinch_trace._native`: the wheel's compiled module. Each function calls the library function
-//! the command line calls (`flinch_trace::{trace, summarize}`, `flinch_host::{analyze, runs}`,
+//! the command line calls (`flinch_host::{trace, analyze, runs}`,
 //! `flinch_core::merge`), so the JSON text is the same bytes; `flinch_trace/__init__.py` turns it
 //! into dicts. The work runs with the GIL released (`Python::detach`), and a panic inside it
 //! becomes a `RuntimeError` rather than unwinding into the interpreter.
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use flinch_core::Exactness;
 use flinch_core::merge::{MergeOptions, merge_json_with};
 use flinch_core::summary::DEFAULT_TOP_OPS;
 use flinch_core::window::PowerSource;
 use flinch_host::analyze::{self, AnalyzeRequest};
 use flinch_host::runs::SummarizeOptions;
-use flinch_trace::summarize;
-use flinch_trace::trace::{self, Exactness, SummaryOptions};
+use flinch_host::trace::{self, SummaryOptions};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -93,6 +93,7 @@ fn trace_summary_json(
         top: top.unwrap_or(DEFAULT_TOP_OPS),
         exactness,
         mergeable,
+        threads: None,
     };
     detached(py, || {
         trace::summary_json(&path, &opts)
@@ -165,7 +166,8 @@ fn summarize_json(
             skip_traces,
             ..SummarizeOptions::new(&runs)
         };
-        flinch_host::runs::summary(&options, &summarize::trace_summarizer(exact)).map(|s| s.json)
+        flinch_host::runs::summary(&options, &flinch_host::runs::trace_summarizer(exact))
+            .map(|s| s.json)
     })
 }
 

@@ -3,9 +3,10 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{Analysis, AnalyzeError, AnalyzerOptions, Kind, TraceEngine};
+use super::{Analysis, AnalyzeError, AnalyzerOptions, Kind};
 use crate::gzip::GzError;
-use crate::summary::{EventReplay, IntervalSpill};
+use crate::summary::{DEFAULT_TOP_OPS, EventReplay, IntervalSpill};
+use crate::trace_job::FirstRead;
 use crate::window::WindowAnalyzer;
 
 /// Longest run of leading whitespace looked through to detect the kind.
@@ -24,8 +25,8 @@ pub(super) enum Content {
     Detecting { whitespace: Vec<u8> },
     /// A trace.csv.
     Csv(Box<WindowAnalyzer>),
-    /// A Chrome / Kineto trace.
-    Trace(Box<TraceEngine>),
+    /// A Chrome / Kineto trace: the trace job's summary read (`crate::trace_job`).
+    Trace(Box<FirstRead>),
 }
 
 impl Content {
@@ -59,8 +60,7 @@ impl Content {
                 let leading = core::mem::take(whitespace);
                 *self = Content::start(kind, options)?;
                 if let (Content::Trace(t), Some(io)) = (&mut *self, io.take()) {
-                    t.summary.set_spill(io.spill);
-                    t.summary.set_replay(io.replay);
+                    t.set_trace_io(io.spill, io.replay);
                 }
                 self.write(&leading, options, decompressed, io)?;
                 self.write(chunk, options, decompressed, io)
@@ -69,7 +69,7 @@ impl Content {
                 w.write(chunk);
                 Ok(())
             }
-            Content::Trace(t) => t.write(chunk, decompressed, |_, _| {}),
+            Content::Trace(t) => t.write(chunk, decompressed),
         }
     }
 
@@ -79,7 +79,10 @@ impl Content {
             Kind::Csv => Ok(Content::Csv(Box::new(WindowAnalyzer::new(
                 options.window_options()?,
             )))),
-            Kind::Trace | Kind::Auto => Ok(Content::Trace(Box::new(TraceEngine::new(options)))),
+            Kind::Trace | Kind::Auto => Ok(Content::Trace(Box::new(FirstRead::summary_only(
+                options.limits(),
+                options.mergeable,
+            )))),
         }
     }
 
@@ -99,9 +102,11 @@ impl Content {
             Content::Detecting { .. } => {
                 Content::start(options.kind, options)?.end(options, cut_gzip, gzip_warning)
             }
-            Content::Trace(t) => Ok(Analysis::Trace(Box::new(
-                t.finish(options, cut_gzip, gzip_warning).0,
-            ))),
+            Content::Trace(t) => {
+                let top = options.top.unwrap_or(DEFAULT_TOP_OPS);
+                let r = t.finish_bytes(&options.source, top, cut_gzip, gzip_warning);
+                Ok(Analysis::Trace(Box::new(r)))
+            }
             Content::Csv(w) => {
                 let mut r = w.end();
                 r.warnings.extend(gzip_warning);

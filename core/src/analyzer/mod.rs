@@ -24,7 +24,6 @@ use crate::summary::{EventReplay, IntervalSpill};
 
 mod analysis;
 mod content;
-mod engine;
 mod error;
 mod inflater;
 mod options;
@@ -33,10 +32,9 @@ mod tests;
 
 pub use analysis::Analysis;
 use content::{Content, TraceIo};
-pub(crate) use engine::TraceEngine;
 pub use error::{AnalyzeError, OptionsError};
 pub use inflater::{Inflater, trailing_garbage_warning};
-pub use options::{AnalyzerOptions, Kind, LimitsPreset};
+pub use options::{AnalyzerOptions, Kind};
 
 /// The streaming analyzer. Feed chunks with [`write`](Analyzer::write), then call
 /// [`end`](Analyzer::end) once; after an error, every later call returns the same error.

@@ -5,8 +5,8 @@ use alloc::sync::Arc;
 use serde::Deserialize;
 
 use super::{AnalyzeError, OptionsError};
-use crate::Limits;
 use crate::window::{PowerSource, WindowOptions, WindowSelect};
+use crate::{Exactness, Limits};
 
 /// What the input is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -33,23 +33,6 @@ impl Kind {
     }
 }
 
-/// Which memory bounds to use: see [`Limits::EXACT`], [`Limits::NATIVE`], [`Limits::PAGE`] and
-/// [`Limits::BOUNDED`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LimitsPreset {
-    /// [`Limits::EXACT`]: exact results, memory grows with the number of distinct ops/values.
-    #[default]
-    Exact,
-    /// [`Limits::BOUNDED`]: memory bounded whatever the input; approximations are stated.
-    Bounded,
-    /// [`Limits::NATIVE`]: the native CLI's budget; exact for inputs that fit in it.
-    Native,
-    /// [`Limits::PAGE`]: the web page's budget (the native one with room for more durations
-    /// and intervals, within 256 MiB of WebAssembly memory).
-    Page,
-}
-
 /// How to analyze: built by the native commands from their flags, and by the page from a JSON
 /// object with the same field names (see [`AnalyzerOptions::from_json`]).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -57,8 +40,8 @@ pub enum LimitsPreset {
 pub struct AnalyzerOptions {
     /// What the input is (`auto`, `trace`, `csv`).
     pub kind: Kind,
-    /// Memory bounds preset.
-    pub limits: LimitsPreset,
+    /// How exact, in what memory (`native`, `bounded`, `exact`, `page`; absent: `native`).
+    pub limits: Exactness,
     /// Limits given as such (native callers), used instead of the preset's.
     #[serde(skip)]
     pub custom_limits: Option<Limits>,
@@ -126,16 +109,8 @@ impl AnalyzerOptions {
         })
     }
 
-    /// The [`Limits`]: `custom_limits` when given, else the chosen preset's.
+    /// The [`Limits`]: `custom_limits` when given, else the exactness's.
     pub fn limits(&self) -> Limits {
-        if let Some(limits) = self.custom_limits {
-            return limits;
-        }
-        match self.limits {
-            LimitsPreset::Exact => Limits::EXACT,
-            LimitsPreset::Bounded => Limits::BOUNDED,
-            LimitsPreset::Native => Limits::NATIVE,
-            LimitsPreset::Page => Limits::PAGE,
-        }
+        self.custom_limits.unwrap_or(self.limits.limits())
     }
 }

@@ -150,7 +150,7 @@ fn csv_plain_and_gzip_in_any_split_equal_the_direct_analysis() {
     let window = AnalyzerOptions {
         start: Some("pause_start".into()),
         end: Some("pause_end".into()),
-        limits: LimitsPreset::Bounded,
+        limits: crate::Exactness::Bounded,
         ..AnalyzerOptions::default()
     };
     for (data, options) in [
@@ -226,7 +226,7 @@ fn traces_plain_and_gzip_in_any_split_equal_the_direct_summary() {
         ..AnalyzerOptions::default()
     };
     let bounded = AnalyzerOptions {
-        limits: LimitsPreset::Bounded,
+        limits: crate::Exactness::Bounded,
         top: Some(3),
         ..exact.clone()
     };

@@ -25,7 +25,6 @@ pub mod recording;
 
 mod error;
 mod options;
-mod ranged;
 mod result_json;
 mod timeline;
 mod trace_join;

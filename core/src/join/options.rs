@@ -7,7 +7,7 @@ use core::fmt;
 use serde::Deserialize;
 
 use super::{GpuMap, GpuMapError, JoinOptions, OffsetError, parse_offset_ms};
-use crate::analyzer::LimitsPreset;
+use crate::Exactness;
 
 /// The join's command-line options, checked into [`JoinOptions`]: `--min-gap-ms`,
 /// `--top-pauses`, `--clock-offset-ms`, `--gpu-map`.
@@ -58,7 +58,7 @@ pub struct TraceJoinOptions {
     /// The `source` written into the summary (the trace's name).
     pub source: String,
     /// Memory bounds of the summary.
-    pub limits: LimitsPreset,
+    pub limits: Exactness,
     /// Ops listed by the summary (absent: 40).
     pub top: Option<usize>,
     /// `--min-gap-ms` (absent: 100).

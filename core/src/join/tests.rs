@@ -828,11 +828,12 @@ fn extreme_times_saturate_instead_of_overflowing() {
 /// The summary (`trace --json`, page limits) of `doc` with the report of two full passes of
 /// their own over it appended: what the session must give.
 fn summary_and_passes(doc: &str, opts: &JoinOptions, rec: &Recording) -> String {
-    use crate::analyzer::{Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+    use crate::Exactness;
+    use crate::analyzer::{Analyzer, AnalyzerOptions, Kind};
     let report = join(doc, opts, Some(rec)).unwrap();
     let mut a = Analyzer::new(AnalyzerOptions {
         kind: Kind::Trace,
-        limits: LimitsPreset::Page,
+        limits: Exactness::Page,
         source: "t.json".into(),
         ..AnalyzerOptions::default()
     });

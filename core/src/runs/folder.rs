@@ -24,7 +24,8 @@ use super::{
     FileRead, MAX_LINE_BYTES, MAX_WHOLE_FILE_BYTES, RunPaths, RunSummarizer, RunsSummary,
     TOO_LARGE, host_run_name,
 };
-use crate::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+use crate::Exactness;
+use crate::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
 use crate::job::{Job, Need};
 use crate::summary::TraceSummaryResult;
 use crate::telemetry::ValueBudget;
@@ -422,7 +423,7 @@ impl RunsFolder {
     fn new_trace_analyzer(&self) -> Box<Analyzer> {
         Box::new(Analyzer::new(AnalyzerOptions {
             kind: Kind::Trace,
-            limits: LimitsPreset::Page,
+            limits: Exactness::Page,
             source: self.current.clone(),
             top: Some(TOP_OPS),
             ..AnalyzerOptions::default()
@@ -756,7 +757,7 @@ mod tests {
             for source in todo {
                 let mut a = Analyzer::new(AnalyzerOptions {
                     kind: Kind::Trace,
-                    limits: LimitsPreset::Page,
+                    limits: Exactness::Page,
                     source: source.clone(),
                     top: Some(TOP_OPS),
                     ..AnalyzerOptions::default()

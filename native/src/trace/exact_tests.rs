@@ -6,13 +6,125 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use flinch_core::Limits;
-use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, LimitsPreset};
+use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
+use flinch_core::job::Job;
 use flinch_core::json::{EventScanner, NumField, Scan};
 use flinch_core::stats::{Stats, stats_f64};
 use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummaryResult};
+use flinch_core::trace_job::{TraceJob, TraceJobOptions};
+use flinch_core::{Exactness, Limits};
+use flinch_host::trace::{ReadOptions, parallel, pipeline};
 
-use crate::input::{InputFile, Passes, open_input};
+use crate::input::{InputError, InputFile, Passes, open_input};
+
+/// A first-read route of the host driver, forced.
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    /// One scan thread beside the job.
+    Pipeline,
+    /// The bytes written to the job on one thread.
+    Sequential,
+    /// Two scan threads over segments of 64 KiB.
+    Parallel,
+}
+
+fn job(limits: Limits, mergeable: bool) -> TraceJob {
+    TraceJob::new(TraceJobOptions {
+        source: "t".into(),
+        limits,
+        top: DEFAULT_TOP_OPS,
+        mergeable,
+        join: None,
+    })
+}
+
+/// `file` (at `path`) summarized by `route`; `spills`: with the temporary file and further
+/// reads.
+fn by(
+    route: Route,
+    path: &Path,
+    file: &InputFile,
+    limits: Limits,
+    spills: bool,
+    mergeable: bool,
+) -> Result<TraceSummaryResult, String> {
+    let mut job = job(limits, mergeable);
+    if spills {
+        flinch_host::exact_io::equip(&mut job, file);
+    }
+    match route {
+        Route::Pipeline => pipeline::first_read(file.read()?, &mut job, || {})?,
+        Route::Sequential => pipeline::first_read_sequential(file.read()?, &mut job, || {})?,
+        Route::Parallel => {
+            let plan = parallel::plan_with(path, 64 << 10, 0).ok_or("no plan")?;
+            parallel::first_read(plan, &mut job, |_, _| {})?
+        }
+    }
+    job.finish().map(|r| r.summary).map_err(|e| e.to_string())
+}
+
+/// `file` summarized by the route the driver picks.
+fn own(
+    file: &InputFile,
+    limits: Limits,
+    spills: bool,
+    mergeable: bool,
+) -> Result<TraceSummaryResult, String> {
+    let options = job(limits, mergeable).options().clone();
+    let read = ReadOptions {
+        spills,
+        ..ReadOptions::default()
+    };
+    flinch_host::trace::run(file, options, read).map(|r| r.summary)
+}
+
+/// The reference for `--mergeable`: the core's one-thread analyzer (the page's entry point) fed
+/// the file's decoded bytes, with the temporary file and further reads that keep it exact
+/// (`exact_io`).
+fn analyzer_mergeable(
+    path: &Path,
+    limits: Limits,
+    exact_io: bool,
+) -> Result<TraceSummaryResult, String> {
+    let file = InputFile::open(path, Passes::Several)?;
+    let mut input = file.read()?;
+    let options = AnalyzerOptions {
+        kind: Kind::Trace,
+        custom_limits: Some(limits),
+        source: "t".to_string(),
+        top: Some(DEFAULT_TOP_OPS),
+        mergeable: true,
+        ..AnalyzerOptions::default()
+    };
+    let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
+    if exact_io {
+        use flinch_host::exact_io::{FileReplay, FileSpill};
+        analyzer.set_trace_io(
+            Box::new(FileSpill::new()),
+            Box::new(FileReplay::new(&file, limits)),
+        );
+    }
+    loop {
+        match input.next_chunk() {
+            Ok(Some(chunk)) => analyzer.write(chunk).map_err(|e| e.to_string())?,
+            Ok(None) => {
+                if let Some(w) = input.warning() {
+                    analyzer.note_gzip_warning(w);
+                }
+                break;
+            }
+            Err(InputError { cut: Some(cut), .. }) => {
+                analyzer.note_cut_gzip(cut);
+                break;
+            }
+            Err(e) => return Err(e.message),
+        }
+    }
+    match analyzer.finish().map_err(|e| e.to_string())? {
+        Analysis::Trace(result) => Ok(*result),
+        Analysis::Recording(_) => Err("not a trace".to_string()),
+    }
+}
 
 #[allow(dead_code)]
 #[path = "../../examples/gen_trace.rs"]
@@ -168,8 +280,7 @@ fn default_trace_equals_the_oracle() {
     let o = oracle(&dir.join("trace.json"));
     assert!(o.distinct_ops > 4096, "{} distinct ops", o.distinct_ops);
     for file in ["trace.json", "trace.json.gz"] {
-        let r =
-            super::summarize_file(&dir.join(file), "t", Limits::NATIVE, 40, true, false).unwrap();
+        let r = super::summarize_file(&dir.join(file), "t", Limits::NATIVE, 40, true).unwrap();
         assert_equals_oracle(&r, &o, file);
     }
 }
@@ -189,37 +300,16 @@ fn past_the_limits_every_path_stays_exact() {
         max_exact_values: 3000,
         ..Limits::NATIVE
     };
-    let top = Some(DEFAULT_TOP_OPS);
     let gz_file = InputFile::open(&gz, Passes::Several).unwrap();
-    let r = super::pipeline::summarize_sequential(
-        gz_file.read().unwrap(),
-        "t",
-        tight,
-        top,
-        Some(&gz_file),
-        false,
-        || {},
-    )
-    .unwrap();
+    let r = by(Route::Sequential, &gz, &gz_file, tight, true, false).unwrap();
     assert_equals_oracle(&r, &o, "sequential .gz");
     for path in [&json, &gz] {
         let file = InputFile::open(path, Passes::Several).unwrap();
-        let r = super::pipeline::summarize(
-            file.read().unwrap(),
-            "t",
-            tight,
-            top,
-            Some(&file),
-            super::Also::Nothing,
-            || {},
-        )
-        .unwrap();
+        let r = by(Route::Pipeline, path, &file, tight, true, false).unwrap();
         assert_equals_oracle(&r, &o, "pipeline");
     }
-    let plan = super::parallel::plan_with(&json, 64 << 10, 0).unwrap();
-    let r =
-        super::parallel::summarize(plan, "t", tight, top, true, super::Also::Nothing, |_, _| {})
-            .unwrap();
+    let file = InputFile::open(&json, Passes::Several).unwrap();
+    let r = by(Route::Parallel, &json, &file, tight, true, false).unwrap();
     assert_equals_oracle(&r, &o, "parallel");
     // A FIFO (what `trace FIFO` gets): one scan thread, the further passes read its spool.
     for path in [&json, &gz] {
@@ -237,30 +327,13 @@ fn past_the_limits_every_path_stays_exact() {
                 .write_all(&bytes)
         });
         let file = InputFile::open(&fifo, Passes::Several).unwrap();
-        let r = super::summarize_input_also(
-            &file,
-            "t",
-            tight,
-            DEFAULT_TOP_OPS,
-            true,
-            false,
-            super::Also::Nothing,
-        )
-        .unwrap();
+        let r = own(&file, tight, true, false).unwrap();
         writer.join().unwrap().unwrap();
         std::fs::remove_file(&fifo).unwrap();
         assert_equals_oracle(&r, &o, "a FIFO");
     }
-    let r = super::pipeline::summarize(
-        open_input(&json).unwrap(),
-        "t",
-        tight,
-        top,
-        None,
-        super::Also::Nothing,
-        || {},
-    )
-    .unwrap();
+    let file = InputFile::open(&json, Passes::One).unwrap();
+    let r = by(Route::Pipeline, &json, &file, tight, false, false).unwrap();
     let a = r.approximations.expect("limits too small for the trace");
     assert!(a.busy_union_error_bound_us > 0.0);
     assert!(a.ops_with_sketched_stats + a.listed_ops_without_percentiles > 0);
@@ -273,12 +346,11 @@ fn the_page_prints_the_native_answer() {
     let dir = shared();
     let gz = dir.join("trace.json.gz");
     let o = oracle(&gz);
-    let native =
-        super::summarize_file(&gz, "trace.json.gz", Limits::NATIVE, 40, true, false).unwrap();
+    let native = super::summarize_file(&gz, "trace.json.gz", Limits::NATIVE, 40, true).unwrap();
     assert_equals_oracle(&native, &o, "native");
     let bytes = std::fs::read(&gz).unwrap();
     let mut page = Analyzer::new(AnalyzerOptions {
-        limits: LimitsPreset::Page,
+        limits: Exactness::Page,
         source: "trace.json.gz".into(),
         ..AnalyzerOptions::default()
     });
@@ -292,9 +364,9 @@ fn the_page_prints_the_native_answer() {
     assert_eq!(r.to_json(), native.to_json());
 }
 
-/// `--mergeable` through every input path (the file's own choice, the scan-thread pipeline, the
-/// one-thread sequential path, two scan threads on small segments), within and past the limits,
-/// prints the bytes of the core analyzer's mergeable summary (`merge::per_rank`).
+/// `--mergeable` through every input path (the file's own choice, the scan-thread route, the
+/// one-thread route, two scan threads on small segments), within and past the limits, prints
+/// the bytes of the core analyzer's mergeable summary ([`analyzer_mergeable`]).
 #[test]
 fn mergeable_on_every_path_equals_the_analyzer() {
     let dir = with_stack("tight", 2_500_000);
@@ -305,68 +377,113 @@ fn mergeable_on_every_path_equals_the_analyzer() {
         max_exact_values: 3000,
         ..Limits::NATIVE
     };
-    let top = Some(DEFAULT_TOP_OPS);
     for (limits, exact_io) in [(Limits::NATIVE, false), (tight, true), (tight, false)] {
         for path in [&json, &gz] {
-            let analyzer = crate::merge::per_rank::summarize_mergeable(
-                path,
-                "t",
-                limits,
-                DEFAULT_TOP_OPS,
-                exact_io,
-            )
-            .unwrap()
-            .to_json();
+            let analyzer = analyzer_mergeable(path, limits, exact_io)
+                .unwrap()
+                .to_json();
             assert!(analyzer.contains("\n  \"mergeable\": {"), "no section");
             let file = InputFile::open(path, Passes::Several).unwrap();
-            let replay = exact_io.then_some(&file);
-            let input = || file.read().unwrap();
-            let paths = [
-                super::summarize_file_also(
-                    path,
-                    "t",
-                    limits,
-                    DEFAULT_TOP_OPS,
-                    exact_io,
-                    false,
-                    super::Also::Mergeable,
-                ),
-                super::pipeline::summarize(
-                    input(),
-                    "t",
-                    limits,
-                    top,
-                    replay,
-                    super::Also::Mergeable,
-                    || {},
-                ),
-                super::pipeline::summarize_sequential(
-                    input(),
-                    "t",
-                    limits,
-                    top,
-                    replay,
-                    true,
-                    || {},
-                ),
-            ];
-            for (k, r) in paths.into_iter().enumerate() {
-                let what = format!("{} {exact_io} path {k}", path.display());
-                assert!(r.unwrap().to_json() == analyzer, "{what}");
-            }
+            let mut routes = vec![Route::Pipeline, Route::Sequential];
             if path == &json {
-                let plan = super::parallel::plan_with(&json, 64 << 10, 0).unwrap();
-                let r = super::parallel::summarize(
-                    plan,
-                    "t",
-                    limits,
-                    top,
-                    exact_io,
-                    super::Also::Mergeable,
-                    |_, _| {},
-                );
-                assert!(r.unwrap().to_json() == analyzer, "parallel {exact_io}");
+                routes.push(Route::Parallel);
+            }
+            let r = own(&file, limits, exact_io, true);
+            let what = format!("{} {exact_io} own route", path.display());
+            assert!(r.unwrap().to_json() == analyzer, "{what}");
+            for route in routes {
+                let r = by(route, path, &file, limits, exact_io, true);
+                let what = format!("{} {exact_io} {route:?}", path.display());
+                assert!(r.unwrap().to_json() == analyzer, "{what}");
             }
         }
     }
+}
+
+/// A trace whose ops have more durations than a small budget holds.
+fn many_durations() -> String {
+    let mut s = String::from("{\"traceEvents\":[");
+    let mut x = 12345u64;
+    for k in 0..40_000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let dur_ns = (x >> 33) % 200_000;
+        if k > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "{{\"ph\":\"X\",\"cat\":\"c{}\",\"name\":\"op{}\",\"ts\":{}.{:03},\"dur\":{}.{:03}}}",
+            k % 2,
+            (x >> 20) % 7,
+            k * 3,
+            k % 1000,
+            dur_ns / 1000,
+            dur_ns % 1000
+        ));
+    }
+    s.push_str("]}");
+    s
+}
+
+/// Past the durations budget the mergeable section's histograms come from a further read of
+/// the file (plain and gzip): those of the exact in-memory summary at the scale that fit.
+#[test]
+fn tight_limits_read_the_file_again_for_histograms() {
+    use flinch_core::merge::histogram::SCALE;
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("flinch-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("rank.json");
+    let text = many_durations();
+    std::fs::write(&plain, &text).unwrap();
+    let gz = dir.join("rank.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(text.as_bytes()).unwrap();
+    enc.finish().unwrap();
+    let exact = analyzer_mergeable(&plain, Limits::EXACT, false)
+        .unwrap()
+        .mergeable_state()
+        .unwrap();
+    let tight = Limits {
+        max_exact_values: 20_000,
+        ..Limits::NATIVE
+    };
+    for path in [&plain, &gz] {
+        let got = analyzer_mergeable(path, tight, true)
+            .unwrap()
+            .mergeable_state()
+            .unwrap();
+        assert!(got.ops.iter().all(|o| o.histogram.is_some()));
+        let mut want = exact.clone();
+        // A scale below the full one is stated.
+        let warnings = &got.ranks[0].warnings;
+        let stated = format!("the mergeable histograms are at scale {},", got.scale);
+        assert_eq!(
+            warnings.iter().any(|w| w.starts_with(&stated)),
+            got.scale < SCALE,
+            "{warnings:?}"
+        );
+        want.ranks[0].warnings = warnings.clone();
+        want.scale = got.scale;
+        for o in &mut want.ops {
+            o.histogram = o
+                .histogram
+                .as_ref()
+                .map(|h| h.downscaled(SCALE - got.scale));
+        }
+        // Same input bytes for the gzip file once inflated.
+        want.ranks[0].bytes = got.ranks[0].bytes;
+        assert_eq!(got, want, "{}", path.display());
+        // Without the further read those ops have no histogram.
+        let alone = analyzer_mergeable(path, tight, false)
+            .unwrap()
+            .mergeable_state()
+            .unwrap();
+        assert!(alone.ops.iter().any(|o| o.histogram.is_none()));
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

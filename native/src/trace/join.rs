@@ -1,32 +1,28 @@
 //! `trace --pauses / --min-gap-ms / --telemetry CSV`: the trace joined with a recording
 //! (`flinch_core::join`; docs/join.md).
 //!
-//! The join's first pass ([`FirstPass`]: each device's GPU idle gaps, `baseTimeNanoseconds`,
-//! a bounded copy of the annotation spans, and the trace's byte ranges with the time hulls of
-//! their host events) rides on the summary's own scan (`super::summarize_file_also` with
-//! `Also::Join`). The second pass attributes host events to the longest gaps and, with a
-//! recording, judges each gap and sums energy per annotation ([`finish`]). With a pause to list it scans again only
-//! the byte ranges whose hull meets one (`rescan`), replaying the copied spans of the others;
-//! it reads the whole trace again only for a merged file, for more annotation spans than the
-//! copy holds, or where a range cannot be resumed; without a pause to list it replays the
-//! copied spans. The recording
-//! is read once into memory per GPU (bounded; see `flinch_core::join::recording`). The result's
-//! keys are appended to the summary's JSON object.
+//! The join is part of the trace job (`flinch_core::trace_job`): its first pass (each device's
+//! GPU idle gaps, `baseTimeNanoseconds`, a bounded copy of the annotation spans, and the
+//! trace's byte ranges with the time hulls of their host events) rides on the summary's own
+//! scan; the second pass attributes host events to the longest gaps and, with a recording,
+//! judges each gap and sums energy per annotation. With a pause to list it scans again only the
+//! byte ranges whose hull meets one, replaying the copied spans of the others; it reads the
+//! whole trace again only for a merged file (`--perfetto`, written here from that read), for
+//! more annotation spans than the copy holds, or where a range cannot be resumed; without a
+//! pause to list it replays the copied spans. The host driver (`flinch_host::trace`) answers
+//! those reads. Here: the options, the recording (read once into memory per GPU, bounded; see
+//! `flinch_core::join::recording`), the merged file, and the text tables.
 use std::path::{Path, PathBuf};
 
-use flinch_core::Limits;
-pub use flinch_core::join::summary_with_join_json;
 use flinch_core::join::{
-    Alignment, AlignmentSource, FirstPass, FirstPassResult, JoinOptions, JoinPass, JoinReport,
-    Recording, RecordingBuilder, RecordingOptions, alignment_error, join_options,
+    Alignment, AlignmentSource, JoinOptions, JoinReport, Recording, RecordingBuilder,
+    RecordingOptions, alignment_error, join_options,
 };
-use flinch_core::json::{Event, EventScanner, Scan};
+use flinch_core::trace_job::{CopyStep, JoinSetup, RecordingSource, TraceJob};
 use flinch_core::window::PowerSource;
 
-use super::perfetto::Merger;
+use super::perfetto::{Merged, Merger};
 use crate::input::{InputFile, InputOptions, Passes};
-
-mod rescan;
 
 /// The join's options of `flinch-trace trace`.
 #[derive(clap::Args, Clone, Debug)]
@@ -136,151 +132,68 @@ impl JoinArgs {
     }
 }
 
-/// One pass of the scanner over the file; the base time when the document has one. With
-/// `merge`, the bytes are copied through it and the recording goes in after the first event.
-fn scan_file(
-    file: &InputFile,
-    mut f: impl FnMut(&Event<'_>),
-    mut merge: Option<&mut Merger>,
-) -> Result<Option<i64>, String> {
-    let mut input = file.read()?;
-    let mut sc = EventScanner::new(Limits::NATIVE);
-    let mut cut = None;
-    loop {
-        let chunk = match input.next_chunk() {
-            Ok(Some(c)) => c,
-            Ok(None) => break,
-            // A cut .gz: the summary says so; the join uses what was read, as the summary does.
-            Err(e) => {
-                cut = Some(e.to_string());
-                break;
-            }
-        };
-        let mut pos = 0;
-        loop {
-            let (what, n) = sc.scan(&chunk[pos..]).map_err(|e| format!("join: {e}"))?;
-            if let Some(m) = merge.as_deref_mut() {
-                m.copy(&chunk[pos..pos + n])?;
-            }
-            pos += n;
-            match what {
-                Scan::Event => {
-                    f(&sc.event());
-                    if let Some(m) = merge.as_deref_mut() {
-                        m.event_end()?;
-                        m.inject()?;
-                    }
-                }
-                Scan::NeedsInput => break,
-            }
-        }
-    }
-    let end = sc.finish();
-    if let Some(m) = merge {
-        m.trace_end(&end, cut);
-    }
-    Ok(sc.base_time_ns())
-}
-
-/// The first pass for `opts`, to be fed every event of the trace in order (and its base time);
-/// `recording`: a recording will be joined, so the annotation spans are copied.
-pub fn first_pass(opts: &JoinOptions, recording: bool) -> FirstPass {
-    let mut first = FirstPass::new(opts.gaps, recording);
-    first.track_ranges();
-    first
-}
-
-/// Both passes over one trace file, each reading it: what [`first_pass`] fed by the summary's
-/// scan and [`finish`] give, the oracle of the tests.
-#[cfg(test)]
-pub fn run(
-    path: &Path,
-    opts: &JoinOptions,
-    rec: Option<&Recording>,
-    perfetto: Option<(&Path, &InputFile)>,
-) -> Result<(JoinReport, Option<u64>), String> {
-    // Without byte ranges: the second pass reads the whole file.
-    let file = InputFile::open(path, Passes::Several)?;
-    let mut first = FirstPass::new(opts.gaps, false);
-    let base = scan_file(&file, |e| first.add(e), None)?;
-    first.set_base_time_ns(base);
-    finish(&file, first.finish(), opts, rec, perfetto)
-}
-
-/// The second pass over one trace, after `first` (read through `file`, the input the first
-/// pass read); with `perfetto` (OUT, the recording's input), the merged file too (its event
-/// count comes back). Reads the trace again only when it must (see the module docs).
-pub fn finish(
-    file: &InputFile,
-    first: FirstPassResult,
-    opts: &JoinOptions,
-    rec: Option<&Recording>,
-    perfetto: Option<(&Path, &InputFile)>,
-) -> Result<(JoinReport, Option<u64>), String> {
-    // Host events matter only to listed pauses; without one, a recording needs only the
-    // annotation spans, which the first pass copied when they fit. With one, only the byte
-    // ranges whose host events meet a listed pause are read again (when the first pass kept
-    // them), with the copied spans of the others replayed.
-    let listed = opts.pauses.max_pauses_per_device > 0
-        && first.found.devices.iter().any(|d| !d.gaps.is_empty());
-    let steps = (listed && perfetto.is_none())
-        .then(|| first.plan_second_pass(opts.pauses.max_pauses_per_device, rec.is_some()))
-        .flatten();
-    let FirstPassResult {
-        found,
-        base_time_ns: base,
-        annotations,
-        ranges: _,
-    } = first;
-    let mut merger = match perfetto {
-        Some((out, csv)) => {
-            let align = Alignment::new(base, opts.clock_offset_ns).ok_or_else(|| {
-                let why =
-                    alignment_error(base, found.base_time_problem.as_ref(), opts.clock_offset_ns);
-                format!("--perfetto: {why}")
-            })?;
-            Some(Merger::create(
-                out,
-                file.path(),
-                csv,
-                align,
-                opts.gpu_map.clone(),
-            )?)
-        }
-        None => None,
+/// The job's join for these options: `recording`, a recording will be given
+/// ([`flinch_core::trace_job::TraceJob::set_recording`]); `perfetto`, the second read is whole,
+/// a merged copy written from it.
+pub fn setup(opts: &JoinOptions, recording: bool, perfetto: bool) -> JoinSetup {
+    let source = if recording {
+        RecordingSource::Given
+    } else {
+        RecordingSource::None
     };
-    if let Some(steps) = steps {
-        let mut pass =
-            JoinPass::new(found.clone(), base, opts.clone(), rec).map_err(|e| e.to_string())?;
-        match rescan::run(file, &steps, annotations.as_ref(), |e| pass.add(e))? {
-            Ok(()) => return Ok((pass.finish(), None)),
-            // A range could not be resumed: read it all, with a fresh pass.
-            Err(_) => {
-                let mut pass =
-                    JoinPass::new(found, base, opts.clone(), rec).map_err(|e| e.to_string())?;
-                scan_file(file, |e| pass.add(e), None)?;
-                return Ok((pass.finish(), None));
-            }
-        }
+    JoinSetup {
+        whole_second_read: perfetto,
+        ..JoinSetup::new(opts.clone(), source)
     }
-    let replay = match (rec, annotations) {
-        (Some(_), Some(a)) if !listed && merger.is_none() => Some(a),
-        _ => None,
+}
+
+/// The join's second read after `job`'s first, from `file` (the input the first read read);
+/// with `perfetto` (OUT, the recording's input), the merged file written from it too (what
+/// the merge did comes back, for the report). The job says what is read again (see the module
+/// docs).
+pub fn second_read(
+    file: &InputFile,
+    job: &mut TraceJob,
+    opts: &JoinOptions,
+    perfetto: Option<(&Path, &InputFile)>,
+) -> Result<Option<Merged>, String> {
+    let Some((out, csv)) = perfetto else {
+        flinch_host::trace::ranges::answer(file, job, None)?;
+        return Ok(None);
     };
-    let reread = listed || merger.is_some() || (rec.is_some() && replay.is_none());
-    let mut pass = JoinPass::new(found, base, opts.clone(), rec).map_err(|e| e.to_string())?;
-    if let Some(a) = replay {
-        a.replay(|e| pass.add(e));
-    } else if reread {
-        scan_file(file, |e| pass.add(e), merger.as_mut())?;
+    let first = job
+        .first_pass()
+        .ok_or("--perfetto: the trace's first read did not end")?;
+    let base = first.base_time_ns;
+    let align = Alignment::new(base, opts.clock_offset_ns).ok_or_else(|| {
+        let why = alignment_error(
+            base,
+            first.found.base_time_problem.as_ref(),
+            opts.clock_offset_ns,
+        );
+        format!("--perfetto: {why}")
+    })?;
+    let mut merger = Merger::create(out, file.path(), csv, align, opts.gpu_map.clone())?;
+    let mut end = None;
+    let cut = flinch_host::trace::ranges::answer(
+        file,
+        job,
+        Some(&mut |step| match step {
+            CopyStep::Bytes(b) => merger.copy(b),
+            CopyStep::EventEnd => {
+                merger.event_end()?;
+                merger.inject()
+            }
+            CopyStep::End(e) => {
+                end = Some(*e);
+                Ok(())
+            }
+        }),
+    )?;
+    if let Some(end) = end {
+        merger.trace_end(&end, cut);
     }
-    let merged = merger.map(Merger::finish).transpose()?;
-    let mut report = pass.finish();
-    let merged = merged.map(|m| {
-        report.join_warnings.extend(m.warnings);
-        m.events
-    });
-    Ok((report, merged))
+    merger.finish().map(Some)
 }
 
 /// The text tables: the top pauses, then energy per annotation, then warnings.

@@ -1,15 +1,33 @@
-//! The join's first pass fed by the summary's scan (pipeline, parallel segments, gzip) and its
-//! second pass (reading the file again, or replaying the copied annotation spans) give the
-//! report that two passes of their own over the file give (`join::run`, the oracle), byte for
-//! byte, with the summary unchanged.
+//! The trace job's join, its first pass fed by the summary's scan (the host driver's routes:
+//! the scan-thread route, parallel segments, gzip) and its second read (byte ranges, the whole
+//! file again, or the copied annotation spans replayed), gives the report that two passes of
+//! their own over the file give ([`oracle`]), byte for byte, with the summary unchanged.
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 use flinch_core::Limits;
-use flinch_core::join::{JoinOptions, PauseOptions, Recording, RecordingBuilder, RecordingOptions};
+use flinch_core::job::Job;
+use flinch_core::join::first_pass::MAX_RANGES;
+use flinch_core::join::{
+    FirstPass, JoinOptions, JoinPass, JoinReport, PauseOptions, Recording, RecordingBuilder,
+    RecordingOptions, SecondPassStep,
+};
+use flinch_core::json::{Event, EventScanner, Scan};
+use flinch_core::trace_job::{JoinSetup, RecordingSource, TraceJob, TraceJobOptions};
+use flinch_host::trace::{ReadOptions, parallel};
 
-use super::test_files::temp;
-use super::{Also, join, parallel, summarize_file, summarize_file_also};
+use super::summarize_file;
+use crate::input::{InputFile, Passes};
+
+/// Writes `bytes` to `<tmp>/flinch-<group>-<pid>/<name>` and returns the path.
+fn temp(group: &str, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("flinch-{group}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
 
 const BASE: i64 = 1_700_000_000_000_000_000;
 
@@ -107,24 +125,93 @@ fn recording() -> Recording {
     b.end().unwrap()
 }
 
-/// The summary and the join report through the summary's scan, as JSON.
-fn joined(path: &Path, opts: &JoinOptions, rec: Option<&Recording>) -> (String, String) {
-    let mut first = join::first_pass(opts, rec.is_some());
-    let summary = summarize_file_also(
-        path,
-        "s",
-        Limits::NATIVE,
-        40,
-        false,
-        false,
-        Also::Join(&mut first),
-    )
-    .unwrap();
-    let (report, _) = join::finish(&reopen(path), first.finish(), opts, rec, None).unwrap();
-    (summary.to_json(), serde_json::to_string(&report).unwrap())
+/// Every event of the trace at `path` (decoded; a cut `.gz` up to the cut), in order, to `f`;
+/// the base time when the document has one.
+fn scan_file(path: &Path, mut f: impl FnMut(&Event<'_>)) -> Option<i64> {
+    let file = InputFile::open(path, Passes::One).unwrap();
+    let mut input = file.read().unwrap();
+    let mut sc = EventScanner::new(Limits::NATIVE);
+    while let Ok(Some(chunk)) = input.next_chunk() {
+        let mut pos = 0;
+        loop {
+            let (what, n) = sc.scan(&chunk[pos..]).unwrap();
+            pos += n;
+            match what {
+                Scan::Event => f(&sc.event()),
+                Scan::NeedsInput => break,
+            }
+        }
+    }
+    sc.finish();
+    sc.base_time_ns()
 }
 
-fn check(name: &str, doc: &[u8], rec: Option<&Recording>) {
+/// The oracle: both passes over the trace, each reading it whole.
+fn oracle(path: &Path, opts: &JoinOptions, rec: Option<&Recording>) -> JoinReport {
+    let mut first = FirstPass::new(opts.gaps, false);
+    let base = scan_file(path, |e| first.add(e));
+    first.set_base_time_ns(base);
+    let first = first.finish();
+    let mut pass = JoinPass::new(first.found, first.base_time_ns, opts.clone(), rec).unwrap();
+    scan_file(path, |e| pass.add(e));
+    pass.finish()
+}
+
+/// The summary and the join report of the trace job through the host driver (parallel
+/// segments of about `segment` bytes, or the route it picks), byte ranges capped at
+/// `max_ranges`, as JSON; and the steps its second read planned.
+fn joined_by(
+    path: &Path,
+    opts: &JoinOptions,
+    rec: Option<&Arc<Recording>>,
+    segment: Option<u64>,
+    max_ranges: usize,
+) -> (String, String, Option<Vec<SecondPassStep>>) {
+    let file = reopen(path);
+    let source = match rec {
+        Some(_) => RecordingSource::Given,
+        None => RecordingSource::None,
+    };
+    let mut job = TraceJob::new(TraceJobOptions {
+        source: "s".into(),
+        limits: Limits::NATIVE,
+        top: 40,
+        mergeable: false,
+        join: Some(JoinSetup {
+            max_byte_ranges: max_ranges,
+            ..JoinSetup::new(opts.clone(), source)
+        }),
+    });
+    match segment {
+        Some(s) => {
+            let plan = parallel::plan_with(path, s, 0).unwrap();
+            parallel::first_read(plan, &mut job, |_, _| {}).unwrap();
+        }
+        None => flinch_host::trace::first_read(&file, &mut job, ReadOptions::default()).unwrap(),
+    }
+    let steps = job
+        .first_pass()
+        .and_then(|f| f.plan_second_pass(opts.pauses.max_pauses_per_device, rec.is_some()));
+    if let Some(r) = rec {
+        job.set_recording(r.clone());
+    }
+    flinch_host::trace::ranges::answer(&file, &mut job, None).unwrap();
+    let r = job.finish().unwrap();
+    let report = r.join.expect("the join's report");
+    (
+        r.summary.to_json(),
+        serde_json::to_string(&report).unwrap(),
+        steps,
+    )
+}
+
+/// [`joined_by`] on the route the driver picks, with every byte range.
+fn joined(path: &Path, opts: &JoinOptions, rec: Option<&Arc<Recording>>) -> (String, String) {
+    let (s, r, _) = joined_by(path, opts, rec, None, MAX_RANGES);
+    (s, r)
+}
+
+fn check(name: &str, doc: &[u8], rec: Option<&Arc<Recording>>) {
     for gz in [false, true] {
         let path = if gz {
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -133,7 +220,7 @@ fn check(name: &str, doc: &[u8], rec: Option<&Recording>) {
         } else {
             temp("jointest", &format!("{name}.json"), doc)
         };
-        let plain = summarize_file(&path, "s", Limits::NATIVE, 40, false, false)
+        let plain = summarize_file(&path, "s", Limits::NATIVE, 40, false)
             .unwrap()
             .to_json();
         for top in [50, 0] {
@@ -145,32 +232,19 @@ fn check(name: &str, doc: &[u8], rec: Option<&Recording>) {
                     ..opts.pauses
                 };
                 opts.clock_offset_ns = Some(0).filter(|_| rec.is_some());
-                let (oracle, _) = join::run(&path, &opts, rec, None).unwrap();
-                let want = serde_json::to_string(&oracle).unwrap();
+                let want = oracle(&path, &opts, rec.map(|r| &**r));
+                let want = serde_json::to_string(&want).unwrap();
                 let (summary, got) = joined(&path, &opts, rec);
                 assert_eq!(summary, plain, "{name} gz {gz}");
                 assert_eq!(got, want, "{name} gz {gz} top {top} gap {min_gap_ns}");
                 // The parallel segments, small enough for many (and failed) guesses.
                 if !gz {
                     for segment in [997, 20_000] {
-                        let plan = parallel::plan_with(&path, segment, 0).unwrap();
-                        let mut first = join::first_pass(&opts, rec.is_some());
-                        let s = parallel::summarize(
-                            plan,
-                            "s",
-                            Limits::NATIVE,
-                            Some(40),
-                            false,
-                            Also::Join(&mut first),
-                            |_, _| {},
-                        )
-                        .unwrap();
-                        assert_eq!(s.to_json(), plain, "{name} segment {segment}");
-                        let (r, _) =
-                            join::finish(&reopen(&path), first.finish(), &opts, rec, None).unwrap();
+                        let (summary, r, _) =
+                            joined_by(&path, &opts, rec, Some(segment), MAX_RANGES);
+                        assert_eq!(summary, plain, "{name} segment {segment}");
                         assert_eq!(
-                            serde_json::to_string(&r).unwrap(),
-                            want,
+                            r, want,
                             "{name} segment {segment} top {top} gap {min_gap_ns}"
                         );
                     }
@@ -182,7 +256,7 @@ fn check(name: &str, doc: &[u8], rec: Option<&Recording>) {
 
 #[test]
 fn first_pass_on_the_summary_scan_matches_two_passes_of_its_own() {
-    let rec = recording();
+    let rec = Arc::new(recording());
     for (seed, pauses, base) in [
         (1, true, Some(true)),
         (2, true, Some(false)),
@@ -203,7 +277,7 @@ fn first_pass_on_the_summary_scan_matches_two_passes_of_its_own() {
 /// spans; it must charge every span (the oracle reads them all from the file).
 #[test]
 fn replayed_annotations_charge_every_span() {
-    let rec = recording();
+    let rec = Arc::new(recording());
     let doc = kineto(7, 1500, false, Some(false));
     let path = temp("jointest", "replay.json", &doc);
     let opts = JoinOptions {
@@ -290,57 +364,19 @@ fn paused(seed: u64, n: usize) -> Vec<u8> {
     format!("{{\"traceEvents\":[\n{body}\n],\"baseTimeNanoseconds\":{BASE}}}\n").into_bytes()
 }
 
-/// The oracle's report and the one through the summary's scan (pipeline or, with `segment`,
-/// parallel segments of about that many bytes), with ranges capped at `max_ranges`.
+/// The oracle's report and the one through the summary's scan (the driver's route or, with
+/// `segment`, parallel segments of about that many bytes), with ranges capped at
+/// `max_ranges`; and the steps the second read planned.
 fn both(
     path: &Path,
     opts: &JoinOptions,
-    rec: Option<&Recording>,
+    rec: Option<&Arc<Recording>>,
     segment: Option<u64>,
     max_ranges: usize,
-) -> (
-    String,
-    String,
-    Option<Vec<flinch_core::join::SecondPassStep>>,
-) {
-    let (oracle, _) = join::run(path, opts, rec, None).unwrap();
-    let mut first = join::first_pass(opts, rec.is_some());
-    first.track_ranges_capped(max_ranges);
-    match segment {
-        Some(s) => {
-            let plan = parallel::plan_with(path, s, 0).unwrap();
-            parallel::summarize(
-                plan,
-                "s",
-                Limits::NATIVE,
-                Some(40),
-                false,
-                Also::Join(&mut first),
-                |_, _| {},
-            )
-            .unwrap();
-        }
-        None => {
-            summarize_file_also(
-                path,
-                "s",
-                Limits::NATIVE,
-                40,
-                false,
-                false,
-                Also::Join(&mut first),
-            )
-            .unwrap();
-        }
-    }
-    let first = first.finish();
-    let steps = first.plan_second_pass(opts.pauses.max_pauses_per_device, rec.is_some());
-    let (got, _) = join::finish(&reopen(path), first, opts, rec, None).unwrap();
-    (
-        serde_json::to_string(&oracle).unwrap(),
-        serde_json::to_string(&got).unwrap(),
-        steps,
-    )
+) -> (String, String, Option<Vec<SecondPassStep>>) {
+    let want = oracle(path, opts, rec.map(|r| &**r));
+    let (_, got, steps) = joined_by(path, opts, rec, segment, max_ranges);
+    (serde_json::to_string(&want).unwrap(), got, steps)
 }
 
 /// The second pass that reads only the byte ranges meeting a listed pause gives the report of
@@ -349,10 +385,9 @@ fn both(
 /// and it does read less than the whole file.
 #[test]
 fn second_pass_over_the_meeting_ranges_matches_a_full_read() {
-    let rec = recording();
+    let rec = Arc::new(recording());
     let mut rng = Rng(99);
     let mut partial = 0;
-    let restarts = crate::input::checkpoints::restarts_total();
     for seed in 0..6u64 {
         let doc = paused(100 + seed, 2500 + 700 * seed as usize);
         let size = doc.len() as u64;
@@ -404,8 +439,8 @@ fn second_pass_over_the_meeting_ranges_matches_a_full_read() {
     }
     // Most layouts list few pauses: the pass must have read less than half the file often.
     assert!(partial >= 20, "only {partial} partial second passes");
-    // The .gz second passes started at the first pass's restart points, not at the start.
-    assert!(crate::input::checkpoints::restarts_total() > restarts);
+    // That the .gz ranges start at the first read's restart points is the host's test
+    // (`flinch_host::trace::ranges`): its restart points are as far apart here as in use.
 }
 
 /// A range that starts right after an event with no `,` after it (here: after the last event
@@ -473,7 +508,7 @@ fn second_pass_over_a_cut_gzip_matches_a_full_read() {
     }
 }
 
-/// The trace at `path`, opened for the join's second pass.
-fn reopen(path: &std::path::Path) -> crate::input::InputFile {
-    crate::input::InputFile::open(path, crate::input::Passes::Several).unwrap()
+/// The trace at `path`, opened for the join's second read.
+fn reopen(path: &Path) -> InputFile {
+    InputFile::open(path, Passes::Several).unwrap()
 }

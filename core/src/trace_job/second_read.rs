@@ -1,40 +1,141 @@
-//! The second read of the trace over the planned byte ranges only (see
-//! [`FirstPassResult::plan_second_pass`](super::FirstPassResult::plan_second_pass)): the bytes
-//! of each range are scanned, those between decoded and skipped, and the copied annotation spans
-//! of the other ranges replayed, so the second pass gets the events a full read would give it.
+//! The join's second read of the trace: over the planned byte ranges only ([`Ranged`]), or
+//! whole ([`Whole`]). Either way the join's pass gets the events a whole second read would
+//! give it, in the same order.
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use super::trace_join::scan_all;
-use super::{GapsFound, JoinError, JoinPass, KeptAnnotations, Resume, SecondPassStep};
-use crate::json::{ElementBoundary, EventScanner};
+use super::{Copier, CopyStep, TraceJobError};
+use crate::Limits;
+use crate::join::{FirstPassResult, JoinError, JoinPass, Resume, SecondPassStep};
+use crate::json::{ElementBoundary, Event, EventScanner, Scan};
 use crate::summary::TraceSummaryResult;
 
+fn scan_all(
+    sc: &mut EventScanner,
+    chunk: &[u8],
+    mut f: impl FnMut(&Event<'_>),
+) -> Result<(), JoinError> {
+    let mut pos = 0;
+    loop {
+        let (what, n) = sc.scan(&chunk[pos..]).map_err(JoinError::Scan)?;
+        pos += n;
+        match what {
+            Scan::Event => f(&sc.event()),
+            Scan::NeedsInput => return Ok(()),
+        }
+    }
+}
+
+/// The byte ranges the steps scan (sorted, disjoint): all a driver needs to give, each after a
+/// seek to its start.
+pub(super) fn wanted(steps: &[SecondPassStep]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for step in steps {
+        if let &SecondPassStep::Scan { resume, end } = step {
+            let start = match resume {
+                Resume::Start => 0,
+                Resume::Boundary(o) | Resume::AfterEvent(o) => o,
+            };
+            match out.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => out.push((start, end)),
+            }
+        }
+    }
+    out
+}
+
+/// A whole second read.
+pub(super) struct Whole {
+    scanner: Box<EventScanner>,
+    pass: JoinPass<'static>,
+    summary: TraceSummaryResult,
+}
+
+impl Whole {
+    pub(super) fn new(
+        pass: JoinPass<'static>,
+        summary: TraceSummaryResult,
+        limits: Limits,
+    ) -> Whole {
+        Whole {
+            scanner: Box::new(EventScanner::new(limits)),
+            pass,
+            summary,
+        }
+    }
+
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Result<(), JoinError> {
+        let pass = &mut self.pass;
+        scan_all(&mut self.scanner, bytes, |e| pass.add(e))
+    }
+
+    /// [`feed`](Self::feed), giving `copy` the bytes and each event's end.
+    pub(super) fn feed_copying(
+        &mut self,
+        chunk: &[u8],
+        copy: &mut Copier<'_>,
+    ) -> Result<(), TraceJobError> {
+        let mut pos = 0;
+        loop {
+            let (what, n) = self.scanner.scan(&chunk[pos..]).map_err(JoinError::Scan)?;
+            copy(CopyStep::Bytes(&chunk[pos..pos + n])).map_err(TraceJobError::Copy)?;
+            pos += n;
+            match what {
+                Scan::Event => {
+                    self.pass.add(&self.scanner.event());
+                    copy(CopyStep::EventEnd).map_err(TraceJobError::Copy)?;
+                }
+                Scan::NeedsInput => return Ok(()),
+            }
+        }
+    }
+
+    pub(super) fn end(
+        mut self,
+        copy: Option<&mut Copier<'_>>,
+    ) -> Result<(TraceSummaryResult, JoinPass<'static>), TraceJobError> {
+        let end = self.scanner.finish();
+        if let Some(copy) = copy {
+            copy(CopyStep::End(&end)).map_err(TraceJobError::Copy)?;
+        }
+        Ok((self.summary, self.pass))
+    }
+}
+
 /// The second read of the trace when it scans only some byte ranges: the decoded bytes arrive
-/// in order, and [`Ranged::feed`] scans those of the current step's range and skips the others.
+/// in order (all of them, or the wanted ranges, each after a seek), and [`Ranged::feed`] scans
+/// those of the current step's range and skips the others.
 pub(super) struct Ranged {
-    pub(super) pass: JoinPass<'static>,
-    pub(super) summary: Box<TraceSummaryResult>,
-    pub(super) steps: Vec<SecondPassStep>,
+    pass: JoinPass<'static>,
+    summary: TraceSummaryResult,
+    steps: Vec<SecondPassStep>,
+    wanted: Vec<(u64, u64)>,
     /// The step under way.
-    pub(super) next: usize,
-    pub(super) kept: Option<KeptAnnotations>,
+    next: usize,
+    /// The first read's result: its kept annotation spans are replayed, and a full read
+    /// starts over from it if a range cannot be resumed.
+    first: FirstPassResult,
     /// The decoded offset of the next byte to arrive.
-    pub(super) at: u64,
+    at: u64,
     /// Whether the document is a bare array (as the first read found).
-    pub(super) bare: Option<bool>,
-    /// The trace is not gzip: the caller may give only the [`TraceJoin::wanted_ranges`](super::TraceJoin::wanted_ranges).
-    pub(super) plain: bool,
-    pub(super) cur: Cursor,
-    /// What a full read needs if a range cannot be resumed.
-    pub(super) fallback: (GapsFound, Option<i64>),
-    pub(super) limits: crate::Limits,
+    bare: bool,
+    cur: Cursor,
+    limits: Limits,
     /// A range could not be resumed: the rest of this read is ignored.
-    pub(super) failed: bool,
+    failed: bool,
+}
+
+/// How a [`Ranged`] read ended.
+pub(super) enum RangedEnd {
+    /// With the summary and the pass.
+    Done(TraceSummaryResult, Box<JoinPass<'static>>),
+    /// A range could not be resumed: a whole read starts over from the first read's result.
+    Reread(TraceSummaryResult, Box<FirstPassResult>),
 }
 
 /// Where [`Ranged`] is within its step.
-pub(super) enum Cursor {
+enum Cursor {
     /// Step `next` has not begun.
     Idle,
     /// Looking for the `,` after the event that ends at `from`.
@@ -48,16 +149,59 @@ pub(super) enum Cursor {
 }
 
 impl Ranged {
+    pub(super) fn new(
+        pass: JoinPass<'static>,
+        summary: TraceSummaryResult,
+        steps: Vec<SecondPassStep>,
+        wanted: Vec<(u64, u64)>,
+        first: FirstPassResult,
+        bare: bool,
+        limits: Limits,
+    ) -> Ranged {
+        Ranged {
+            pass,
+            summary,
+            steps,
+            wanted,
+            next: 0,
+            first,
+            at: 0,
+            bare,
+            cur: Cursor::Idle,
+            limits,
+            failed: false,
+        }
+    }
+
+    pub(super) fn wanted_ranges(&self) -> &[(u64, u64)] {
+        &self.wanted
+    }
+
+    /// What the first read found.
+    pub(super) fn first(&self) -> &FirstPassResult {
+        &self.first
+    }
+
+    /// The decoded offset of the next byte to arrive.
+    pub(super) fn at(&self) -> u64 {
+        self.at
+    }
+
+    /// The next bytes are those from `offset` on (not before [`at`](Self::at)).
+    pub(super) fn seek(&mut self, offset: u64) {
+        self.at = offset;
+    }
+
     /// Runs the steps that need no byte (replays) and starts the next scan, until one waits
     /// for bytes or all are done.
-    pub(super) fn advance(&mut self) {
+    fn advance(&mut self) {
         while let Cursor::Idle = self.cur {
             let Some(step) = self.steps.get(self.next) else {
                 return;
             };
             match step {
                 SecondPassStep::Replay(r) => {
-                    if let Some(k) = &self.kept {
+                    if let Some(k) = &self.first.annotations {
                         let pass = &mut self.pass;
                         k.replay_range(r.clone(), |e| pass.add(e));
                     }
@@ -87,7 +231,7 @@ impl Ranged {
             self.limits,
             ElementBoundary {
                 offset,
-                bare: self.bare.unwrap_or(false),
+                bare: self.bare,
             },
         )
     }
@@ -162,28 +306,9 @@ impl Ranged {
         }
     }
 
-    /// The byte ranges of the trace this read scans (sorted, disjoint): all a caller of a plain
-    /// file needs to give, each after [`TraceJoin::seek`](super::TraceJoin::seek) to its start.
-    pub(super) fn wanted(&self) -> Vec<(u64, u64)> {
-        let mut out: Vec<(u64, u64)> = Vec::new();
-        for step in &self.steps {
-            if let &SecondPassStep::Scan { resume, end } = step {
-                let start = match resume {
-                    Resume::Start => 0,
-                    Resume::Boundary(o) | Resume::AfterEvent(o) => o,
-                };
-                match out.last_mut() {
-                    Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                    _ => out.push((start, end)),
-                }
-            }
-        }
-        out
-    }
-
     /// The end of the read: the steps past the bytes that came (replays only; a range cut short
     /// ends where the bytes did, as a full read would). `false`: a range could not be resumed.
-    pub(super) fn end(&mut self) -> bool {
+    fn run_out(&mut self) -> bool {
         loop {
             match self.cur {
                 // As native: no `,` where a range resumes, here the end of the input.
@@ -203,9 +328,18 @@ impl Ranged {
             }
         }
     }
+
+    /// The end of the read (see [`RangedEnd`]).
+    pub(super) fn end(mut self) -> RangedEnd {
+        if self.run_out() {
+            RangedEnd::Done(self.summary, Box::new(self.pass))
+        } else {
+            RangedEnd::Reread(self.summary, Box::new(self.first))
+        }
+    }
 }
 
-/// The error for a range whose bytes were not given (a caller that skipped too much).
+/// The error for a range whose bytes were not given (a driver that skipped too much).
 fn missing(at_byte: u64) -> JoinError {
     JoinError::BytesNotGiven { at_byte }
 }

@@ -1,46 +1,27 @@
-//! The two-stage trace pipeline of `flinch-trace trace`: the core scanner on a thread of its own,
-//! the core summary on the caller's thread.
+//! Batches of scanned events, for a driver that scans on threads of its own (the std driver's
+//! scan threads) and hands the events to a [`TraceJob`](super::TraceJob) in file order.
 //!
-//! Reading (or inflating) already runs on the input's reader thread (`crate::input`). Scanning
-//! and summarizing are the two other stages: the scanner takes about three quarters of the CPU
-//! time and the summary the rest, so one thread running both would be the bottleneck
-//! (BENCHMARKS.md, "Trace engine"). Here the
-//! scan thread copies each event into a compact record ([`Rec`]: the fields the summary reads, and
-//! their `ph`, `cat` and `name` bytes in the batch's text arena) and hands batches of them to the
-//! summary through a bounded ring of recycled batches ([`RING_BATCHES`]): no allocation per event,
-//! and memory fixed at about
-//! `RING_BATCHES × (BATCH_EVENTS × 100 + BATCH_TEXT_BYTES + 2 × max_string_bytes)` bytes
-//! (~1.4 MiB): per event slot a 40-byte record, and room for its thread ids, its (cat, name)
-//! pair and that pair's op.
-//!
-//! The result is the one `flinch_core::analyzer::Analyzer` gives for the same bytes (same scanner,
-//! same summary, same events in the same order, the same error texts and cut-gzip warning); the
-//! tests below check that on generated traces, errors and cut files, and
-//! `native/tests/trace_cli.rs` checks the real traces against their golden files.
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::thread;
+//! The scan thread copies each event into a compact record (`Rec`: the fields the summary
+//! reads, and their `ph`, `cat` and `name` bytes in the batch's text arena); the job's thread
+//! adds a whole batch at once ([`TraceJob::add_batch`](super::TraceJob::add_batch)). Batches are
+//! recycled by the driver: no allocation per event, and per batch about
+//! `BATCH_EVENTS × 100 + BATCH_TEXT_BYTES + 2 × max_string_bytes` bytes (per event slot a
+//! 40-byte record, and room for its thread ids, its (cat, name) pair and that pair's op).
+use alloc::boxed::Box;
+use alloc::vec;
+use alloc::vec::Vec;
 
-use flinch_core::Limits;
-use flinch_core::analyzer::{Analysis, AnalyzeError, Analyzer, AnalyzerOptions, Kind};
-use flinch_core::join::first_pass::{self, host_span_ns};
-use flinch_core::join::gaps::time_span_ns;
-use flinch_core::join::{FirstPass, Resume};
-use flinch_core::json::{
-    Event, EventScanner, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
-    ScanWarnings,
-};
-use flinch_core::summary::batch::{OpMemo, fields_read};
-use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
-
-use super::Also;
-use crate::input::{Input, InputError, InputFile};
+use crate::join::first_pass::{self, host_span_ns};
+use crate::join::gaps::time_span_ns;
+use crate::join::{FirstPass, Resume};
+use crate::json::{Event, IdField, NumField, QUOTED_DUR, QUOTED_TS};
+use crate::summary::TraceSummary;
+use crate::summary::batch::{OpMemo, fields_read};
 
 /// Events per batch at most.
 pub const BATCH_EVENTS: usize = 2048;
 /// A batch is handed over once its text arena holds this many bytes.
 pub const BATCH_TEXT_BYTES: usize = 128 << 10;
-/// Batches in the ring between the scan thread and the summary.
-pub const RING_BATCHES: usize = 4;
 
 /// A string of a record: `start..start + len` in the batch's text; `len == u32::MAX` for `None`.
 #[derive(Clone, Copy, Debug)]
@@ -75,7 +56,7 @@ struct Rec {
     ph_byte: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Rec>() == 40);
+const _: () = assert!(core::mem::size_of::<Rec>() == 40);
 
 const MISSING: u8 = 0;
 const NS: u8 = 1;
@@ -105,9 +86,9 @@ fn str_in(text: &[u8], s: Span) -> Option<&[u8]> {
 const RECENT_SLOTS: usize = 1024;
 const _: () = assert!(BATCH_EVENTS < u16::MAX as usize);
 
-/// The slot of a (cat, name) pair in `Batch::recent`: from the lengths and the first, middle
+/// The slot of a (cat, name) pair in `EventBatch::recent`: from the lengths and the first, middle
 /// and last 8 bytes only (a few loads, while the bytes are hot), since a slot is only a guess
-/// that `Batch::pair` checks byte by byte.
+/// that `EventBatch::pair` checks byte by byte.
 #[inline]
 fn recent_slot(cat: Option<&[u8]>, name: Option<&[u8]>) -> usize {
     fn part(s: Option<&[u8]>) -> u64 {
@@ -146,7 +127,7 @@ fn recent_slot(cat: Option<&[u8]>, name: Option<&[u8]>) -> usize {
 /// the batch holds their strings once and the summary looks the op up once per batch
 /// ([`TraceSummary::add_batched`]) instead of once per event. A pair that is not found (its slot
 /// taken by another pair) gets an entry of its own: the same op, found again by the summary.
-pub(super) struct Batch {
+pub struct EventBatch {
     recs: Vec<Rec>,
     text: Vec<u8>,
     /// (pid, tid) of the records that keep them.
@@ -157,9 +138,9 @@ pub(super) struct Batch {
     /// `u16::MAX` (pairs number fewer than [`BATCH_EVENTS`]; 2 bytes a slot keep the table
     /// small in the scan thread's cache).
     recent: Vec<u16>,
-    /// Per pair: its op in the summary, once looked up (`Batch::add_to`).
+    /// Per pair: its op in the summary, once looked up (`EventBatch::add_to`).
     memos: Vec<Option<OpMemo>>,
-    /// With the join: what its first pass reads of these events (`Batch::join_to`).
+    /// With the join: what its first pass reads of these events (`EventBatch::join_to`).
     join: Option<Box<JoinSide>>,
 }
 
@@ -198,11 +179,11 @@ fn widen(h: &mut Option<(i64, i64)>, (a, b): (i64, i64)) {
     *h = Some(h.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
 }
 
-impl Batch {
+impl EventBatch {
     /// Capacity for [`BATCH_EVENTS`] records and for a full text arena plus one more event's
     /// strings (each at most `max_string_bytes`; `ph` at most 8 bytes), so pushes never grow it.
-    pub(super) fn new(max_string_bytes: usize, join: bool) -> Batch {
-        Batch {
+    pub fn new(max_string_bytes: usize, join: bool) -> EventBatch {
+        EventBatch {
             join: join.then(|| {
                 Box::new(JoinSide {
                     span: None,
@@ -219,7 +200,8 @@ impl Batch {
         }
     }
 
-    pub(super) fn full(&self) -> bool {
+    /// The batch is to be handed over: its events or its text arena are full.
+    pub fn full(&self) -> bool {
         self.recs.len() >= BATCH_EVENTS || self.text.len() >= BATCH_TEXT_BYTES
     }
 
@@ -256,7 +238,8 @@ impl Batch {
         index as u32
     }
 
-    pub(super) fn push(&mut self, e: &Event<'_>) {
+    /// Copies what the summary (and, with the join, its first pass) reads of `e`.
+    pub fn push(&mut self, e: &Event<'_>) {
         if let Some(j) = &mut self.join {
             if let Some(span) = time_span_ns(e) {
                 widen(&mut j.span, span);
@@ -318,7 +301,7 @@ impl Batch {
     /// With the join: the event just pushed ends at byte `end` of the document, and, when it is
     /// the first of its byte range, a scanner can start again at `resume` to read it.
     #[inline]
-    pub(super) fn mark(&mut self, resume: Resume, end: u64) {
+    pub fn mark(&mut self, resume: Resume, end: u64) {
         let index = self.recs.len().wrapping_sub(1) as u32;
         if let Some(r) = self.join.as_mut().and_then(|j| j.ranges.last_mut()) {
             if r.first == index {
@@ -330,7 +313,7 @@ impl Batch {
 
     /// Adds every event of the batch to `summary`, in order, looking each pair's op up once.
     pub(super) fn add_to(&mut self, summary: &mut TraceSummary) {
-        let Batch {
+        let EventBatch {
             recs,
             text,
             threads,
@@ -353,7 +336,7 @@ impl Batch {
             let e = Event {
                 ph: match str_in(text, r.ph) {
                     Some(ph) => ph,
-                    None => std::slice::from_ref(&r.ph_byte),
+                    None => core::slice::from_ref(&r.ph_byte),
                 },
                 cat,
                 name,
@@ -404,11 +387,13 @@ impl Batch {
         }
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    /// No event pushed since the last [`clear`](Self::clear).
+    pub fn is_empty(&self) -> bool {
         self.recs.is_empty()
     }
 
-    pub(super) fn clear(&mut self) {
+    /// Empties the batch for reuse, keeping its capacity.
+    pub fn clear(&mut self) {
         self.recs.clear();
         self.text.clear();
         self.threads.clear();
@@ -422,221 +407,113 @@ impl Batch {
     }
 }
 
-/// What the scan thread sends.
-enum Msg {
-    Events(Batch),
-    /// The input ended: the scanner's end state, where the gzip stream was cut if it was, the
-    /// input's warning (trailing gzip garbage ignored), and `baseTimeNanoseconds` as the scanner
-    /// read it.
-    End(
-        ScanEnd,
-        ScanWarnings,
-        Option<flinch_core::gzip::GzError>,
-        Option<String>,
-        flinch_core::json::BaseTime,
-    ),
-    /// The input or the scan failed: the message the caller prints.
-    Fail(String),
-}
-
-/// Summarizes the trace read from `input` (scan thread plus this thread), also doing `also` on
-/// the same scan; `progress` is called after each batch. Returns the result, or the error
-/// message for the file.
-///
-/// # Errors
-/// A read or gzip error, or malformed JSON outside events: one line naming the byte offset, as
-/// the core analyzer words it.
-pub fn summarize(
-    input: Input,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: Option<&InputFile>,
-    also: Also<'_>,
-    mut progress: impl FnMut(),
-) -> Result<TraceSummaryResult, String> {
-    let (mut join, mergeable) = also.into_parts();
-    let (tx, rx) = sync_channel::<Msg>(RING_BATCHES);
-    let (free_tx, free_rx) = sync_channel::<Batch>(RING_BATCHES);
-    for _ in 0..RING_BATCHES {
-        free_tx
-            .send(Batch::new(limits.max_string_bytes, join.is_some()))
-            .expect("the receiver is alive");
-    }
-    let scan = thread::Builder::new()
-        .name("flinch-scan".into())
-        .spawn(move || scan_thread(input, limits, &tx, &free_rx))
-        .map_err(|e| format!("cannot start the scan thread: {e}"))?;
-    let mut summary = TraceSummary::new(limits);
-    summary.set_mergeable(mergeable);
-    #[cfg(unix)]
-    if let Some(file) = exact_io {
-        flinch_host::exact_io::equip(&mut summary, file, limits);
-    }
-    let outcome = loop {
-        match rx.recv() {
-            Ok(Msg::Events(mut batch)) => {
-                batch.add_to(&mut summary);
-                if let Some(first) = join.as_deref_mut() {
-                    batch.join_to(first);
-                }
-                batch.clear();
-                // Never blocks: the ring holds every batch there is.
-                let _ = free_tx.try_send(batch);
-                progress();
-            }
-            Ok(Msg::End(end, warnings, cut, note, base)) => {
-                if let Some(first) = join.as_deref_mut() {
-                    first.set_base_time_ns(base);
-                }
-                break Ok((end, warnings, cut, note));
-            }
-            Ok(Msg::Fail(message)) => break Err(message),
-            Err(_) => break Err("the trace scan thread stopped unexpectedly".to_string()),
-        }
-    };
-    // The scan thread has sent its last message (or gone); dropping `rx` frees it if blocked.
-    drop(rx);
-    let _ = scan.join();
-    let (end, warnings, cut, note) = outcome?;
-    let top = top.unwrap_or(DEFAULT_TOP_OPS);
-    let mut result = summary.finish(source, &end, &warnings, top);
-    if let Some(e) = cut {
-        // As flinch_core::analyzer does for a cut .gz.
-        result.truncated = true;
-        result
-            .warnings
-            .insert(0, format!("{e}: summarized from what was read"));
-    }
-    // As flinch_core::analyzer does for trailing garbage.
-    result.warnings.extend(note);
-    Ok(result)
-}
-
-/// The one-thread alternative to [`summarize`]: the core analyzer (scanner and summary) on
-/// this thread, after the input's reader thread. `trace` uses it for gzip input on a machine of
-/// two cores or fewer, where inflating already takes most of the second core: a third busy
-/// thread then only adds hand-over costs (BENCHMARKS.md, "Trace engine"). The same result, byte
-/// for byte.
-///
-/// `mergeable` adds the mergeable section.
-///
-/// # Errors
-/// As [`summarize`].
-pub fn summarize_sequential(
-    mut input: Input,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: Option<&InputFile>,
-    mergeable: bool,
-    mut progress: impl FnMut(),
-) -> Result<TraceSummaryResult, String> {
-    let options = AnalyzerOptions {
-        kind: Kind::Trace,
-        custom_limits: Some(limits),
-        source: source.to_string(),
-        top,
-        mergeable,
-        ..AnalyzerOptions::default()
-    };
-    let mut analyzer = Analyzer::with_decoded_input(options, input.is_gzip());
-    #[cfg(unix)]
-    if let Some(file) = exact_io {
-        analyzer.set_trace_io(
-            Box::new(flinch_host::exact_io::FileSpill::new()),
-            Box::new(flinch_host::exact_io::FileReplay::new(file, limits)),
-        );
-    }
-    loop {
-        match input.next_chunk() {
-            Ok(Some(chunk)) => {
-                analyzer.write(chunk).map_err(|e| e.to_string())?;
-                progress();
-            }
-            Ok(None) => {
-                if let Some(w) = input.warning() {
-                    analyzer.note_gzip_warning(w);
-                }
-                break;
-            }
-            // A cut .gz: summarize what was decoded before the cut.
-            Err(InputError { cut: Some(cut), .. }) => {
-                analyzer.note_cut_gzip(cut);
-                break;
-            }
-            Err(e) => return Err(e.message),
-        }
-    }
-    match analyzer.finish().map_err(|e| e.to_string())? {
-        Analysis::Trace(result) => Ok(*result),
-        Analysis::Recording(_) => Err("not a trace".to_string()),
-    }
-}
-
-/// The scan thread: chunks from the input, events into batches, batches to the summary.
-fn scan_thread(mut input: Input, limits: Limits, tx: &SyncSender<Msg>, free: &Receiver<Batch>) {
-    let decompressed = input.is_gzip();
-    let mut scanner = EventScanner::new(limits);
-    let Ok(mut batch) = free.recv() else {
-        return;
-    };
-    // The end of the event before, where a scanner can start again (`Batch::mark`).
-    let mut after = Resume::Start;
-    let cut = loop {
-        let chunk = match input.next_chunk() {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break None,
-            Err(InputError { cut: Some(cut), .. }) => break Some(cut),
-            Err(e) => {
-                let _ = tx.send(Msg::Fail(e.message));
-                return;
-            }
-        };
-        let mut pos = 0;
-        loop {
-            match scanner.scan(&chunk[pos..]) {
-                Ok((Scan::Event, nin)) => {
-                    pos += nin;
-                    batch.push(&scanner.event());
-                    let end = scanner.bytes_consumed();
-                    batch.mark(after, end);
-                    after = Resume::AfterEvent(end);
-                    if batch.full() {
-                        if tx.send(Msg::Events(batch)).is_err() {
-                            return;
-                        }
-                        let Ok(b) = free.recv() else {
-                            return;
-                        };
-                        batch = b;
-                    }
-                }
-                Ok((Scan::NeedsInput, _)) => break,
-                Err(error) => {
-                    let _ = tx.send(Msg::Fail(scan_error(error, decompressed)));
-                    return;
-                }
-            }
-        }
-    };
-    if !batch.recs.is_empty() && tx.send(Msg::Events(batch)).is_err() {
-        return;
-    }
-    let end = scanner.finish();
-    let note = input.warning().map(str::to_string);
-    let base = scanner.base_time();
-    let _ = tx.send(Msg::End(end, *scanner.warnings(), cut, note, base));
-}
-
-/// The analyzer's wording of a scan error.
-pub(super) fn scan_error(error: ScanError, decompressed: bool) -> String {
-    AnalyzeError::Scan {
-        error,
-        decompressed,
-    }
-    .to_string()
-}
-
 #[cfg(test)]
-mod tests;
+mod tests {
+    use alloc::string::{String, ToString};
+    use alloc::vec::Vec;
+
+    use super::*;
+    use crate::Limits;
+    use crate::json::EventScanner;
+
+    /// A batch (compact records, pairs found again through `recent`, one op lookup per pair)
+    /// against `TraceSummary::add` of every event: names built to share a `recent` slot (same
+    /// length and same first, middle and last 8 bytes, differing elsewhere), `None` against empty
+    /// strings, the same name under two categories, multi-byte and empty phases, B/E pairs, odd
+    /// numbers, at limits that fold ops into "(other)" and drop B slices too. Batches are filled,
+    /// drained and reused, as the ring does.
+    #[test]
+    fn batches_add_what_the_events_add() {
+        let mut rng = flinch_core_rng(41);
+        let stem = "void at::native::elementwise_kernel<128, 4, gpu_kernel_impl<AddFunctor<float>>>(int, T)";
+        let mut names: Vec<Option<String>> = vec![None, Some(String::new()), Some("a".into())];
+        for k in 0..40usize {
+            // Same length and same 8-byte head, middle and tail: only bytes 9..20 differ.
+            let mut n = stem.to_string().into_bytes();
+            n[9 + k % 11] = b'A' + (k / 11) as u8;
+            names.push(Some(String::from_utf8(n).unwrap()));
+        }
+        // They do share a slot.
+        let (a, b) = (names[3].as_deref(), names[40].as_deref());
+        assert_ne!(a, b);
+        assert_eq!(
+            recent_slot(Some(b"kernel"), a.map(str::as_bytes)),
+            recent_slot(Some(b"kernel"), b.map(str::as_bytes))
+        );
+        let cats = [None, Some(""), Some("kernel"), Some("cpu_op")];
+        let phs: [&[u8]; 8] = [b"X", b"X", b"X", b"B", b"E", b"i", b"XY", b""];
+        for limits in [
+            Limits::NATIVE,
+            Limits {
+                max_ops: 7,
+                max_categories: 2,
+                max_open_slices: 3,
+                ..Limits::BOUNDED
+            },
+        ] {
+            let mut direct = TraceSummary::new(limits);
+            let mut batched = TraceSummary::new(limits);
+            let mut batch = EventBatch::new(limits.max_string_bytes, false);
+            for i in 0..20_000u64 {
+                let name = names[rng(names.len())].as_deref().map(str::as_bytes);
+                let cat = cats[rng(cats.len())].map(str::as_bytes);
+                let ts_ns = match rng(20) {
+                    0 => NumField::Missing,
+                    1 => NumField::NotNumber,
+                    _ => NumField::Ns(1_000_000 + i as i64 * 100 - rng(300) as i64),
+                };
+                let dur_ns = match rng(20) {
+                    0 => NumField::Missing,
+                    1 => NumField::NotNumber,
+                    2 => NumField::Ns(-5),
+                    _ => NumField::Ns(rng(500) as i64),
+                };
+                let e = Event {
+                    ph: phs[rng(phs.len())],
+                    cat,
+                    name,
+                    ts_ns,
+                    dur_ns,
+                    pid: IdField::Int(1),
+                    tid: if rng(2) == 0 {
+                        IdField::Int(7)
+                    } else {
+                        IdField::Hash(99)
+                    },
+                    id: IdField::Int(i as i64),
+                    scope: IdField::Missing,
+                    quoted_times: rng(4) as u8,
+                };
+                direct.add(&e);
+                batch.push(&e);
+                if batch.full() || rng(500) == 0 {
+                    batch.add_to(&mut batched);
+                    batch.clear();
+                }
+            }
+            batch.add_to(&mut batched);
+            let mut empty = EventScanner::new(limits);
+            let end = empty.finish();
+            let w = *empty.warnings();
+            let want = direct.finish("s", &end, &w, 40).to_json();
+            assert!(want.contains("\"duration_events\""));
+            assert_eq!(
+                batched.finish("s", &end, &w, 40).to_json(),
+                want,
+                "{limits:?}"
+            );
+        }
+    }
+
+    /// A small deterministic generator: `rng(n)` is uniform in `0..n`.
+    fn flinch_core_rng(seed: u64) -> impl FnMut(usize) -> usize {
+        let mut state = seed;
+        move |n| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) % n as u64) as usize
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Plain (uncompressed) traces of [`MIN_FILE_BYTES`] or more: N scan threads (`--threads`,
 //! default the available parallelism up to [`MAX_DEFAULT_THREADS`]), thread `w` scanning
-//! segments `w`, `w + N`, `w + 2N`, ... of the file, and the summary on the caller's thread.
+//! segments `w`, `w + N`, `w + 2N`, ... of the file, and the trace job (the summary, the join's
+//! first pass) on the caller's thread.
 //!
 //! One scan thread cannot keep up with the disk cache on a plain trace (the scanner runs at
 //! ~1 GB/s per core; see BENCHMARKS.md, "Trace engine"), and a JSON document cannot be split
@@ -10,21 +11,22 @@
 //! the file as usual; every other segment by a scanner
 //! [resumed](flinch_core::json::EventScanner::resume_at) at its guess, on one of two scan
 //! threads (segment `k` on thread `k mod N`), reading the file with positioned reads.
-//! The summary takes the segments in order and keeps a segment's events only when the scanner
+//! The caller's thread takes the segments in order and gives the job a segment's events only
+//! when the scanner
 //! of the segment before it ended exactly at that guess
 //! ([`element_boundary`](flinch_core::json::EventScanner::element_boundary)): then the resumed
 //! scanner reads what the one sequential scanner would have read, from the same state (the
 //! core tests check this for every split of generated documents, damaged ones included).
 //! When a guess was wrong (it was inside a string, an `args` object, or before the events
-//! array), the summary drops that segment's speculative events and scans the segment itself,
+//! array), the caller's thread drops that segment's speculative events and scans the segment itself,
 //! continuing the previous segment's scanner, so the result is always the sequential one: the
 //! same events in the same order, the same warnings, errors and offsets, byte for byte. When
-//! more than a quarter of the guesses fail (past the first four), guessing stops and the summary
-//! scans the rest itself, as one thread would, instead of the scan threads wasting CPU time.
+//! more than a quarter of the guesses fail (past the first four), guessing stops and the caller's
+//! thread scans the rest itself, as one thread would, instead of the scan threads wasting CPU time.
 //!
 //! Memory: per scan thread one 1 MiB read buffer and a ring of event batches (~0.33 MiB each;
 //! with the join, 48 KiB more each for its side list): 12 batches with two threads, fewer with
-//! more ([`ring_batches`]: the other threads' segments give each one its slack), so ~5 MiB per
+//! more (`ring_batches`: the other threads' segments give each one its slack), so ~5 MiB per
 //! thread at 2, ~2.3 MiB at 8 or more; plus one read buffer on the summary side for a wrong
 //! guess: ~11 MiB at 2 threads, ~20 MiB at 8, ~38 MiB at 16.
 //!
@@ -34,22 +36,19 @@
 //! and CPU time, with a larger resident size (BENCHMARKS.md, "Trace engine").
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-#[cfg(test)]
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
 use flinch_core::Limits;
 use flinch_core::gzip::is_gzip;
+use flinch_core::join::Resume;
 use flinch_core::json::{ElementBoundary, EventScanner, Scan, ScanWarnings};
-use flinch_core::summary::{DEFAULT_TOP_OPS, TraceSummary, TraceSummaryResult};
+use flinch_core::trace_job::{EventBatch, TraceJob};
 
-use flinch_core::join::{FirstPass, Resume};
-
-use super::Also;
-use super::pipeline::{Batch, scan_error};
+use super::pipeline::scan_error;
 use crate::input::InputFile;
 
 /// Files smaller than this take the one-scan-thread pipeline.
@@ -66,23 +65,14 @@ pub const MAX_DEFAULT_THREADS: usize = 16;
 /// The most scan threads `--threads` takes.
 pub const MAX_THREADS: usize = 64;
 
-/// Scan threads chosen by `--threads` (0: the default).
-static THREADS: AtomicUsize = AtomicUsize::new(0);
-
-/// Sets the scan threads of the plans made from now on (`--threads N`; clamped to
-/// 1..=[`MAX_THREADS`]). One thread means no segments: the one-scan-thread pipeline.
-pub fn set_threads(n: usize) {
-    THREADS.store(n.clamp(1, MAX_THREADS), Ordering::Relaxed);
-}
-
-/// The scan threads a plan gets: `--threads`, else the available parallelism up to
-/// [`MAX_DEFAULT_THREADS`].
-fn threads() -> usize {
-    match THREADS.load(Ordering::Relaxed) {
-        0 => thread::available_parallelism()
+/// The scan threads a plan gets: `chosen` (`--threads N`, clamped to 1..=[`MAX_THREADS`]),
+/// else the available parallelism up to [`MAX_DEFAULT_THREADS`].
+pub fn threads(chosen: Option<usize>) -> usize {
+    match chosen {
+        Some(n) => n.clamp(1, MAX_THREADS),
+        None => thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(2, MAX_DEFAULT_THREADS),
-        n => n,
     }
 }
 
@@ -101,8 +91,6 @@ const PROBE_BYTES: usize = 16 << 10;
 /// A plain file cut into segments.
 pub struct Plan {
     file: Arc<File>,
-    /// The input it reads (a further pass reads it again through this).
-    input: InputFile,
     /// Byte offset of each segment's first byte; `starts[0] == 0`.
     starts: Vec<u64>,
     /// The document starts with `[` (bare-array form).
@@ -120,8 +108,7 @@ impl Plan {
     }
 
     /// The same plan on `n` scan threads (at least 1).
-    #[cfg(test)]
-    pub(super) fn with_threads(mut self, n: usize) -> Plan {
+    pub fn with_threads(mut self, n: usize) -> Plan {
         self.threads = n.clamp(1, MAX_THREADS);
         self
     }
@@ -130,24 +117,26 @@ impl Plan {
 /// A plan for `input` when it is a plain regular file of [`MIN_FILE_BYTES`] or more, read with
 /// positioned reads, and more than one scan thread is to run; `None` otherwise (a FIFO or pipe, gzip, a small file: the caller then
 /// uses the one-thread pipeline on the same open input).
-pub fn plan(input: &InputFile) -> Option<Plan> {
-    if threads() < 2 {
+pub fn plan(input: &InputFile, threads: usize) -> Option<Plan> {
+    if threads < 2 {
         return None;
     }
-    plan_input(input, SEGMENT_BYTES, MIN_FILE_BYTES)
+    plan_input(input, SEGMENT_BYTES, MIN_FILE_BYTES, threads)
 }
 
-/// [`plan_input`] of the file at `path`, opened for the plan alone.
-#[cfg(test)]
-pub(super) fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Plan> {
+/// `plan_input` of the file at `path`, opened for the plan alone, on the default threads:
+/// segments of `segment_bytes`, for a file of `min_file_bytes` or more (tests cut small files
+/// into many segments with it).
+pub fn plan_with(path: &Path, segment_bytes: u64, min_file_bytes: u64) -> Option<Plan> {
     let input = InputFile::open(path, crate::input::Passes::One).ok()?;
-    plan_input(&input, segment_bytes, min_file_bytes)
+    plan_input(&input, segment_bytes, min_file_bytes, threads(None))
 }
 
 pub(super) fn plan_input(
     input: &InputFile,
     segment_bytes: u64,
     min_file_bytes: u64,
+    threads: usize,
 ) -> Option<Plan> {
     let (file, size) = input.seekable()?;
     if size < min_file_bytes {
@@ -178,11 +167,10 @@ pub(super) fn plan_input(
     }
     Some(Plan {
         file,
-        input: input.clone(),
         starts,
         bare,
         size,
-        threads: threads(),
+        threads,
     })
 }
 
@@ -237,7 +225,7 @@ fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usi
 
 /// What a scan thread sends for each of its segments, in order.
 enum Msg {
-    Events(Batch),
+    Events(EventBatch),
     /// The segment's end: its scanner (to check where it stopped, and to go on with it), or
     /// the message of a read or scan error.
     End(Result<Box<EventScanner>, String>),
@@ -295,10 +283,10 @@ fn scan_thread(
     first: usize,
     speculate: &AtomicBool,
     tx: &SyncSender<Msg>,
-    free: &Receiver<Batch>,
+    free: &Receiver<EventBatch>,
 ) {
     let mut buf = vec![0u8; READ_BYTES];
-    let mut batch: Option<Batch> = None;
+    let mut batch: Option<EventBatch> = None;
     let m = plan.starts.len();
     for k in (first..m).step_by(plan.threads) {
         let start = plan.starts[k];
@@ -328,7 +316,7 @@ fn scan_thread(
             }
         }
         let mut gone = false;
-        // Where a scanner can start again before the next event (`Batch::mark`).
+        // Where a scanner can start again before the next event (`EventBatch::mark`).
         let mut after = if k == 0 {
             Resume::Start
         } else {
@@ -373,35 +361,28 @@ fn scan_thread(
     }
 }
 
-/// Summarizes the planned file (see the module docs), also doing `also` on the same scans;
-/// `progress` gets the bytes done so far.
+/// The first read of `job`'s trace over the planned file (see the module docs); `progress`
+/// gets the bytes done so far and the file's size.
 ///
 /// # Errors
 /// A read error or malformed JSON outside events, with its byte offset: the message the
-/// one-thread pipeline gives for the same file.
-pub fn summarize(
+/// one-thread route gives for the same file.
+pub fn first_read(
     plan: Plan,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: bool,
-    also: Also<'_>,
+    job: &mut TraceJob,
     progress: impl FnMut(u64, u64),
-) -> Result<TraceSummaryResult, String> {
-    summarize_counting(plan, source, limits, top, exact_io, also, progress).0
+) -> Result<(), String> {
+    first_read_counting(plan, job, progress).0
 }
 
-/// [`summarize`], also returning how many segments were rescanned because their guess failed.
-fn summarize_counting(
+/// [`first_read`], also returning how many segments were rescanned because their guess failed.
+fn first_read_counting(
     plan: Plan,
-    source: &str,
-    limits: Limits,
-    top: Option<usize>,
-    exact_io: bool,
-    also: Also<'_>,
+    job: &mut TraceJob,
     mut progress: impl FnMut(u64, u64),
-) -> (Result<TraceSummaryResult, String>, usize) {
-    let (mut join, mergeable) = also.into_parts();
+) -> (Result<(), String>, usize) {
+    let limits = job.options().limits;
+    let join = job.options().join.is_some();
     let mut rescanned = 0;
     let mut rxs = Vec::new();
     let mut frees = Vec::new();
@@ -409,10 +390,10 @@ fn summarize_counting(
     let ring = ring_batches(plan.threads);
     for _ in 0..plan.threads {
         let (tx, rx) = sync_channel::<Msg>(ring + 1);
-        let (free_tx, free_rx) = sync_channel::<Batch>(ring);
+        let (free_tx, free_rx) = sync_channel::<EventBatch>(ring);
         for _ in 0..ring {
             free_tx
-                .send(Batch::new(limits.max_string_bytes, join.is_some()))
+                .send(EventBatch::new(limits.max_string_bytes, join))
                 .expect("the receiver is alive");
         }
         rxs.push(rx);
@@ -438,61 +419,51 @@ fn summarize_counting(
             Some(e) => Err(e),
             None => collect(
                 plan,
-                (limits, exact_io, mergeable),
+                job,
                 speculate,
                 (&rxs, &frees),
                 &mut progress,
                 &mut rescanned,
-                join.as_deref_mut(),
             ),
         };
         // Dropping the channels frees a scan thread that waits on them; the scope joins.
         drop(rxs);
         drop(frees);
-        let result = result.map(|(summary, mut last, warnings, events, base0)| {
-            if let Some(first) = join {
-                // A key after the events is read by the last scanner; one before them by the
-                // first segment's (the same scanner when it read on to the end).
-                first.set_base_time_ns(last.base_time().or(base0));
-            }
+        let result = result.and_then(|(mut last, warnings, events, base0)| {
+            // A key after the events is read by the last scanner; one before them by the
+            // first segment's (the same scanner when it read on to the end).
+            let base = last.base_time().or(base0);
             let mut end = last.finish();
             end.events += events;
             let mut all = warnings;
             all += last.warnings();
-            summary.finish(source, &end, &all, top.unwrap_or(DEFAULT_TOP_OPS))
+            job.end_scanned(&end, &all, base).map_err(|e| e.to_string())
         });
         (result, rescanned)
     })
 }
 
 type Collected = (
-    TraceSummary,
     Box<EventScanner>,
     ScanWarnings,
     u64,
     flinch_core::json::BaseTime,
 );
 
-/// The summary side: segments in order, checking each guess (see the module docs). Returns the
-/// summary, the scanner that read the last segment, and the warnings and event counts of the
-/// scanners before it.
+/// The job's side: segments in order, checking each guess (see the module docs). Returns the
+/// scanner that read the last segment, and the warnings and event counts of the scanners
+/// before it.
 fn collect(
     plan: &Plan,
-    (limits, exact_io, mergeable): (Limits, bool, bool),
+    job: &mut TraceJob,
     speculate: &AtomicBool,
-    (rxs, frees): (&[Receiver<Msg>], &[SyncSender<Batch>]),
+    (rxs, frees): (&[Receiver<Msg>], &[SyncSender<EventBatch>]),
     progress: &mut impl FnMut(u64, u64),
     rescanned: &mut usize,
-    mut join: Option<&mut FirstPass>,
 ) -> Result<Collected, String> {
     let mut base0 = flinch_core::json::BaseTime::default();
     let stopped = || "a trace scan thread stopped unexpectedly".to_string();
     let m = plan.starts.len();
-    let mut summary = TraceSummary::new(limits);
-    summary.set_mergeable(mergeable);
-    if exact_io {
-        flinch_host::exact_io::equip(&mut summary, &plan.input, limits);
-    }
     let mut warnings = ScanWarnings::default();
     let mut events = 0u64;
     // The scanner to go on with when a segment did not end at the next segment's guess.
@@ -507,12 +478,10 @@ fn collect(
             None => loop {
                 match rx.recv().map_err(|_| stopped())? {
                     Msg::Events(mut batch) => {
-                        batch.add_to(&mut summary);
-                        if let Some(first) = join.as_deref_mut() {
-                            batch.join_to(first);
-                        }
+                        let added = job.add_batch(&mut batch);
                         batch.clear();
                         let _ = free.try_send(batch);
+                        added.map_err(|e| e.to_string())?;
                         progress(start, plan.size);
                     }
                     Msg::End(result) => break result?,
@@ -529,14 +498,12 @@ fn collect(
                 if buf.is_empty() {
                     buf = vec![0u8; READ_BYTES];
                 }
+                let mut added = Ok(());
                 scan_range(&plan.file, start, next, &mut scanner, &mut buf, |sc| {
-                    let e = sc.event();
-                    summary.add(&e);
-                    if let Some(first) = join.as_deref_mut() {
-                        first.add_at(&e, sc.bytes_consumed());
-                    }
-                    true
+                    added = job.add_event(&sc.event(), sc.bytes_consumed());
+                    added.is_ok()
                 })?;
+                added.map_err(|e| e.to_string())?;
                 progress(start, plan.size);
                 scanner
             }
@@ -545,7 +512,7 @@ fn collect(
             base0 = scanner.base_time();
         }
         let Some(next) = next else {
-            return Ok((summary, scanner, warnings, events, base0));
+            return Ok((scanner, warnings, events, base0));
         };
         let guess = ElementBoundary {
             offset: next,

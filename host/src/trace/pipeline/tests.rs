@@ -1,4 +1,5 @@
-//! The two-thread pipeline against the one-thread core analyzer (the oracle): same JSON for real
+//! The two-thread route and the one-thread route against the one-thread core analyzer (the
+//! oracle): same JSON for real
 //! and generated traces, in small and odd-sized input chunks, and the same error texts and
 //! cut-gzip warning.
 use std::io::Write;
@@ -6,8 +7,12 @@ use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
 
+use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
+use flinch_core::job::Job;
+use flinch_core::trace_job::{TraceJob, TraceJobOptions};
+
 use super::*;
-use crate::input::{InputOptions, open_input_with};
+use crate::input::{InputError, InputOptions, open_input_with};
 
 use crate::trace::test_files::trace_fixtures;
 
@@ -21,20 +26,63 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
-/// The oracle: what `trace` did before the pipeline, the core analyzer on one thread
-/// (still used for gzip on two cores or fewer).
+fn job(limits: Limits) -> TraceJob {
+    TraceJob::new(TraceJobOptions {
+        source: "s".into(),
+        limits,
+        top: 40,
+        mergeable: false,
+        join: None,
+    })
+}
+
+/// The oracle: the core analyzer (the page's) on one thread, fed the decoded bytes.
 fn oracle(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
+    let mut input = open_input_with(path, options)?;
+    let o = AnalyzerOptions {
+        kind: Kind::Trace,
+        custom_limits: Some(limits),
+        source: "s".into(),
+        top: Some(40),
+        ..AnalyzerOptions::default()
+    };
+    let mut a = Analyzer::with_decoded_input(o, input.is_gzip());
+    loop {
+        match input.next_chunk() {
+            Ok(Some(chunk)) => a.write(chunk).map_err(|e| e.to_string())?,
+            Ok(None) => {
+                if let Some(w) = input.warning() {
+                    a.note_gzip_warning(w);
+                }
+                break;
+            }
+            Err(InputError { cut: Some(cut), .. }) => {
+                a.note_cut_gzip(cut);
+                break;
+            }
+            Err(e) => return Err(e.message),
+        }
+    }
+    match a.finish().map_err(|e| e.to_string())? {
+        Analysis::Trace(r) => Ok(r.to_json()),
+        Analysis::Recording(_) => Err("not a trace".into()),
+    }
+}
+
+/// The job's one-thread route: the bytes written to it.
+fn sequential(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
     let input = open_input_with(path, options)?;
-    summarize_sequential(input, "s", limits, Some(40), None, false, || {}).map(|r| r.to_json())
+    let mut j = job(limits);
+    first_read_sequential(input, &mut j, || {})?;
+    Ok(j.finish().map_err(|e| e.to_string())?.summary.to_json())
 }
 
 fn piped(path: &Path, limits: Limits, options: InputOptions) -> Result<String, String> {
     let input = open_input_with(path, options)?;
     let mut batches = 0;
-    let r = summarize(input, "s", limits, Some(40), None, Also::Nothing, || {
-        batches += 1
-    })?;
-    Ok(r.to_json())
+    let mut j = job(limits);
+    first_read(input, &mut j, || batches += 1)?;
+    Ok(j.finish().map_err(|e| e.to_string())?.summary.to_json())
 }
 
 fn same(path: &Path) {
@@ -49,6 +97,8 @@ fn same(path: &Path) {
             let want = oracle(path, limits, options);
             let got = piped(path, limits, options);
             assert_eq!(got, want, "{} {limits:?} {options:?}", path.display());
+            let one = sequential(path, limits, options);
+            assert_eq!(one, want, "{} {limits:?} {options:?}", path.display());
         }
     }
 }
@@ -148,6 +198,8 @@ fn errors_cut_files_and_empty_files_read_as_the_analyzer_says() {
         let want = oracle(&p, Limits::NATIVE, InputOptions::default());
         let got = piped(&p, Limits::NATIVE, InputOptions::default());
         assert_eq!(got, want, "{name}");
+        let one = sequential(&p, Limits::NATIVE, InputOptions::default());
+        assert_eq!(one, want, "{name}");
         if name.starts_with("cut") {
             let json = got.unwrap();
             assert!(json.contains("\"truncated\": true"), "{name}: {json}");
@@ -155,107 +207,5 @@ fn errors_cut_files_and_empty_files_read_as_the_analyzer_says() {
         if name == "late-error.json" || name == "junk.json" {
             assert!(want.unwrap_err().contains("at byte"), "{name}");
         }
-    }
-}
-
-/// A batch (compact records, pairs found again through `recent`, one op lookup per pair)
-/// against `TraceSummary::add` of every event: names built to share a `recent` slot (same
-/// length and same first, middle and last 8 bytes, differing elsewhere), `None` against empty
-/// strings, the same name under two categories, multi-byte and empty phases, B/E pairs, odd
-/// numbers, at limits that fold ops into "(other)" and drop B slices too. Batches are filled,
-/// drained and reused, as the ring does.
-#[test]
-fn batches_add_what_the_events_add() {
-    let mut rng = flinch_core_rng(41);
-    let stem =
-        "void at::native::elementwise_kernel<128, 4, gpu_kernel_impl<AddFunctor<float>>>(int, T)";
-    let mut names: Vec<Option<String>> = vec![None, Some(String::new()), Some("a".into())];
-    for k in 0..40usize {
-        // Same length and same 8-byte head, middle and tail: only bytes 9..20 differ.
-        let mut n = stem.to_string().into_bytes();
-        n[9 + k % 11] = b'A' + (k / 11) as u8;
-        names.push(Some(String::from_utf8(n).unwrap()));
-    }
-    // They do share a slot.
-    let (a, b) = (names[3].as_deref(), names[40].as_deref());
-    assert_ne!(a, b);
-    assert_eq!(
-        recent_slot(Some(b"kernel"), a.map(str::as_bytes)),
-        recent_slot(Some(b"kernel"), b.map(str::as_bytes))
-    );
-    let cats = [None, Some(""), Some("kernel"), Some("cpu_op")];
-    let phs: [&[u8]; 8] = [b"X", b"X", b"X", b"B", b"E", b"i", b"XY", b""];
-    for limits in [
-        Limits::NATIVE,
-        Limits {
-            max_ops: 7,
-            max_categories: 2,
-            max_open_slices: 3,
-            ..Limits::BOUNDED
-        },
-    ] {
-        let mut direct = TraceSummary::new(limits);
-        let mut batched = TraceSummary::new(limits);
-        let mut batch = Batch::new(limits.max_string_bytes, false);
-        for i in 0..20_000u64 {
-            let name = names[rng(names.len())].as_deref().map(str::as_bytes);
-            let cat = cats[rng(cats.len())].map(str::as_bytes);
-            let ts_ns = match rng(20) {
-                0 => NumField::Missing,
-                1 => NumField::NotNumber,
-                _ => NumField::Ns(1_000_000 + i as i64 * 100 - rng(300) as i64),
-            };
-            let dur_ns = match rng(20) {
-                0 => NumField::Missing,
-                1 => NumField::NotNumber,
-                2 => NumField::Ns(-5),
-                _ => NumField::Ns(rng(500) as i64),
-            };
-            let e = Event {
-                ph: phs[rng(phs.len())],
-                cat,
-                name,
-                ts_ns,
-                dur_ns,
-                pid: IdField::Int(1),
-                tid: if rng(2) == 0 {
-                    IdField::Int(7)
-                } else {
-                    IdField::Hash(99)
-                },
-                id: IdField::Int(i as i64),
-                scope: IdField::Missing,
-                quoted_times: rng(4) as u8,
-            };
-            direct.add(&e);
-            batch.push(&e);
-            if batch.full() || rng(500) == 0 {
-                batch.add_to(&mut batched);
-                batch.clear();
-            }
-        }
-        batch.add_to(&mut batched);
-        let mut empty = EventScanner::new(limits);
-        let end = empty.finish();
-        let w = *empty.warnings();
-        let want = direct.finish("s", &end, &w, 40).to_json();
-        assert!(want.contains("\"duration_events\""));
-        assert_eq!(
-            batched.finish("s", &end, &w, 40).to_json(),
-            want,
-            "{limits:?}"
-        );
-    }
-}
-
-/// A small deterministic generator: `rng(n)` is uniform in `0..n`.
-fn flinch_core_rng(seed: u64) -> impl FnMut(usize) -> usize {
-    let mut state = seed;
-    move |n| {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) % n as u64) as usize
     }
 }

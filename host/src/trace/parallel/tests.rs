@@ -5,7 +5,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use flinch_core::Limits;
-use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind, LimitsPreset};
+use flinch_core::analyzer::{Analysis, Analyzer, AnalyzerOptions, Kind};
+use flinch_core::job::Job;
+use flinch_core::trace_job::{TraceJob, TraceJobOptions};
 
 use super::*;
 
@@ -18,11 +20,7 @@ fn temp(name: &str, bytes: &[u8]) -> PathBuf {
 fn oracle(doc: &[u8], limits: Limits) -> Result<String, String> {
     let options = AnalyzerOptions {
         kind: Kind::Trace,
-        limits: if limits == Limits::EXACT {
-            LimitsPreset::Exact
-        } else {
-            LimitsPreset::Native
-        },
+        custom_limits: Some(limits),
         source: "s".to_string(),
         top: Some(40),
         ..AnalyzerOptions::default()
@@ -52,18 +50,18 @@ fn parallel_on(
         .expect("a plain, non-empty file")
         .with_threads(threads);
     let segments = plan.starts.len();
-    let (r, rescanned) = summarize_counting(
-        plan,
-        "s",
+    let mut job = TraceJob::new(TraceJobOptions {
+        source: "s".into(),
         limits,
-        Some(40),
-        false,
-        Also::Nothing,
-        |done, total| {
-            assert!(done <= total);
-        },
-    );
-    (r.map(|r| r.to_json()), segments, rescanned)
+        top: 40,
+        mergeable: false,
+        join: None,
+    });
+    let (r, rescanned) = first_read_counting(plan, &mut job, |done, total| {
+        assert!(done <= total);
+    });
+    let r = r.and_then(|()| job.finish().map_err(|e| e.to_string()));
+    (r.map(|r| r.summary.to_json()), segments, rescanned)
 }
 
 /// The most segments and the most rescanned segments over the segment sizes tried.
