@@ -10,7 +10,7 @@
 //! with the number of rows.
 //!
 //! ```
-//! use flinch_core::window::{AnalyzeOptions, PowerSource, WindowAnalyzer, WindowSelect};
+//! use flinch_core::window::{WindowOptions, PowerSource, WindowAnalyzer, WindowSelect};
 //!
 //! // One GPU sampled every 100 ms: busy at 300 W, idle at 60 W between the two marks.
 //! let mut csv = String::from("t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,\
@@ -25,14 +25,14 @@
 //!     csv.push_str(&format!("{t_ns},,SAMPLE,,{power_w},{util_pct},5,1980,60,\n"));
 //! }
 //!
-//! let mut analyzer = WindowAnalyzer::new(AnalyzeOptions {
+//! let mut analyzer = WindowAnalyzer::new(WindowOptions {
 //!     select: Some(WindowSelect {
 //!         start: "pause_start".into(),
 //!         end: "pause_end".into(),
 //!         occurrence: 1,
 //!     }),
 //!     power_source: PowerSource::Instant,
-//!     ..AnalyzeOptions::default()
+//!     ..WindowOptions::default()
 //! });
 //! for chunk in csv.as_bytes().chunks(7) {
 //!     analyzer.write(chunk);
@@ -98,10 +98,10 @@ pub mod stats;
 pub mod summary;
 #[cfg(feature = "alloc")]
 pub mod telemetry;
+pub mod time_windows;
 #[cfg(feature = "alloc")]
 pub mod trace_job;
 pub mod window;
-pub mod windowed;
 
 pub use exactness::Exactness;
 pub use limits::Limits;

@@ -3,7 +3,7 @@
 //!
 //! Rows go in once, in file order; every window (a time range over `unix`: the whole run, the
 //! sustained phase, its first and last five minutes, its last 60 s) is accumulated in the same
-//! pass by [`crate::windowed`], and [`TelemetryAccumulator::finish`] gives one
+//! pass by [`crate::time_windows`], and [`TelemetryAccumulator::finish`] gives one
 //! [`TelemetrySummary`] per window, shaped exactly like the reference's `telemetry_summary`.
 //! [`crate::runs`] parses the JSON and decides which rows are usable; this module picks the
 //! metrics out of a row and shapes the output.
@@ -23,8 +23,8 @@ use serde::Serializer;
 use crate::ordered::OrderedMap;
 use crate::pynum;
 pub use crate::stats::{Num, Stats};
-pub use crate::windowed::Window;
-use crate::windowed::{SeriesState, WindowState, WindowSummary, WindowedStats};
+pub use crate::time_windows::Window;
+use crate::time_windows::{SeriesState, WindowState, WindowSummary, WindowedStats};
 
 pub mod host_row;
 pub mod values;

@@ -4,7 +4,7 @@ mod common;
 
 use common::counting_alloc::count_allocs;
 
-use flinch_core::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
+use flinch_core::window::{WindowAnalyzer, WindowOptions, WindowSelect};
 
 fn rows(from: u64, n: u64) -> String {
     let mut s = String::new();
@@ -27,7 +27,7 @@ fn rows(from: u64, n: u64) -> String {
 
 #[test]
 fn no_allocation_per_row_in_steady_state() {
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         select: Some(WindowSelect {
             start: "a".into(),
             end: "b".into(),
@@ -35,7 +35,7 @@ fn no_allocation_per_row_in_steady_state() {
         }),
         spans: true,
         series_points: 2000,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     let mut an = WindowAnalyzer::new(opts);
     let head = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n1000000000,0,MARK,a,,,,,,,,\n";

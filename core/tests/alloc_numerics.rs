@@ -10,7 +10,7 @@ use flinch_core::energy::{
 use flinch_core::intervals::{Interval, IntervalUnion, IntervalUnionArray, IntervalUnionSlice};
 use flinch_core::sketch::{QuantileSketch, QuantileSketchIn};
 use flinch_core::stats::{Fsum, Num, stats_in_place};
-use flinch_core::windowed::{Window, WindowedStats};
+use flinch_core::time_windows::{Window, WindowedStats};
 
 /// Runs `f` and returns how many allocations it made on this thread.
 fn allocations_in(f: impl FnOnce()) -> u64 {

@@ -3,7 +3,7 @@
 //! once `max_marks` and `max_spans` are reached (and does grow without them, so the check can fail).
 
 use flinch_core::Limits;
-use flinch_core::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
+use flinch_core::window::{WindowAnalyzer, WindowOptions, WindowSelect};
 
 #[path = "common/peak_heap.rs"]
 mod peak_heap;
@@ -38,7 +38,7 @@ fn recording(marks: u64) -> String {
 
 /// Peak live heap bytes while streaming the file in 64 KiB chunks (the result excluded).
 fn peak_while_streaming(data: &str, limits: Limits) -> (usize, u64) {
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         limits,
         select: Some(WindowSelect {
             start: "s_start".into(),
@@ -46,7 +46,7 @@ fn peak_while_streaming(data: &str, limits: Limits) -> (usize, u64) {
             occurrence: 400,
         }),
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     let mut an = WindowAnalyzer::new(opts);
     let (peak, ()) = peak_heap::peak_during(|| {

@@ -5,7 +5,7 @@
 
 use flinch_core::Limits;
 use flinch_core::csv::{CsvEvent, TraceCsvReader};
-use flinch_core::window::{AnalyzeOptions, WindowAnalyzer, WindowSelect};
+use flinch_core::window::{WindowOptions, WindowAnalyzer, WindowSelect};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(rows, rdr.rows());
 
     // The analyzer.
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         limits: Limits {
             max_marks: 64,
             max_spans: 48,
@@ -66,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
         spans: true,
         series_points: 16,
         reorder_capacity: 64,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     let mut an = WindowAnalyzer::new(opts.clone());
     let mut rest = text;

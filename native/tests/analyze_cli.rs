@@ -270,14 +270,14 @@ fn a_recording_without_gpu_readings_says_why_and_lists_no_gpu() {
 
 #[test]
 fn json_is_the_same_bytes_as_the_core_renders() {
-    use flinch_core::window::{AnalyzeOptions, WindowAnalyzer};
+    use flinch_core::window::{WindowAnalyzer, WindowOptions};
     let (out, _, code) = run(&["--csv", "tests/analyze/multi_gpu.csv", "--json"]);
     assert_eq!(code, 0);
     let data = std::fs::read(repo().join("tests/analyze/multi_gpu.csv")).unwrap();
-    let mut a = WindowAnalyzer::new(AnalyzeOptions {
+    let mut a = WindowAnalyzer::new(WindowOptions {
         spans: true,
         series_points: 2000,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     });
     a.write(&data);
     assert_eq!(out, format!("{}\n", a.end().to_json()));
@@ -412,11 +412,13 @@ fn every_mode_reads_gzip_as_the_plain_file() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Many marks: the marks and spans are read again in further passes and written out as they
-/// are decided. `FLINCH_ANALYZE_HOLD` makes the passes happen on a small file; the output is
-/// the same bytes as in one pass, plain or gzip.
+/// Many marks: past the 4096 marks and spans the first pass holds, they are read again in
+/// further passes and written out as they are decided. The JSON is the bytes of the page's
+/// one-pass analysis, plain or gzip; the spans lines are the same plain or gzip, one per span.
+/// (Every smaller hold, and one thread or two: `flinch-host`'s tests/analyze_passes.rs.)
 #[test]
 fn many_marks_are_streamed_in_further_passes_with_the_same_output() {
+    use flinch_core::analyzer::{Analyzer, AnalyzerOptions, Kind};
     let dir = std::env::temp_dir().join(format!("flinch-analyze-many-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut text = String::from(
@@ -424,7 +426,7 @@ fn many_marks_are_streamed_in_further_passes_with_the_same_output() {
     );
     let mut t = 1_000_000_000u64;
     text.push_str(&format!("{t},0,MARK,outer_start,,,,\n"));
-    for k in 0..600u64 {
+    for k in 0..4400u64 {
         for g in 0..2 {
             let p = 60 + (k * 37 + g * 11) % 250;
             text.push_str(&format!(
@@ -447,33 +449,54 @@ fn many_marks_are_streamed_in_further_passes_with_the_same_output() {
     std::fs::write(&plain, &text).unwrap();
     let gz = dir.join("many.csv.gz");
     std::fs::write(&gz, gzip(text.as_bytes())).unwrap();
-    let modes: &[&[&str]] = &[
-        &["--json"],
-        &["--spans"],
-        &["--json", "--gpu", "1"],
-        &["--start", "outer_start", "--end", "outer_end", "--spans"],
-        &[
-            "--start",
-            "outer_start",
-            "--end",
-            "outer_end",
-            "--json",
-            "--spans",
-        ],
-    ];
-    for args in modes {
-        let mut v = vec!["--csv", plain.to_str().unwrap()];
-        v.extend_from_slice(args);
-        let want = run_env(&v, &[]);
-        assert_eq!(want.2, 0, "{args:?} {}", want.1);
-        for hold in ["1", "7", "100"] {
-            for p in [&plain, &gz] {
-                let mut v = vec!["--csv", p.to_str().unwrap()];
-                v.extend_from_slice(args);
-                let got = run_env(&v, &[("FLINCH_ANALYZE_HOLD", hold)]);
-                assert!(got == want, "{args:?} hold {hold} {}", p.display());
+    let window_flags = ["--start", "outer_start", "--end", "outer_end"];
+    for (args, gpu, window) in [
+        (&["--json"][..], None, false),
+        (&["--json", "--gpu", "1"][..], Some(1), false),
+        (&["--json", "--spans"][..], None, true),
+    ] {
+        let mut page = Analyzer::new(AnalyzerOptions {
+            kind: Kind::Csv,
+            source: plain.display().to_string(),
+            start: window.then(|| "outer_start".to_string()),
+            end: window.then(|| "outer_end".to_string()),
+            gpu,
+            spans: window,
+            limits: flinch_core::Exactness::Exact,
+            ..AnalyzerOptions::default()
+        });
+        page.write(text.as_bytes()).unwrap();
+        let want = page.end().unwrap() + "\n";
+        let spans = want.matches("\"start_label\"").count();
+        assert!(spans > 4096 + 1, "{spans}");
+        for p in [&plain, &gz] {
+            let mut v = vec!["--csv", p.to_str().unwrap()];
+            v.extend_from_slice(args);
+            if window {
+                v.extend_from_slice(&window_flags);
             }
+            let (out, err, code) = run_env(&v, &[]);
+            assert_eq!(code, 0, "{args:?} {err}");
+            let want = want.replace(plain.to_str().unwrap(), p.to_str().unwrap());
+            assert!(out == want.as_bytes(), "{args:?} {}", p.display());
         }
+    }
+    for args in [
+        &["--spans"][..],
+        &[&["--spans"][..], &window_flags[..]].concat(),
+    ] {
+        let mut outs = Vec::new();
+        for p in [&plain, &gz] {
+            let mut v = vec!["--csv", p.to_str().unwrap()];
+            v.extend_from_slice(args);
+            let (out, err, code) = run_env(&v, &[]);
+            assert_eq!(code, 0, "{args:?} {err}");
+            outs.push(out);
+        }
+        assert!(outs[0] == outs[1], "{args:?}");
+        let lines = String::from_utf8(outs.pop().unwrap()).unwrap();
+        let span_lines = lines.lines().filter(|l| l.contains(" -> ")).count();
+        assert!(span_lines > 4096 + 1, "{args:?}: {span_lines}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }

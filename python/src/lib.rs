@@ -1,5 +1,5 @@
 //! `flinch_trace._native`: the wheel's compiled module. Each function calls the library function
-//! the command line calls (`flinch_host::{trace, runs}`, `flinch_trace::analyze`,
+//! the command line calls (`flinch_host::{trace, analyze, runs}`,
 //! `flinch_core::merge`), so the JSON text is the same bytes; `flinch_trace/__init__.py` turns it
 //! into dicts. The work runs with the GIL released (`Python::detach`), and a panic inside it
 //! becomes a `RuntimeError` rather than unwinding into the interpreter.
@@ -10,9 +10,9 @@ use flinch_core::Exactness;
 use flinch_core::merge::{MergeOptions, merge_json_with};
 use flinch_core::summary::DEFAULT_TOP_OPS;
 use flinch_core::window::PowerSource;
+use flinch_host::analyze::{self, AnalyzeRequest};
 use flinch_host::runs::SummarizeOptions;
 use flinch_host::trace::{self, SummaryOptions};
-use flinch_trace::analyze;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -134,15 +134,17 @@ fn analyze_json(
         }
     };
     check_path(&csv, false)?;
-    let mut args = analyze::Args::json_for(csv);
-    args.start = start;
-    args.end = end;
-    args.occurrence = occurrence;
-    args.spans = spans;
-    args.gpu = gpu;
-    args.max_gap_ms = max_gap_ms;
-    args.power_source = power_source;
-    let out = detached(py, || analyze::json(&args))?;
+    let req = AnalyzeRequest {
+        start,
+        end,
+        occurrence,
+        spans,
+        gpu,
+        max_gap_ms,
+        power_source,
+        ..AnalyzeRequest::new(csv)
+    };
+    let out = detached(py, || analyze::json(&req))?;
     if let Some(message) = out.selection_error {
         return Err(PyValueError::new_err(message));
     }

@@ -5,7 +5,7 @@ use alloc::sync::Arc;
 use serde::Deserialize;
 
 use super::{AnalyzeError, OptionsError};
-use crate::window::{AnalyzeOptions, PowerSource, WindowSelect};
+use crate::window::{PowerSource, WindowOptions, WindowSelect};
 use crate::{Exactness, Limits};
 
 /// What the input is.
@@ -83,7 +83,7 @@ impl AnalyzerOptions {
     ///
     /// # Errors
     /// Only one of `start`/`end`.
-    pub fn window_options(&self) -> Result<AnalyzeOptions, AnalyzeError> {
+    pub fn window_options(&self) -> Result<WindowOptions, AnalyzeError> {
         let select = match (&self.start, &self.end) {
             (Some(start), Some(end)) => Some(WindowSelect {
                 start: start.clone(),
@@ -94,8 +94,8 @@ impl AnalyzerOptions {
             _ => return Err(AnalyzeError::Options(OptionsError::UnpairedMark)),
         };
         let recording_level = select.is_none();
-        let defaults = AnalyzeOptions::default();
-        Ok(AnalyzeOptions {
+        let defaults = WindowOptions::default();
+        Ok(WindowOptions {
             limits: self.limits(),
             select,
             gpu: self.gpu,

@@ -10,7 +10,7 @@ use super::*;
 use crate::Limits;
 use crate::json::{EventScanner, Scan};
 use crate::testutil::for_each_split;
-use crate::window::{AnalyzeOptions, PowerSource, WindowAnalyzer, WindowSelect};
+use crate::window::{PowerSource, WindowAnalyzer, WindowOptions, WindowSelect};
 
 const BASE: i64 = 1_764_000_000_000_000_000;
 /// The recording's CLOCK_MONOTONIC is CLOCK_REALTIME minus this.
@@ -575,13 +575,13 @@ fn telemetry_energy_matches_exact_arithmetic_and_analyze() {
     assert!(close(ta.avg_power_w.unwrap(), 100.0));
 
     // The same figure, to the bit, as analyze's energy_edge_j for that window.
-    let mut wa = WindowAnalyzer::new(AnalyzeOptions {
+    let mut wa = WindowAnalyzer::new(WindowOptions {
         select: Some(WindowSelect {
             start: "b_start".into(),
             end: "b_end".into(),
             occurrence: 1,
         }),
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     });
     wa.write(csv.as_bytes());
     let an = wa.end();

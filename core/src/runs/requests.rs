@@ -14,7 +14,7 @@ use crate::pynum::{add, gt, sub};
 use crate::stats::{Num, Stats};
 use crate::telemetry::values::Shares;
 use crate::telemetry::{BoundedStats, ValueBudget};
-use crate::windowed::{StatsSink, Window};
+use crate::time_windows::{StatsSink, Window};
 
 const INCLUSIVE_STARTUP_SCOPE: &str = "Host launch through first warmup submission/output includes imports, artifact hashing, plan construction and engine startup; uses recorded host/engine wall timestamps. Constructor timing alone excludes preparation before the constructor.";
 const PRE_CONSTRUCTOR_SCOPE: &str = "Host launch to report creation includes Python/import/preparation work; not isolated OS process creation.";

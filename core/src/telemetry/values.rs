@@ -19,7 +19,7 @@ use core::cell::RefCell;
 use crate::Limits;
 use crate::sketch::{DEFAULT_BUCKETS_PER_SIGN, QuantileSketch, RELATIVE_ERROR};
 use crate::stats::{Moments, Num, QUANTILES, Stats, percentile_linear_by};
-use crate::windowed::StatsSink;
+use crate::time_windows::StatsSink;
 
 /// Where a series' values past its share of the budget go: sorted runs written out and read
 /// back. Native implements it with a temporary file.

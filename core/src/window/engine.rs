@@ -136,7 +136,7 @@ impl ActiveWindow {
 
 /// Everything but the CSV reader (so a row borrowed from the reader can be added).
 pub(super) struct Engine {
-    pub(super) opts: AnalyzeOptions,
+    pub(super) opts: WindowOptions,
     pub(super) reorder: GrowReorder<Item>,
     pub(super) counts: RowCounts,
     pub(super) label_ids: BTreeMap<Vec<u8>, u32>,
@@ -187,7 +187,7 @@ pub(super) const MAX_OPEN_PAIRS: usize = 64;
 pub(super) const UNCLOSED_LISTED: usize = 5;
 
 impl Engine {
-    pub(super) fn new(opts: AnalyzeOptions) -> Engine {
+    pub(super) fn new(opts: WindowOptions) -> Engine {
         Engine {
             reorder: Reorder::new(opts.reorder_capacity, opts.reorder_horizon_ns),
             opts,

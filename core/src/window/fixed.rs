@@ -43,7 +43,7 @@ pub struct FixedOptions<'a> {
 
 impl<'a> FixedOptions<'a> {
     /// The window between the first `start` and the first `end` mark, with the defaults of
-    /// [`AnalyzeOptions`](super::AnalyzeOptions) (5 s max gap, 2 s reorder horizon, unknown power
+    /// [`WindowOptions`](super::WindowOptions) (5 s max gap, 2 s reorder horizon, unknown power
     /// source).
     pub const fn new(start: &'a [u8], end: &'a [u8]) -> FixedOptions<'a> {
         FixedOptions {

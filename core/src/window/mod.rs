@@ -14,15 +14,22 @@
 //! a small time-in-power histogram and the power busy share is read from it at the end: one pass,
 //! which also works for `write()`/`end()`.
 //!
+//! The CLI and the Python wheel run it as the analyze job ([`AnalyzeJob`], `job.rs`), which
+//! decides the passes over the file and renders the result with serde.
+//!
 //! [`WindowAnalyzer`] needs the `alloc` feature (marks, labels and span results are owned).
 //! Without it, [`FixedWindowAnalyzer`] analyzes one selected window in memory fixed at compile
 //! time, with the same accumulators and verdict rules (see `fixed.rs`).
 
 mod acc;
 #[cfg(feature = "alloc")]
+mod batch;
+#[cfg(feature = "alloc")]
 mod engine;
 mod fixed;
 mod floor;
+#[cfg(feature = "alloc")]
+mod job;
 mod lines;
 #[cfg(feature = "alloc")]
 pub(crate) mod pairing;
@@ -39,10 +46,14 @@ mod verdict;
 pub(crate) use acc::RefAcc;
 #[cfg(feature = "alloc")]
 pub(crate) use acc::{GpuAcc, Prev, Sample};
+#[cfg(feature = "alloc")]
+pub use batch::RowBatch;
 pub use fixed::{FixedBuffers, FixedOptions, FixedResult, FixedWindow, FixedWindowAnalyzer, Pass};
 #[cfg(feature = "alloc")]
 pub(crate) use floor::PowerHistogram;
 pub use floor::TwoPassQuantile;
+#[cfg(feature = "alloc")]
+pub use job::{AnalysisJson, AnalyzeJob, AnalyzeJobError, Analyzed, FIRST_PASS_HOLD, Reread};
 pub use lines::{InputNotes, PyFixed, VerdictText, write_reference_lines};
 pub use result::NO_GPU_READINGS;
 #[cfg(feature = "alloc")]
@@ -128,7 +139,7 @@ pub struct WindowSelect {
 /// Options of an analysis.
 #[cfg(feature = "alloc")]
 #[derive(Clone, Debug)]
-pub struct AnalyzeOptions {
+pub struct WindowOptions {
     /// Memory bounds (`max_marks`, `max_gpus`).
     pub limits: Limits,
     /// The mark pair to analyze, if any.
@@ -153,9 +164,9 @@ pub struct AnalyzeOptions {
 }
 
 #[cfg(feature = "alloc")]
-impl Default for AnalyzeOptions {
+impl Default for WindowOptions {
     fn default() -> Self {
-        AnalyzeOptions {
+        WindowOptions {
             limits: Limits::EXACT,
             select: None,
             gpu: None,
@@ -180,7 +191,7 @@ pub struct WindowAnalyzer {
 #[cfg(feature = "alloc")]
 impl WindowAnalyzer {
     /// A new analyzer. Allocates its fixed buffers now.
-    pub fn new(opts: AnalyzeOptions) -> WindowAnalyzer {
+    pub fn new(opts: WindowOptions) -> WindowAnalyzer {
         WindowAnalyzer {
             reader: TraceCsvReader::new(),
             eng: Engine::new(opts),
@@ -240,7 +251,7 @@ impl WindowAnalyzer {
         self.eng.bad(line);
     }
 
-    /// Whether only the reference figures are computed (see [`AnalyzeOptions::reference_only`]).
+    /// Whether only the reference figures are computed (see [`WindowOptions::reference_only`]).
     pub fn reference_only(&self) -> bool {
         self.eng.opts.reference_only
     }
@@ -271,7 +282,7 @@ impl WindowAnalyzer {
 
     /// Pass 1 of a streamed analysis (see [`stream`](self::stream)): holds at most `hold` marks
     /// and `hold` finished spans. End it with [`end_planned`](Self::end_planned).
-    pub fn planning(opts: AnalyzeOptions, hold: usize) -> WindowAnalyzer {
+    pub fn planning(opts: WindowOptions, hold: usize) -> WindowAnalyzer {
         let mut a = WindowAnalyzer::new(opts);
         a.eng.mode = Mode::Plan(Planning {
             hold,
@@ -291,7 +302,7 @@ impl WindowAnalyzer {
 
     /// Pass 2 of a streamed analysis: the same options as pass 1; hands out the marks
     /// ([`pop_mark`](Self::pop_mark)) and analyzes nothing else.
-    pub fn marks_pass(opts: AnalyzeOptions) -> WindowAnalyzer {
+    pub fn marks_pass(opts: WindowOptions) -> WindowAnalyzer {
         let mut a = WindowAnalyzer::new(opts);
         a.eng.mode = Mode::Marks(alloc::collections::VecDeque::new());
         a
@@ -299,7 +310,7 @@ impl WindowAnalyzer {
 
     /// Pass 3 of a streamed analysis: the same options as pass 1, and its plan; hands out the
     /// span results in order ([`pop_span`](Self::pop_span)).
-    pub fn spans_pass(opts: AnalyzeOptions, plan: SpanPlan) -> WindowAnalyzer {
+    pub fn spans_pass(opts: WindowOptions, plan: SpanPlan) -> WindowAnalyzer {
         let mut a = WindowAnalyzer::new(opts);
         a.eng.mode = Mode::Spans(SpanStream {
             plan,
@@ -334,5 +345,7 @@ impl WindowAnalyzer {
     }
 }
 
+#[cfg(all(test, feature = "alloc"))]
+mod job_tests;
 #[cfg(all(test, feature = "alloc"))]
 mod tests;

@@ -281,9 +281,9 @@ pub struct GpuSeries {
     pub points: Vec<SeriesPoint>,
 }
 
-/// The result of analyzing one recording.
+/// The result of analyzing one recording. Serialized as [`RecordingView`] with its own lists.
 #[cfg(feature = "alloc")]
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct RecordingAnalysis {
     /// Row counts.
     pub rows: RowCounts,
@@ -303,8 +303,51 @@ pub struct RecordingAnalysis {
     pub warnings: Vec<String>,
     /// Why every GPU figure is null, when the recording has SAMPLE rows but no GPU reading in
     /// any of them ([`NO_GPU_READINGS`]); absent otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_energy_note: Option<&'static str>,
+}
+
+/// The one field list of a recording's JSON: a [`RecordingAnalysis`] with its `marks` and
+/// `spans` given apart, so that a rendering can stream them from further passes over the file
+/// (`job::AnalysisJson`) in the same bytes as the lists held.
+#[cfg(feature = "alloc")]
+#[derive(Serialize)]
+#[serde(rename = "RecordingAnalysis")]
+pub(super) struct RecordingView<'a, M, S> {
+    rows: &'a RowCounts,
+    gpus: &'a [GpuSummary],
+    marks: M,
+    selection: &'a Option<Selection>,
+    window: &'a Option<WindowResult>,
+    spans: S,
+    series: &'a [GpuSeries],
+    warnings: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_energy_note: Option<&'static str>,
+}
+
+#[cfg(feature = "alloc")]
+impl<'a, M: Serialize, S: Serialize> RecordingView<'a, M, S> {
+    /// `r`'s fields, with these `marks` and `spans`.
+    pub(super) fn new(r: &'a RecordingAnalysis, marks: M, spans: S) -> Self {
+        RecordingView {
+            rows: &r.rows,
+            gpus: &r.gpus,
+            marks,
+            selection: &r.selection,
+            window: &r.window,
+            spans,
+            series: &r.series,
+            warnings: &r.warnings,
+            gpu_energy_note: r.gpu_energy_note,
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl Serialize for RecordingAnalysis {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        RecordingView::new(self, &self.marks, &self.spans).serialize(s)
+    }
 }
 
 /// The note of a recording without GPU readings: said once, in `gpu_energy_note` (and by the

@@ -2,9 +2,9 @@
 //! of marks and spans.
 //!
 //! The result lists marks, then spans in start order, and each span's verdict needs every GPU's
-//! idle floor, known only at the end of the file. A caller that can read its input more than
-//! once (native: a file, or a `.gz` decoded again) therefore makes up to three passes with the
-//! same options:
+//! idle floor, known only at the end of the file. The analyze job ([`super::AnalyzeJob`]), whose
+//! driver can read its input more than once (a file, or a `.gz` decoded again), therefore makes
+//! up to three passes with the same options:
 //!
 //! 1. [`WindowAnalyzer::planning`]: the whole analysis, holding at most `hold` marks and `hold`
 //!    finished spans. When either list grows past `hold`, that list is dropped and the result
@@ -18,7 +18,7 @@
 //!    the GPU figures of pass 1. At most about `hold` results wait for an earlier span.
 //!
 //! The marks and spans handed out are the same values, in the same order, as the lists of a
-//! single-pass [`WindowAnalyzer::new`] analysis (tests: `stream_tests`).
+//! single-pass [`WindowAnalyzer::new`] analysis (tests: `streamed_passes_*`, `job_tests`).
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 

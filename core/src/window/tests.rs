@@ -6,7 +6,7 @@ use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
-fn analyze(chunks: &[&[u8]], opts: &AnalyzeOptions) -> RecordingAnalysis {
+fn analyze(chunks: &[&[u8]], opts: &WindowOptions) -> RecordingAnalysis {
     let mut a = WindowAnalyzer::new(opts.clone());
     for c in chunks {
         a.write(c);
@@ -14,7 +14,7 @@ fn analyze(chunks: &[&[u8]], opts: &AnalyzeOptions) -> RecordingAnalysis {
     a.end()
 }
 
-const HDR: &str = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n";
+pub(super) const HDR: &str = "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n";
 
 /// (t0, t1, and (energy, samples, avg util) when at least two samples).
 type OracleOut = (i64, i64, Option<(f64, u64, Option<f64>)>);
@@ -143,7 +143,7 @@ fn reference_figures_match_the_oracle_in_every_split() {
             Some(rng.below(2) as i64)
         };
         let want = oracle(&data, start, end, gpu);
-        let opts = AnalyzeOptions {
+        let opts = WindowOptions {
             select: Some(WindowSelect {
                 start: start.into(),
                 end: end.into(),
@@ -152,7 +152,7 @@ fn reference_figures_match_the_oracle_in_every_split() {
             gpu,
             spans: true,
             series_points: 100,
-            ..AnalyzeOptions::default()
+            ..WindowOptions::default()
         };
         for_each_split(data.as_bytes(), 2, rng.next_u64(), |chunks| {
             let r = analyze(chunks, &opts);
@@ -189,9 +189,9 @@ fn spans_cover_consecutive_marks_and_pairs() {
     let data = format!(
         "{HDR}10,0,SAMPLE,,100,50,,,,,0,\n20,0,MARK,x_start,,,,,,,,\n30,0,SAMPLE,,100,50,,,,,0,\n40,0,MARK,begin,,,,,,,,\n50,0,SAMPLE,,300,90,,,,,0,\n60,0,MARK,x_end,,,,,,,,\n70,0,SAMPLE,,100,10,,,,,0,\n80,0,MARK,end,,,,,,,,\n90,0,SAMPLE,,100,10,,,,,0,\n"
     );
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     for_each_split(data.as_bytes(), 3, 1, |chunks| {
         let r = analyze(chunks, &opts);
@@ -246,9 +246,9 @@ fn an_adjacent_pair_is_listed_once_as_the_pair() {
             })
             .collect()
     };
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     let s = |k, a: &str, b: &str, t0, t1| (k, a.to_string(), b.to_string(), t0, t1);
     for_each_split(data.as_bytes(), 3, 1, |chunks| {
@@ -267,7 +267,7 @@ fn an_adjacent_pair_is_listed_once_as_the_pair() {
     // Two places: the first two spans, none of them lost to the stretches listed as pairs.
     let r = analyze(
         &[data.as_bytes()],
-        &AnalyzeOptions {
+        &WindowOptions {
             limits: Limits {
                 max_spans: 2,
                 ..Limits::EXACT
@@ -307,9 +307,9 @@ fn overlapping_same_name_pairs_pair_by_mark_thread() {
         "60,0,MARK,step_end,,,9",
     ];
     let data = format!("{hdr}{}\n", rows.join("\n"));
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     for_each_split(data.as_bytes(), 3, 1, |chunks| {
         let r = analyze(chunks, &opts);
@@ -340,7 +340,7 @@ fn late_rows_are_counted_with_their_line() {
     let data = format!(
         "{HDR}10000000000,0,SAMPLE,,1,,,,,,,\n20000000000,0,SAMPLE,,1,,,,,,,\n{HDR}5,0,SAMPLE,,1,,,,,,,\n"
     );
-    let r = analyze(&[data.as_bytes()], &AnalyzeOptions::default());
+    let r = analyze(&[data.as_bytes()], &WindowOptions::default());
     assert_eq!(
         (r.rows.late_rows, r.rows.first_late_line, r.rows.headers),
         (1, Some(5), 2)
@@ -364,13 +364,13 @@ fn counters_and_rapl_over_a_window() {
         data.push_str(&format!("{},0,SAMPLE,,60,0,,,,,1,{},\n", t + 1, k * 6));
     }
     data.push_str("200000000,0,MARK,s,,,,,,,,,\n800000000,0,MARK,e,,,,,,,,,\n");
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         select: Some(WindowSelect {
             start: "s".into(),
             end: "e".into(),
             occurrence: 1,
         }),
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     let r = analyze(&[data.as_bytes()], &opts);
     let w = r.window.unwrap();
@@ -393,7 +393,7 @@ fn counters_and_rapl_over_a_window() {
 
 /// A recording with many marks: nested same-stem pairs (`p_start` inside `p_start`), `begin`/`end`,
 /// plain marks and some labels seen once, on two GPUs.
-fn many_marks(rng: &mut Rng, marks: u32) -> String {
+pub(super) fn many_marks(rng: &mut Rng, marks: u32) -> String {
     let mut s = String::from(HDR);
     let mut t = 1_000_000_000i64;
     for k in 0..marks {
@@ -422,8 +422,8 @@ fn many_marks(rng: &mut Rng, marks: u32) -> String {
     s
 }
 
-fn with_limits(max_marks: usize, max_spans: usize) -> AnalyzeOptions {
-    AnalyzeOptions {
+fn with_limits(max_marks: usize, max_spans: usize) -> WindowOptions {
+    WindowOptions {
         limits: Limits {
             max_marks,
             max_spans,
@@ -435,7 +435,7 @@ fn with_limits(max_marks: usize, max_spans: usize) -> AnalyzeOptions {
             occurrence: 1,
         }),
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     }
 }
 
@@ -542,7 +542,7 @@ fn long_mark_labels_are_cut_but_selected_by_the_whole_label() {
     let data = format!(
         "{HDR}10,0,SAMPLE,,100,50,,,,,0,\n20,0,MARK,abcdefgé_one,,,,,,,,\n30,0,SAMPLE,,100,50,,,,,0,\n40,0,MARK,abcdefgé_two,,,,,,,,\n50,0,SAMPLE,,300,90,,,,,0,\n60,0,MARK,abcdefgé_one,,,,,,,,\n70,0,SAMPLE,,100,10,,,,,0,\n80,0,MARK,short,,,,,,,,\n90,0,SAMPLE,,100,10,,,,,0,\n"
     );
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         limits: Limits {
             max_string_bytes: 8,
             ..Limits::EXACT
@@ -553,7 +553,7 @@ fn long_mark_labels_are_cut_but_selected_by_the_whole_label() {
             occurrence: 1,
         }),
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     // Selection compares whole labels: `…_one` and `…_two` cut to the same text, yet the 2nd
     // `…_one` is the mark at 60, not the one at 40.
@@ -589,7 +589,7 @@ fn long_mark_labels_are_cut_but_selected_by_the_whole_label() {
 /// Marks of nested pairs with labels seen once (`sK_start` … `sK_end`, some never closed)
 /// inside an outer pair, so that a span's end label is first read long after its start (many
 /// reorder horizons later).
-fn unique_pairs(rng: &mut Rng, marks: u32) -> String {
+pub(super) fn unique_pairs(rng: &mut Rng, marks: u32) -> String {
     let mut s = String::from(HDR);
     let mut t = 1_000_000_000i64;
     let mut open: Vec<u32> = Vec::new();
@@ -624,7 +624,7 @@ fn unique_pairs(rng: &mut Rng, marks: u32) -> String {
 /// Also says which lists took a further pass (marks, spans).
 fn analyze_streamed(
     chunks: &[&[u8]],
-    opts: &AnalyzeOptions,
+    opts: &WindowOptions,
     hold: usize,
 ) -> (RecordingAnalysis, [bool; 2]) {
     let mut a = WindowAnalyzer::planning(opts.clone(), hold);
@@ -675,12 +675,12 @@ fn streamed_passes_give_the_one_pass_analysis() {
             many_marks(&mut rng, marks)
         };
         let opts = match case % 4 {
-            0 | 1 => AnalyzeOptions {
+            0 | 1 => WindowOptions {
                 spans: true,
                 series_points: 40,
-                ..AnalyzeOptions::default()
+                ..WindowOptions::default()
             },
-            2 => AnalyzeOptions {
+            2 => WindowOptions {
                 select: Some(WindowSelect {
                     start: "p_start".into(),
                     end: "end".into(),
@@ -688,9 +688,9 @@ fn streamed_passes_give_the_one_pass_analysis() {
                 }),
                 spans: true,
                 max_gap_ns: 3_000_000,
-                ..AnalyzeOptions::default()
+                ..WindowOptions::default()
             },
-            _ => AnalyzeOptions {
+            _ => WindowOptions {
                 gpu: Some(1),
                 ..with_limits(30, 25)
             },
@@ -722,9 +722,9 @@ fn streamed_passes_give_the_one_pass_analysis() {
 fn streamed_passes_hold_a_bounded_number_of_spans() {
     let mut rng = Rng::from_env(43);
     let data = many_marks(&mut rng, 3000);
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     let hold = 8;
     let mut a = WindowAnalyzer::planning(opts.clone(), hold);
@@ -767,13 +767,13 @@ fn a_file_without_header_says_so() {
         for_each_split(data.as_bytes(), 2, 5, |chunks| {
             let r = analyze(
                 chunks,
-                &AnalyzeOptions {
+                &WindowOptions {
                     select: Some(WindowSelect {
                         start: "a".into(),
                         end: "b".into(),
                         occurrence: 1,
                     }),
-                    ..AnalyzeOptions::default()
+                    ..WindowOptions::default()
                 },
             );
             assert!(r.window.is_none());
@@ -787,7 +787,7 @@ fn a_file_without_header_says_so() {
     // A file with its header has no such warning.
     let r = analyze(
         &[format!("{HDR}{rows}").as_bytes()],
-        &AnalyzeOptions::default(),
+        &WindowOptions::default(),
     );
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
@@ -798,7 +798,7 @@ fn an_unclosed_quote_is_a_warning_with_its_line() {
         "{HDR}1000,0,MARK,a,,,,,,,,\n2000,0,SAMPLE,,100,5,,,,,0,\n3000,0,MARK,\"b,,,,,,,,\n4000,0,SAMPLE,,100,5,,,,,0,\n"
     );
     for_each_split(data.as_bytes(), 2, 6, |chunks| {
-        let r = analyze(chunks, &AnalyzeOptions::default());
+        let r = analyze(chunks, &WindowOptions::default());
         assert_eq!(r.marks.len(), 1);
         assert_eq!((r.rows.bad_rows, r.rows.first_bad_line), (1, Some(4)));
         assert!(
@@ -824,13 +824,13 @@ fn non_finite_power_is_counted_in_a_warning() {
         data.push_str(&format!("{t},0,SAMPLE,,{p},5,,,,,0,\n"));
     }
     data.push_str("1900000000,0,MARK,b,,,,,,,,\n");
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         select: Some(WindowSelect {
             start: "a".into(),
             end: "b".into(),
             occurrence: 1,
         }),
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     for_each_split(data.as_bytes(), 2, 7, |chunks| {
         let r = analyze(chunks, &opts);
@@ -849,7 +849,7 @@ fn non_finite_power_is_counted_in_a_warning() {
         // The same through the reference-only analysis (the three lines).
         let r = analyze(
             chunks,
-            &AnalyzeOptions {
+            &WindowOptions {
                 reference_only: true,
                 ..opts.clone()
             },
@@ -873,9 +873,9 @@ fn unclosed_pair_starts_are_listed_in_the_warnings() {
         data.push_str(&format!("{t},0,SAMPLE,,{},5,,,,,0,\n", 100 + k));
         data.push_str(&format!("{t},0,MARK,{label},,,,,,,,\n"));
     }
-    let opts = AnalyzeOptions {
+    let opts = WindowOptions {
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     for_each_split(data.as_bytes(), 2, 8, |chunks| {
         let r = analyze(chunks, &opts);
@@ -912,7 +912,7 @@ fn rows_without_gpu_readings_make_no_phantom_gpu() {
         "{hdr}1000,0,MARK,a,,,,,,,\n2000,0,SAMPLE,,,,,,,5,\n3000,0,SAMPLE,,,,,,,9,\n4000,0,MARK,b,,,,,,,\n"
     );
     let with_power = host_only.replace(",SAMPLE,,,,", ",SAMPLE,,100,,");
-    let opts = |select: bool| AnalyzeOptions {
+    let opts = |select: bool| WindowOptions {
         select: select.then(|| WindowSelect {
             start: "a".into(),
             end: "b".into(),
@@ -920,7 +920,7 @@ fn rows_without_gpu_readings_make_no_phantom_gpu() {
         }),
         spans: true,
         series_points: 10,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     };
     for select in [false, true] {
         for_each_split(host_only.as_bytes(), 2, 3, |chunks| {

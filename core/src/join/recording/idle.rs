@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 
 use crate::Limits;
 use crate::window::{
-    AnalyzeOptions, GpuState, GpuSummary, GrowReorder, ParsedKind, ParsedRow, summarize_gpu,
+    GpuState, GpuSummary, GrowReorder, ParsedKind, ParsedRow, WindowOptions, summarize_gpu,
 };
 
 /// What the reorder buffer holds for a row.
@@ -35,9 +35,9 @@ pub(super) struct IdleFloors {
 }
 
 impl IdleFloors {
-    /// With the analyzer's defaults (`AnalyzeOptions::default()`).
+    /// With the analyzer's defaults (`WindowOptions::default()`).
     pub(super) fn new() -> IdleFloors {
-        let d = AnalyzeOptions::default();
+        let d = WindowOptions::default();
         IdleFloors {
             reorder: GrowReorder::new(d.reorder_capacity, d.reorder_horizon_ns),
             gpus: Vec::new(),

@@ -4,7 +4,7 @@
 use super::*;
 use crate::csv::TraceCsvReader;
 use crate::testutil::{Rng, for_each_split};
-use crate::window::{AnalyzeOptions, WindowAnalyzer};
+use crate::window::{WindowAnalyzer, WindowOptions};
 use std::string::String;
 use std::vec::Vec;
 
@@ -125,7 +125,7 @@ fn build(chunks: &[&[u8]], hint: Option<u64>) -> Result<Recording, RecordingErro
 /// rows with a GPU reading, which only tells it which GPUs to list, and is not kept here), and
 /// with the GPUs it does not list (`GpuSummary::is_phantom`) in their places.
 fn analyzer_summaries(text: &[u8]) -> Vec<GpuSummary> {
-    let mut a = WindowAnalyzer::new(AnalyzeOptions::default());
+    let mut a = WindowAnalyzer::new(WindowOptions::default());
     a.write(text);
     let mut gpus = a.end_every_gpu();
     for g in &mut gpus {

@@ -1,7 +1,7 @@
 use super::*;
 use crate::metrics::Format;
 use crate::testutil::{Rng, for_each_split};
-use crate::window::{AnalyzeOptions, WindowAnalyzer};
+use crate::window::{WindowAnalyzer, WindowOptions};
 use std::collections::BTreeMap;
 use std::string::ToString;
 use std::vec::Vec;
@@ -130,9 +130,9 @@ fn live_over(chunks: &[&[u8]], opts: LiveOptions) -> LiveMetrics {
 /// `(windows, ns, energy per GPU)` per stem from `analyze --spans`: GPU 0 by its counter, GPU 1
 /// by its power (the sources `gpus()` gives them).
 fn analyze_pairs(csv: &str) -> BTreeMap<String, (u64, u128, Vec<f64>)> {
-    let mut an = WindowAnalyzer::new(AnalyzeOptions {
+    let mut an = WindowAnalyzer::new(WindowOptions {
         spans: true,
-        ..AnalyzeOptions::default()
+        ..WindowOptions::default()
     });
     an.write(csv.as_bytes());
     let r = an.end();
@@ -467,9 +467,9 @@ fn without_gpus_windows_complete_with_their_rapl_energy() {
         assert_eq!(n, 3, "with_rapl={with_rapl}");
         assert_eq!(ns, (195 + 90 + 177) * 1_000_000);
         // The package zone's energy per window equals `analyze`'s RAPL figure, span by span.
-        let mut an = WindowAnalyzer::new(AnalyzeOptions {
+        let mut an = WindowAnalyzer::new(WindowOptions {
             spans: true,
-            ..AnalyzeOptions::default()
+            ..WindowOptions::default()
         });
         an.write(csv.as_bytes());
         let r = an.end();

@@ -1,7 +1,7 @@
 //! The fixed-memory analyzer against [`WindowAnalyzer`] (the oracle) with the same bounds: the
 //! repository's analyze fixtures and random recordings, every chunk split, every label pair.
 use super::super::tests::random_recording;
-use super::super::{AnalyzeOptions, RecordingAnalysis, WindowAnalyzer, WindowSelect};
+use super::super::{RecordingAnalysis, WindowAnalyzer, WindowOptions, WindowSelect};
 use super::*;
 use crate::Limits;
 use crate::testutil::{Rng, for_each_split};
@@ -63,7 +63,7 @@ fn oracle(
     rows: usize,
 ) -> [RecordingAnalysis; 2] {
     [true, false].map(|reference_only| {
-        let mut a = WindowAnalyzer::new(AnalyzeOptions {
+        let mut a = WindowAnalyzer::new(WindowOptions {
             limits: Limits {
                 max_gpus: gpus,
                 ..Limits::EXACT
@@ -75,7 +75,7 @@ fn oracle(
             }),
             reorder_capacity: rows - 1,
             reference_only,
-            ..AnalyzeOptions::default()
+            ..WindowOptions::default()
         });
         a.write(data);
         a.end()

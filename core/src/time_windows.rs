@@ -29,7 +29,7 @@
 //! # Example
 //! ```
 //! use flinch_core::stats::Num;
-//! use flinch_core::windowed::{Window, WindowedStats};
+//! use flinch_core::time_windows::{Window, WindowedStats};
 //!
 //! let (start, duration) = (1000, 600);
 //! let windows = [

@@ -3,7 +3,7 @@
 //! by `tests/data/gen_telemetry_golden.py`; all values bit-identical).
 
 use flinch_core::stats::Num;
-use flinch_core::windowed::{StatsSink, Window, WindowedStats, WindowedStatsIn};
+use flinch_core::time_windows::{StatsSink, Window, WindowedStats, WindowedStatsIn};
 use serde_json::Value;
 
 const SERIES: [&str; 9] = [
@@ -32,10 +32,10 @@ fn num(v: &Value) -> Option<Num> {
 
 fn feed<A: StatsSink, W, C>(ws: &mut WindowedStatsIn<A, W, C>, lines: &str)
 where
-    W: AsRef<[flinch_core::windowed::WindowState<A>]>
-        + AsMut<[flinch_core::windowed::WindowState<A>]>,
-    C: AsRef<[flinch_core::windowed::SeriesState<A>]>
-        + AsMut<[flinch_core::windowed::SeriesState<A>]>,
+    W: AsRef<[flinch_core::time_windows::WindowState<A>]>
+        + AsMut<[flinch_core::time_windows::WindowState<A>]>,
+    C: AsRef<[flinch_core::time_windows::SeriesState<A>]>
+        + AsMut<[flinch_core::time_windows::SeriesState<A>]>,
 {
     for line in lines.lines() {
         let row: Value = serde_json::from_str(line).unwrap();
