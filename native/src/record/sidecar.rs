@@ -106,19 +106,9 @@ pub struct Sidecar {
     pub ended_by: Option<String>,
 }
 
-/// `<csv>.meta.json`.
-pub fn path_for(csv: &Path) -> PathBuf {
-    let mut s = csv.as_os_str().to_owned();
-    s.push(".meta.json");
-    PathBuf::from(s)
-}
-
-/// Which NVML reading fills the recording `csv`'s `gpu_power_W`, as its sidecar names it:
-/// `None` without a readable sidecar, or one that names none. The rule is the core's
-/// (`flinch_core::sidecar::power_source`), the one the page applies to a dropped sidecar.
-pub fn power_source(csv: &Path) -> Option<PowerSource> {
-    flinch_core::sidecar::power_source(&std::fs::read(path_for(csv)).ok()?)
-}
+/// `<csv>.meta.json` and the power source it names: the std driver's, which `analyze` and
+/// `trace --telemetry` read through.
+pub use flinch_host::sidecar::{path_for, power_source};
 
 /// Host facts from uname and the CPU count.
 pub fn host_info() -> HostInfo {
