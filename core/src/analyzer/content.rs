@@ -5,9 +5,10 @@ use alloc::vec::Vec;
 
 use super::{Analysis, AnalyzeError, AnalyzerOptions, Kind};
 use crate::gzip::GzError;
+use crate::job::Job;
 use crate::summary::{DEFAULT_TOP_OPS, EventReplay, IntervalSpill};
 use crate::trace_job::FirstRead;
-use crate::window::WindowAnalyzer;
+use crate::window::AnalyzeJob;
 
 /// Longest run of leading whitespace looked through to detect the kind.
 pub(super) const MAX_LEADING_WHITESPACE: u64 = 1 << 16;
@@ -23,8 +24,8 @@ pub(super) enum Content {
     /// Kind not known yet: the leading whitespace seen so far (at most
     /// `MAX_LEADING_WHITESPACE` bytes), replayed to the analysis once the kind is known.
     Detecting { whitespace: Vec<u8> },
-    /// A trace.csv.
-    Csv(Box<WindowAnalyzer>),
+    /// A trace.csv: the analyze job (`crate::window::job`) in one pass over the decoded bytes.
+    Csv(Box<AnalyzeJob>),
     /// A Chrome / Kineto trace: the trace job's summary read (`crate::trace_job`).
     Trace(Box<FirstRead>),
 }
@@ -65,10 +66,7 @@ impl Content {
                 self.write(&leading, options, decompressed, io)?;
                 self.write(chunk, options, decompressed, io)
             }
-            Content::Csv(w) => {
-                w.write(chunk);
-                Ok(())
-            }
+            Content::Csv(job) => Ok(job.write(chunk)?),
             Content::Trace(t) => t.write(chunk, decompressed),
         }
     }
@@ -76,7 +74,8 @@ impl Content {
     /// The analysis for `kind`.
     fn start(kind: Kind, options: &AnalyzerOptions) -> Result<Content, AnalyzeError> {
         match kind {
-            Kind::Csv => Ok(Content::Csv(Box::new(WindowAnalyzer::new(
+            Kind::Csv => Ok(Content::Csv(Box::new(AnalyzeJob::one_pass_decoded(
+                &options.source,
                 options.window_options()?,
             )))),
             Kind::Trace | Kind::Auto => Ok(Content::Trace(Box::new(FirstRead::summary_only(
@@ -107,8 +106,9 @@ impl Content {
                 let r = t.finish_bytes(&options.source, top, cut_gzip, gzip_warning);
                 Ok(Analysis::Trace(Box::new(r)))
             }
-            Content::Csv(w) => {
-                let mut r = w.end();
+            Content::Csv(mut job) => {
+                job.end()?;
+                let mut r = job.finish()?.into_analysis();
                 r.warnings.extend(gzip_warning);
                 Ok(Analysis::Recording(Box::new(r)))
             }

@@ -4,6 +4,7 @@ use core::fmt;
 
 use crate::gzip::GzError;
 use crate::json::ScanError;
+use crate::window::AnalyzeJobError;
 
 /// Why [`AnalyzerOptions`](super::AnalyzerOptions) were refused.
 #[derive(Clone, Debug)]
@@ -72,6 +73,8 @@ pub enum AnalyzeError {
     /// The gzip input was cut, and the input is not a trace (a trace is summarized from what
     /// was read instead).
     CutInput(GzError),
+    /// The trace.csv's analyze job refused a call (a driver's mistake, not the input's).
+    Job(AnalyzeJobError),
 }
 
 impl fmt::Display for AnalyzeError {
@@ -87,6 +90,7 @@ impl fmt::Display for AnalyzeError {
             }
             AnalyzeError::Gzip(e) => e.fmt(f),
             AnalyzeError::CutInput(e) => e.fmt(f),
+            AnalyzeError::Job(e) => e.fmt(f),
             AnalyzeError::Scan {
                 error,
                 decompressed,
@@ -107,6 +111,7 @@ impl core::error::Error for AnalyzeError {
             AnalyzeError::Options(e) => Some(e),
             AnalyzeError::Gzip(e) | AnalyzeError::CutInput(e) => Some(e),
             AnalyzeError::Scan { error, .. } => Some(error),
+            AnalyzeError::Job(e) => Some(e),
             AnalyzeError::Empty | AnalyzeError::NoContent { .. } => None,
         }
     }
@@ -115,5 +120,14 @@ impl core::error::Error for AnalyzeError {
 impl From<GzError> for AnalyzeError {
     fn from(e: GzError) -> Self {
         AnalyzeError::Gzip(e)
+    }
+}
+
+impl From<AnalyzeJobError> for AnalyzeError {
+    fn from(e: AnalyzeJobError) -> Self {
+        match e {
+            AnalyzeJobError::Gzip(e) => AnalyzeError::Gzip(e),
+            e => AnalyzeError::Job(e),
+        }
     }
 }

@@ -111,6 +111,17 @@ impl AnalyzeJob {
         AnalyzeJob::with(name, Pass::First, analyzer, opts)
     }
 
+    /// One pass that holds every mark and span (within the options' limits), over bytes a
+    /// driver already decoded: the route of a caller that cannot give the file again (the page's
+    /// [`Analyzer`](crate::analyzer::Analyzer), which inflated the bytes itself). Its result never
+    /// [`rereads`](Analyzed::rereads).
+    pub fn one_pass_decoded(name: &str, opts: WindowOptions) -> AnalyzeJob {
+        let analyzer = WindowAnalyzer::new(opts.clone());
+        let mut job = AnalyzeJob::with(name, Pass::First, analyzer, opts);
+        job.gz = MaybeGz::plain();
+        job
+    }
+
     fn with(name: &str, pass: Pass, analyzer: WindowAnalyzer, opts: WindowOptions) -> AnalyzeJob {
         AnalyzeJob {
             name: name.into(),
@@ -313,6 +324,12 @@ impl Analyzed {
     /// them again.
     pub fn analysis(&self) -> &RecordingAnalysis {
         &self.planned.analysis
+    }
+
+    /// The analysis, taken: whole when the result does not [`reread`](Self::rereads) (always
+    /// for [`AnalyzeJob::one_pass_decoded`]).
+    pub fn into_analysis(self) -> RecordingAnalysis {
+        self.planned.analysis
     }
 
     /// What is wrong with the selected window (its marks missing or out of order), if anything.
