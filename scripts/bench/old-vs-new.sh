@@ -5,7 +5,9 @@
 # speed (docs: "What must not change").
 #
 # Usage: scripts/bench/old-vs-new.sh OLD_BIN NEW_BIN DATA_DIR
-# Env:   BENCH_RUNS=3 rounds; BENCH_ONLY=RE only the commands whose NAME matches the regex RE.
+# Env:   BENCH_RUNS=3 rounds; BENCH_ONLY=RE only the commands whose NAME matches the regex RE;
+#        BENCH_REPEAT=6 copies of the trace on each `trace` command line (so that a run lasts long
+#        enough for /usr/bin/time's 10 ms resolution; the output is then an array of them).
 # Data (DATA_DIR, generated when absent by the examples of NEW's tree, deterministic):
 #   kineto-500mb-pauses/trace.json{,.gz}   gen_trace 500 plain+pauses
 #   stack-500mb-pauses/trace.json          gen_trace 500 with_stack+pauses
@@ -18,6 +20,7 @@ NEW=$(realpath "$2")
 DATA=$(realpath -m "$3")
 RUNS=${BENCH_RUNS:-3}
 ONLY=${BENCH_ONLY:-}
+REPEAT=${BENCH_REPEAT:-6}
 cd "$(dirname "$0")/../.."
 mkdir -p "$DATA"
 cargo build --release -q -p flinch-trace --example gen_trace --example gen_csv
@@ -62,16 +65,22 @@ with open(root / "prof-host" / "telemetry.jsonl", "w") as f:
 PY
 fi
 
+# FILE repeated REPEAT times.
+rep() {
+    local out="" k
+    for ((k = 0; k < REPEAT; k++)); do out+="$1 "; done
+    echo "$out"
+}
 # NAME|ARGS
 CMDS=(
-    "trace plain|trace $P --json"
-    "trace with_stack|trace $S --json"
-    "trace .gz|trace $P.gz --json"
-    "trace mergeable|trace $S --json --mergeable"
-    "join pauses|trace $P --pauses --json"
-    "join pauses with_stack|trace $S --pauses --json"
-    "join telemetry|trace $P --telemetry $REC --json"
-    "join .gz pauses|trace $P.gz --pauses --json"
+    "trace plain|trace $(rep "$P") --json"
+    "trace with_stack|trace $(rep "$S") --json"
+    "trace .gz|trace $(rep "$P.gz") --json"
+    "trace mergeable|trace $(rep "$S") --json --mergeable"
+    "join pauses|trace $(rep "$P") --pauses --json"
+    "join pauses with_stack|trace $(rep "$S") --pauses --json"
+    "join telemetry|trace $(rep "$P") --telemetry $REC --json"
+    "join .gz pauses|trace $(rep "$P.gz") --pauses --json"
     "analyze|analyze --csv $ROWS --json"
     "summarize|summarize --runs $R --out @OUT@"
 )
