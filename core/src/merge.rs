@@ -17,6 +17,7 @@
 
 mod buckets;
 pub mod histogram;
+mod job;
 mod one_line;
 mod render;
 mod state;
@@ -27,6 +28,7 @@ use core::fmt;
 
 use serde::Deserialize;
 
+pub use job::{MAX_DOCUMENT_BYTES, MergeJob, MergeJobError, RepeatedFile, STDIN};
 pub use one_line::{OneLine, WithSection};
 pub use render::{
     MERGED_SCOPE, MergedApproximations, MergedCategories, MergedCategory, MergedOpRow,
@@ -427,12 +429,24 @@ pub fn merge_json_with<S: AsRef<[u8]>>(
     summaries: &[S],
     options: &MergeOptions,
 ) -> Result<String, MergeError> {
-    let mut merger = Merger::new();
-    for (i, s) in summaries.iter().enumerate() {
-        merger.add_json(i, s.as_ref())?;
+    merge_texts(summaries, options.top)
+        .map(|merged| to_json(&merged))
+        .map_err(MergeJobError::into_merge_error)
+}
+
+/// The merge job over texts in memory, each handed whole: the texts are named `summary {i}`, so
+/// that the job's errors read as [`MergeError`]'s own.
+fn merge_texts<S: AsRef<[u8]>>(
+    summaries: &[S],
+    top: usize,
+) -> Result<MergedSummary, MergeJobError> {
+    use crate::job::{Job, Need};
+    let names = (0..summaries.len()).map(|i| alloc::format!("summary {i}"));
+    let mut job = MergeJob::new(names.collect(), top)?;
+    while let Need::File(_) = job.need() {
+        job.document(summaries[job.file_index()].as_ref())?;
     }
-    let merged = render::render(merger.finish()?, options.top);
-    Ok(to_json(&merged))
+    job.finish()
 }
 
 /// Merges summaries given as `serde_json::Value`s (e.g. converted from Python dicts).

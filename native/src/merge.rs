@@ -1,11 +1,12 @@
 //! `flinch-trace merge SUMMARY... [--json] [--top N]`: merges per-rank trace summaries (the
 //! `trace --json --mergeable` outputs, or earlier merges) into one (docs/merge.md). The merge is
-//! `flinch_core::merge`; this reads the files (or `-` for stdin) and prints.
-use std::io::Read;
+//! core's merge job (`flinch_core::merge::MergeJob`), driven over the files (or `-` for stdin) by
+//! `flinch_host::merge`; this holds the command line and prints.
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use flinch_core::merge::{AddError, MergeError, MergedSummary, Merger, locate_error, render};
+use flinch_core::merge::{MergeJobError, MergedSummary};
+use flinch_host::merge::{FilesMerge, MergeFilesOptions, READ_WHOLE_MAX_BYTES};
 
 use crate::trace::write_op_table;
 use crate::{CmdError, CmdResult};
@@ -31,136 +32,29 @@ pub struct Args {
     /// Files up to this many bytes are read whole and parsed from memory (the faster parse);
     /// larger ones are parsed as they are read, an array's summaries folded one at a time, so
     /// that memory holds one summary, not the file.
-    #[arg(long, default_value_t = READ_WHOLE_BYTES, value_name = "BYTES",
+    #[arg(long, default_value_t = READ_WHOLE_MAX_BYTES, value_name = "BYTES",
           allow_hyphen_values = true, value_parser = crate::values::count)]
     read_whole_max_bytes: usize,
 }
 
-fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| format!("flinch-trace merge: stdin: {e}"))?;
-        return Ok(buf);
-    }
-    std::fs::read(path).map_err(|e| format!("flinch-trace merge: {}: {e}", path.display()))
-}
-
-/// `--read-whole-max-bytes`' default: a large merge's or a many-rank array's file is parsed as
-/// it is read, where holding it whole would cost its size again.
-const READ_WHOLE_BYTES: usize = 16 << 20;
-
-enum Failed {
-    Read(String),
-    Merge(MergeError),
-}
-
-/// Folds the summary (or the array of summaries) in `path` into `merger`: read whole up to
-/// `read_whole_max_bytes`, else parsed as it is read.
-fn add_file(
-    merger: &mut Merger,
-    index: usize,
-    path: &PathBuf,
-    read_whole_max_bytes: usize,
-) -> Result<(), Failed> {
-    let open = || {
-        std::fs::File::open(path)
-            .map_err(|e| Failed::Read(format!("flinch-trace merge: {}: {e}", path.display())))
-    };
-    let large = path.as_os_str() != "-"
-        && std::fs::metadata(path)
-            .is_ok_and(|m| m.is_file() && m.len() > read_whole_max_bytes as u64);
-    if !large {
-        let bytes = read(path).map_err(Failed::Read)?;
-        return merger.add_json(index, &bytes).map_err(Failed::Merge);
-    }
-    let reader = |file| std::io::BufReader::with_capacity(1 << 20, file);
-    let mut de = serde_json::Deserializer::from_reader(reader(open()?));
-    match merger.add_document(index, &mut de) {
-        Ok(()) => Ok(()),
-        Err(AddError::Refused(e)) => Err(Failed::Merge(e)),
-        // The key path, from a second (tracking) parse of the file.
-        Err(AddError::Syntax(e)) => {
-            let mut de = serde_json::Deserializer::from_reader(reader(open()?));
-            Err(Failed::Merge(locate_error(index, &mut de).unwrap_or(e)))
-        }
-    }
-}
-
-/// The error with the file's name in place of its index.
-fn named(files: &[PathBuf], e: MergeError) -> String {
-    match e.index.and_then(|i| files.get(i)) {
-        Some(file) if e.path.is_empty() => {
-            format!("flinch-trace merge: {}: {}", file.display(), e.message)
-        }
-        Some(file) => format!(
-            "flinch-trace merge: {}: {}: {}",
-            file.display(),
-            e.path,
-            e.message
-        ),
-        None => format!("flinch-trace merge: {e}"),
-    }
-}
-
-/// Each file named once more after its first naming (by device and inode: the same file under
-/// another name, or through a link, too): `(later, earlier)` positions. Files that cannot be
-/// looked at are left to the read, which names them.
-fn repeated_files(files: &[PathBuf]) -> Vec<(usize, usize)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let mut seen = std::collections::HashMap::new();
-        let mut out = Vec::new();
-        for (i, f) in files.iter().enumerate() {
-            if f.as_os_str() == "-" {
-                continue;
-            }
-            let Ok(m) = std::fs::metadata(f) else {
-                continue;
-            };
-            if let Some(&first) = seen.get(&(m.dev(), m.ino())) {
-                out.push((i, first));
-            } else {
-                seen.insert((m.dev(), m.ino()), i);
-            }
-        }
-        out
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = files;
-        Vec::new()
-    }
-}
-
 /// Runs the subcommand.
 pub fn run(args: Args) -> CmdResult {
-    if args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
-        return Err(CmdError::Usage(
-            "flinch-trace merge: `-` (stdin) can be given once".into(),
-        ));
-    }
-    for (later, first) in repeated_files(&args.files) {
-        eprintln!(
-            "flinch-trace merge: warning: {} is the same file as {}: its ranks are merged twice",
-            args.files[later].display(),
-            args.files[first].display()
-        );
+    let options = MergeFilesOptions {
+        files: args.files,
+        top: args.top,
+        read_whole_max_bytes: args.read_whole_max_bytes,
+    };
+    let merge = FilesMerge::new(&options).map_err(|e| match e {
+        MergeJobError::StdinTwice => CmdError::Usage(format!("flinch-trace merge: {e}")),
+        e => CmdError::from(format!("flinch-trace merge: {e}")),
+    })?;
+    for repeated in merge.repeated() {
+        eprintln!("flinch-trace merge: warning: {repeated}");
     }
     // One summary at a time: read, folded in, dropped.
-    let mut merger = Merger::new();
-    for (i, path) in args.files.iter().enumerate() {
-        add_file(&mut merger, i, path, args.read_whole_max_bytes).map_err(|e| match e {
-            Failed::Read(text) => text,
-            Failed::Merge(e) => named(&args.files, e),
-        })?;
-    }
-    let merged = render(
-        merger.finish().map_err(|e| named(&args.files, e))?,
-        args.top,
-    );
+    let merged = merge
+        .merge()
+        .map_err(|e| format!("flinch-trace merge: {e}"))?;
     if args.json {
         print_json(&merged).map_err(|e| format!("flinch-trace merge: stdout: {e}"))?;
     } else {

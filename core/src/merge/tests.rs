@@ -81,7 +81,7 @@ fn buckets_hold_their_values_and_downscale_by_shifts() {
 }
 
 /// A random rank's trace: `X` events of a few ops with durations of many shapes.
-fn rank_doc(rng: &mut Rng, events: usize) -> (String, Vec<(String, String, u64)>) {
+pub(super) fn rank_doc(rng: &mut Rng, events: usize) -> (String, Vec<(String, String, u64)>) {
     let cats = ["kernel", "cpu_op", "cuda_runtime", "gpu_memcpy"];
     let mut doc = String::from("{\"traceEvents\":[");
     let mut durs = Vec::new();
@@ -113,7 +113,7 @@ fn rank_doc(rng: &mut Rng, events: usize) -> (String, Vec<(String, String, u64)>
     (doc, durs)
 }
 
-fn summarize(doc: &str, source: &str, mergeable: bool) -> String {
+pub(super) fn summarize(doc: &str, source: &str, mergeable: bool) -> String {
     let mut a = Analyzer::new(AnalyzerOptions {
         kind: Kind::Trace,
         source: source.to_string(),
