@@ -58,7 +58,9 @@ mod sniff;
 pub use sniff::MaybeGz;
 
 use miniz_oxide::inflate::TINFLStatus;
-use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+use miniz_oxide::inflate::core::{
+    BlockBoundaryState, DecompressorOxide, decompress, inflate_flags,
+};
 
 const MAGIC_0: u8 = 0x1f;
 const MAGIC_1: u8 = 0x8b;
@@ -295,6 +297,15 @@ type DecompStore = alloc::boxed::Box<DecompressorOxide>;
 type DecompStore = DecompressorOxide;
 
 #[cfg(feature = "alloc")]
+fn set_decomp(store: &mut DecompStore, d: DecompressorOxide) {
+    **store = d;
+}
+#[cfg(not(feature = "alloc"))]
+fn set_decomp(store: &mut DecompStore, d: DecompressorOxide) {
+    *store = d;
+}
+
+#[cfg(feature = "alloc")]
 type BufStore = alloc::boxed::Box<[u8]>;
 #[cfg(not(feature = "alloc"))]
 type BufStore = [u8; HISTORY_BYTES + DEFAULT_OUTPUT_AREA_BYTES];
@@ -314,6 +325,10 @@ pub struct MinizInflate {
     pending_start: usize,
     /// The stream's final block has been decoded (pending bytes may remain).
     ended: bool,
+    /// Stop at every deflate block's end ([`RawInflate::block_boundary`] then reports it).
+    stop_at_blocks: bool,
+    /// The last `decompress` call stopped at a block's end (its output may still be pending).
+    at_boundary: bool,
 }
 
 impl Default for MinizInflate {
@@ -353,7 +368,17 @@ impl MinizInflate {
             pos: 0,
             pending_start: 0,
             ended: false,
+            stop_at_blocks: false,
+            at_boundary: false,
         }
+    }
+
+    /// The same inflater, stopping at the end of every deflate block so that
+    /// [`RawInflate::block_boundary`] reports it (for restart points). A call then returns at
+    /// each block's end (blocks are usually 50-300 KB of output), which costs little.
+    pub fn stopping_at_blocks(mut self) -> MinizInflate {
+        self.stop_at_blocks = true;
+        self
     }
 
     /// Copies pending decoded bytes to `output[*nout..]`.
@@ -384,6 +409,12 @@ impl RawInflate for MinizInflate {
     ) -> Result<(bool, usize, usize), InflateError> {
         let mut nin = 0;
         let mut nout = 0;
+        let mut flags = inflate_flags::TINFL_FLAG_HAS_MORE_INPUT
+            | inflate_flags::TINFL_FLAG_IGNORE_ADLER32
+            | inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+        if self.stop_at_blocks {
+            flags |= inflate_flags::TINFL_FLAG_STOP_ON_BLOCK_BOUNDARY;
+        }
         loop {
             self.flush_pending(output, &mut nout);
             if self.pending_start < self.pos {
@@ -391,6 +422,15 @@ impl RawInflate for MinizInflate {
             }
             if self.ended {
                 return Ok((true, nin, nout));
+            }
+            if self.at_boundary {
+                if nin > 0 || nout > 0 {
+                    // All output before the boundary is out: the framing may take a point here.
+                    return Ok((false, nin, nout));
+                }
+                // Called again at the boundary it returned at (or one reached without
+                // progress, which is skipped): decode on.
+                self.at_boundary = false;
             }
             if nout == output.len() {
                 return Ok((false, nin, nout));
@@ -401,14 +441,13 @@ impl RawInflate for MinizInflate {
                 &input[nin..],
                 &mut self.buf,
                 self.pos,
-                inflate_flags::TINFL_FLAG_HAS_MORE_INPUT
-                    | inflate_flags::TINFL_FLAG_IGNORE_ADLER32
-                    | inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
+                flags,
             );
             nin += in_n;
             self.pos += out_n;
             match status {
                 TINFLStatus::Done => self.ended = true,
+                TINFLStatus::BlockBoundary => self.at_boundary = true,
                 TINFLStatus::HasMoreOutput => {}
                 TINFLStatus::NeedsMoreInput => {
                     if nin == input.len() {
@@ -431,6 +470,44 @@ impl RawInflate for MinizInflate {
         self.pos = 0;
         self.pending_start = 0;
         self.ended = false;
+        self.at_boundary = false;
+    }
+
+    fn block_boundary(&self) -> Option<u32> {
+        if !self.at_boundary || self.pending_start < self.pos {
+            return None;
+        }
+        // miniz_oxide gives back the whole bytes it read ahead: fewer than 8 bits remain.
+        let state = self.decomp.block_boundary_state()?;
+        Some(u32::from(state.num_bits))
+    }
+
+    fn history(&mut self, out: &mut [u8]) -> usize {
+        let n = self.pos.min(HISTORY_BYTES).min(out.len());
+        out[..n].copy_from_slice(&self.buf[self.pos - n..self.pos]);
+        n
+    }
+
+    fn restart(&mut self, bits: u8, byte: u8, history: &[u8]) -> bool {
+        if bits > 7 || history.len() > HISTORY_BYTES {
+            return false;
+        }
+        let state = BlockBoundaryState {
+            num_bits: bits,
+            bit_buf: if bits == 0 { 0 } else { byte >> (8 - bits) },
+            ..BlockBoundaryState::default()
+        };
+        set_decomp(
+            &mut self.decomp,
+            DecompressorOxide::from_block_boundary_state(&state),
+        );
+        // The history sits right before the output position, as if just decoded.
+        self.buf[..history.len()].copy_from_slice(history);
+        self.pos = history.len();
+        self.pending_start = self.pos;
+        self.ended = false;
+        self.at_boundary = false;
+        true
     }
 }
 
@@ -913,3 +990,6 @@ impl<I: RawInflate> GzDecoder<I> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod resume_tests;
