@@ -1,7 +1,8 @@
 //! `flinch_trace._native`: the wheel's compiled module. Each function calls the library function
-//! the command line calls (`flinch_host::{trace, analyze, runs}`,
-//! `flinch_core::merge`), so the JSON text is the same bytes; `flinch_trace/__init__.py` turns it
-//! into dicts. The work runs with the GIL released (`Python::detach`), and a panic inside it
+//! the command line calls (`flinch_host::{trace, analyze, runs}`, and for the merge
+//! `flinch_core::merge`'s merge job over the texts), so the JSON text is the same bytes;
+//! `flinch_trace/__init__.py` turns it into dicts. The work runs with the GIL released
+//! (`Python::detach`), and a panic inside it
 //! becomes a `RuntimeError` rather than unwinding into the interpreter.
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
