@@ -45,15 +45,20 @@ fn data(rng: &mut Rng, len: usize) -> Vec<u8> {
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    member(data, 6)
+}
+
+/// `data` as one gzip member at `level`.
+pub(super) fn member(data: &[u8], level: u32) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
     enc.write_all(data).unwrap();
     enc.finish().unwrap()
 }
 
 /// A temporary file removed on drop.
-struct TempFile(PathBuf);
+pub(super) struct TempFile(pub(super) PathBuf);
 impl TempFile {
-    fn new(bytes: &[u8]) -> TempFile {
+    pub(super) fn new(bytes: &[u8]) -> TempFile {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("flinch-input-{}-{n}", std::process::id()));

@@ -1,13 +1,9 @@
 //! Restart points against decoding from the start: every spacing, every point, random ranges,
 //! random input splits, multi-member and cut streams.
-use std::io::Write;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use flinch_core::gzip::{GzDecoder, RestartIndex};
 
 use super::*;
-use crate::input::tests::Rng;
+use crate::input::tests::{Rng, TempFile, member};
 
 /// Trace-like text with some random bytes and runs: many blocks, matches reaching far back.
 fn data(rng: &mut Rng, len: usize) -> Vec<u8> {
@@ -30,29 +26,6 @@ fn data(rng: &mut Rng, len: usize) -> Vec<u8> {
     }
     v.truncate(len);
     v
-}
-
-fn member(data: &[u8], level: u32) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
-    enc.write_all(data).unwrap();
-    enc.finish().unwrap()
-}
-
-/// A temporary file removed on drop.
-struct TempFile(PathBuf);
-impl TempFile {
-    fn new(bytes: &[u8]) -> TempFile {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("flinch-restart-{}-{n}", std::process::id()));
-        std::fs::write(&path, bytes).unwrap();
-        TempFile(path)
-    }
-}
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// Decodes `gz` from the start in input pieces of random sizes (up to `max_piece`), keeping
