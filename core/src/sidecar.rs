@@ -387,14 +387,9 @@ impl PowerSourceScanner {
     }
 
     fn escape(&mut self, b: u8) {
-        let decoded = match b {
-            b'"' | b'\\' | b'/' => b,
-            b'b' => 0x08,
-            b'f' => 0x0C,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
-            b'u' => return self.start_hex(),
+        let decoded = match (b, crate::json::short_escape(b)) {
+            (_, Some(decoded)) => decoded,
+            (b'u', None) => return self.start_hex(),
             _ => return self.bad(),
         };
         self.keep(decoded);

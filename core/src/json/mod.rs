@@ -50,6 +50,21 @@ mod scanner;
 pub use decimal::parse_us_to_ns;
 pub use scanner::EventScanner;
 
+/// The byte a one-character JSON escape stands for (a backslash, then `"`, a backslash, `/`, `b`,
+/// `f`, `n`, `r` or `t`); `None` for `u` (four hex digits follow) and for a byte that starts no escape. The one
+/// table of the scanner's strings and the sidecar's.
+pub(crate) const fn short_escape(b: u8) -> Option<u8> {
+    match b {
+        b'"' | b'\\' | b'/' => Some(b),
+        b'b' => Some(0x08),
+        b'f' => Some(0x0C),
+        b'n' => Some(b'\n'),
+        b'r' => Some(b'\r'),
+        b't' => Some(b'\t'),
+        _ => None,
+    }
+}
+
 use core::fmt;
 
 /// What one [`EventScanner::scan`] call ended with.

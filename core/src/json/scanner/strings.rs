@@ -81,14 +81,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         match self.esc {
             Esc::Backslash => {
                 self.esc = Esc::None;
-                let out = match b {
-                    b'"' | b'\\' | b'/' => b,
-                    b'b' => 0x08,
-                    b'f' => 0x0C,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    b'u' => {
+                let out = match (b, crate::json::short_escape(b)) {
+                    (_, Some(out)) => out,
+                    (b'u', None) => {
                         self.esc = Esc::Hex { n: 0, acc: 0 };
                         return true;
                     }
