@@ -10,8 +10,8 @@ cd "$(dirname "$0")/../.."
 
 ENV_DIR="${1:-${FLINCH_TORCH_ENV:-target/torch-env}}"
 
-if "$ENV_DIR/bin/python" -c 'import torch' 2>/dev/null; then
-  echo "present: $ENV_DIR (torch $("$ENV_DIR/bin/python" -c 'import torch; print(torch.__version__)'))"
+if "$ENV_DIR/bin/python" -W ignore -c 'import torch' 2>/dev/null; then
+  echo "present: $ENV_DIR (torch $("$ENV_DIR/bin/python" -W ignore -c 'import torch; print(torch.__version__)'))"
   exit 0
 fi
 
@@ -25,5 +25,5 @@ if ! python3 -m venv --clear "$ENV_DIR"; then
 fi
 start=$(date +%s)
 "$ENV_DIR/bin/pip" install -q --disable-pip-version-check torch
-"$ENV_DIR/bin/python" -c 'import torch; print("installed: torch", torch.__version__)'
+"$ENV_DIR/bin/python" -W ignore -c 'import torch; print("installed: torch", torch.__version__)'
 echo "pip install torch took $(( $(date +%s) - start )) s; $ENV_DIR is $(du -sh "$ENV_DIR" | cut -f1)"
