@@ -10,13 +10,14 @@ schedule (wait, warmup, active), `prof.step()` once per iteration, so the trace 
   lands in the data loader (`dataloader`).
 - In the `--sleep` steps the loop calls a bare time.sleep of `--sleep-ms` after the optimizer step, outside
   every profiled op (`other`).
-Writes TRACE (export_chrome_trace) and TRACE's truth beside it (`--truth`, default TRACE with
+Python's garbage collector is off during the loop. Writes TRACE (export_chrome_trace) and TRACE's truth beside it (`--truth`, default TRACE with
 `.truth.json` in place of `.json`): torch version, the options, which steps stall and which sleep.
 
 Usage: make_steps_trace.py OUT.json [--stall 8,16] [--sleep 5,12] [--stall-ms 250] [--sleep-ms 250]
        [--seed 0] [--with-stack] [--wait 1] [--warmup 1] [--active 22]
 """
 import argparse
+import gc
 import json
 import os
 import platform
@@ -101,6 +102,9 @@ def main(argv=None):
         exported.append(out)
 
     sched = schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=1)
+    # No garbage collection inside the loop: its pauses made fast steps slow (false outliers) on a busy machine.
+    gc.collect()
+    gc.disable()
     t0 = time.monotonic()
     with profile(activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=on_ready,
                  with_stack=args.with_stack) as prof:
@@ -113,6 +117,7 @@ def main(argv=None):
                 time.sleep(args.sleep_ms / 1e3)  # nothing profiled runs here
             prof.step()
     wall_s = time.monotonic() - t0
+    gc.enable()
     if not exported:
         sys.exit("make_steps_trace: the profiler wrote no trace")
 

@@ -72,7 +72,8 @@ for try in 1 2 3; do
   [[ $rc -eq 3 && $try -lt 3 ]] || die "the fresh trace's outliers are not the known stall and sleep steps"
   say "a step that should be fast came out slow (a loaded machine?): recording again"
 done
-python3 "$HERE/check_steps.py" summary <("$BIN" trace "$fresh" --json) "$fresh" || die "trace --json on the fresh trace"
+"$BIN" trace "$fresh" --json > "$work/fresh.trace.json" || die "$BIN trace $fresh --json failed"
+python3 "$HERE/check_steps.py" summary "$work/fresh.trace.json" "$fresh" || die "trace --json on the fresh trace"
 
 # 3. The fixtures: the oracle reproduces its goldens, the truth holds, trace --json reads them.
 shopt -s nullglob

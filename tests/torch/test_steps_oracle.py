@@ -206,3 +206,17 @@ def test_cli_main(tmp_path, capsys):
     so.main([p])
     out = json.loads(capsys.readouterr().out)
     assert out["steps"][0]["index"] == 7 and out["steps"][0]["start_ts_us"] == "1.0"
+
+
+def test_dataloader_as_user_annotation(tmp_path):
+    # Real PyTorch writes the DataLoader's __next__ as a user_annotation (tests/fixtures/torch/README.md).
+    # Step [0, 100): DataLoader user_annotation [0, 60) with a cpu_op [10, 20) inside (still dataloader),
+    # a cpu_op [70, 80) (cpu_exec), another user_annotation [80, 100) (no class: other).
+    ev = [X("ProfilerStep#4", "user_annotation", 0, 100),
+          X("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", 0, 60),
+          X("aten::stack", "cpu_op", 10, 10), X("aten::mm", "cpu_op", 70, 10),
+          X("Optimizer.step#SGD.step", "user_annotation", 80, 20),
+          X("enumerate(DataLoader)#x", "python_function", 60, 10)]  # other categories: no class
+    (s,) = run(tmp_path, ev)["steps"]
+    assert {k: v for k, v in s["breakdown_ns"].items() if v} == {"dataloader": 60_000, "cpu_exec": 10_000,
+                                                                  "other": 30_000}
