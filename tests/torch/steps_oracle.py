@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""A naive, independent oracle of the step rule (docs/steps.md; issue 23): per-step breakdown and outliers.
+"""A naive, independent oracle of the step rule (issue 23, `trace --steps`): per-step breakdown and outliers.
 
 Independent of the Rust code on purpose: it reads the trace with Python's json module, numbers as Decimal,
 and applies the rule by brute force, so `flinch-trace trace FILE --steps --json` can be checked against it.
