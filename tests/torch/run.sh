@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-PyTorch step tests (issue 23; docs/testing.md, "PyTorch").
+# The real-PyTorch step tests (docs/steps.md; docs/testing.md, "PyTorch").
 #   1. the oracle's unit tests (when a python with pytest is found);
 #   2. a fresh trace from the real PyTorch (make_steps_trace.py, CPU, 22 profiled steps: the data loader stalls
 #      in steps 8 and 16, a bare time.sleep in 5 and 12), whose oracle outliers must be exactly those steps with

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""A naive, independent oracle of the step rule (issue 23, `trace --steps`): per-step breakdown and outliers.
+"""A naive, independent oracle of the step rule (docs/steps.md, `trace --steps`): per-step breakdown and outliers.
 
 Independent of the Rust code on purpose: it reads the trace with Python's json module, numbers as Decimal,
 and applies the rule by brute force, so `flinch-trace trace FILE --steps --json` can be checked against it.
@@ -229,7 +229,7 @@ def mark_outliers(steps):
 def oracle(path, step_name=DEFAULT_STEP_NAME):
     steps = steps_of(load_events(path), step_name)
     summary = mark_outliers(steps)
-    return {"rule": "steps-rule issue 23 (tests/torch/steps_oracle.py)", "step_name": step_name,
+    return {"rule": "the step rule of docs/steps.md (tests/torch/steps_oracle.py)", "step_name": step_name,
             "steps": steps, "step_summary": summary}
 
 
