@@ -1230,7 +1230,7 @@ fn trace_join_session_wanted_ranges_are_checked() {
 #[test]
 fn trace_join_session_reads_stored_gzip_ranges_from_restart_points() {
     let csv = recording_csv(0..151, &[]);
-    // ~14 MB: a few restart points (one per 4 MiB of decoded trace).
+    // ~14 MB: a restart point per MiB of decoded trace.
     let doc = loop_doc(42_000, 1, 0, false);
     let doc_gz = gz(&doc);
     let options = r#"{"source":"t.json","limits":"page","top_pauses":2}"#;

@@ -15,9 +15,10 @@ use crate::gzip::{GzDecoder, GzError, GzStatus, MinizInflate, RestartIndex};
 /// Decoded bytes handed on per step.
 const OUT_BYTES: usize = 64 * 1024;
 
-/// The restart index's bounds: a point every 4 MiB of decoded trace at most, and at most 256
-/// points (8 MiB of histories; past 1 GB of trace the spacing doubles instead).
-pub(super) const SPACING_BYTES: u64 = 4 << 20;
+/// The restart index's bounds: a point every 1 MiB of decoded trace at most, and at most 256
+/// points (8 MiB of histories): past 256 MB of trace the spacing doubles, so a 1 GB trace has
+/// one every 4 MiB.
+pub(super) const SPACING_BYTES: u64 = 1 << 20;
 /// See [`SPACING_BYTES`].
 pub(super) const MAX_POINTS: usize = 256;
 
