@@ -11,6 +11,7 @@
 #   6. `with flinch_trace.profile(DIR) as p:` (profile_api.py) with the extension `cargo build -p flinch-py` made.
 # CPU only: CUDA activities and torch 2.15's environment counters are armed only where
 # torch.cuda.is_available(); that path is not run here.
+# Also the bootstrap's unit tests (test_torch_profile.py) when $FLINCH_PY_ENV (default target/py-env) has pytest.
 # Env: FLINCH_BIN (default target/debug/flinch-trace), FLINCH_TORCH_ENV (default target/torch-env, made by
 # scripts/dev/torch-env.sh), FLINCH_TORCH_KEEP=DIR keeps the outputs there.
 set -euo pipefail
@@ -36,6 +37,11 @@ else
 fi
 rec() { "$BIN" record --no-rapl --interval-ms 10 "$@"; }
 no_tmp() { ! ls -a "$1" | grep -q '\.tmp' || die "temporary files left in $1: $(ls -a "$1")"; }
+
+if [[ -x "${FLINCH_PY_ENV:-target/py-env}/bin/python" ]]; then
+  say "0. the bootstrap's unit tests (pytest, a stand-in torch)"
+  "${FLINCH_PY_ENV:-target/py-env}/bin/python" -m pytest -q "$HERE/test_torch_profile.py"
+fi
 
 say "1. an unchanged training script, the trace on the recording's clock, the report"
 d="$work/run1"; mkdir -p "$d"
