@@ -185,7 +185,7 @@ fn real_pytorch_record_profile_script() {
     let native = Path::new(env!("CARGO_BIN_EXE_flinch-trace")).with_file_name("lib_native.so");
     if !native.is_file() && std::env::var_os("FLINCH_PY_NATIVE").is_none() {
         eprintln!(
-            "SKIPPED: part 6 of tests/torch/record_profile.sh (flinch_trace.profile): no {} \
+            "SKIPPED: part 7 of tests/torch/record_profile.sh (flinch_trace.profile): no {} \
              (cargo build -p flinch-py)",
             native.display()
         );

@@ -8,7 +8,8 @@
 #   3. an early end (SystemExit inside the active window): atexit exports what was recorded;
 #   4. SIGINT to `record` while the program sleeps inside the active window: a whole trace, no temporary file;
 #   5. torch imported but no optimizer: one warning, a normal recording;
-#   6. `with flinch_trace.profile(DIR) as p:` (profile_api.py) with the extension `cargo build -p flinch-py` made.
+#   7. `with flinch_trace.profile(DIR) as p:` (profile_api.py) with the extension `cargo build -p flinch-py` made;
+#   6. torchrun --standalone --nproc-per-node 2 (no process group; RANK names each trace).
 # CPU only: CUDA activities and torch 2.15's environment counters are armed only where
 # torch.cuda.is_available(); that path is not run here.
 # Also the bootstrap's unit tests (test_torch_profile.py) when $FLINCH_PY_ENV (default target/py-env) has pytest.
@@ -122,7 +123,16 @@ n=$(grep -c 'warning: --torch-profile' "$d/err.txt" || true)
 grep -q 'no torch.optim optimizer stepped' "$d/err.txt" || die "the warning does not say why: $(cat "$d/err.txt")"
 grep -q 'MARK,cmd_end' "$d/trace.csv" || die "the recording has no cmd_end"
 
-say "6. flinch_trace.profile() inside the program: the recorder child, the profiler, marks, p.result"
+say "6. torchrun, 2 ranks on CPU: one trace per rank named by RANK, the lowest rank reported"
+d="$work/run7"; mkdir -p "$d"
+rec --torch-profile=1,1,3 --out "$d/trace.csv" -- "$TORCH_ENV/bin/torchrun" --standalone --nproc-per-node 2 \
+  "$HERE/train_plain.py" --steps 8 >"$d/report.txt" 2>"$d/err.txt" || { cat "$d/err.txt"; die "torchrun under record failed"; }
+for r in 0 1; do "$PY" "$HERE/check_record_profile.py" whole "$d/trace.torch.rank$r.json.gz" 3; done
+grep -q "the answer: flinch-trace trace $d/trace.torch.rank0.json.gz" "$d/err.txt" || die "rank 0 not reported: $(cat "$d/err.txt")"
+grep -q "also written: $d/trace.torch.rank1.json.gz" "$d/err.txt" || die "rank 1 not named"
+grep -q 'ProfilerStep#' "$d/report.txt" || die "no report for rank 0"
+
+say "7. flinch_trace.profile() inside the program: the recorder child, the profiler, marks, p.result"
 native="${FLINCH_PY_NATIVE:-$(dirname "$BIN")/lib_native.so}"
 if [[ -f "$native" ]]; then
   # The package's Python files with the extension module `cargo build -p flinch-py` made (abi3).
@@ -133,7 +143,7 @@ if [[ -f "$native" ]]; then
     || { cat "$work/run6.err"; die "profile_api.py failed"; }
 else
   [[ -n "${FLINCH_TORCH_ALLOW_NO_PY:-}" ]] || die "no $native for the Python API test (cargo build -p flinch-py, or FLINCH_PY_NATIVE=PATH; FLINCH_TORCH_ALLOW_NO_PY=1 skips it)"
-  say "SKIPPED 6: no $native (FLINCH_TORCH_ALLOW_NO_PY=1)"
+  say "SKIPPED 7: no $native (FLINCH_TORCH_ALLOW_NO_PY=1)"
 fi
 
 say "all passed"
