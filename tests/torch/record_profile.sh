@@ -8,8 +8,8 @@
 #   3. an early end (SystemExit inside the active window): atexit exports what was recorded;
 #   4. SIGINT to `record` while the program sleeps inside the active window: a whole trace, no temporary file;
 #   5. torch imported but no optimizer: one warning, a normal recording;
-#   7. `with flinch_trace.profile(DIR) as p:` (profile_api.py) with the extension `cargo build -p flinch-py` made;
-#   6. torchrun --standalone --nproc-per-node 2 (no process group; RANK names each trace).
+#   6. torchrun --standalone --nproc-per-node 2 (no process group; RANK names each trace);
+#   7. `with flinch_trace.profile(DIR) as p:` (profile_api.py) with the extension `cargo build -p flinch-py` made.
 # CPU only: CUDA activities and torch 2.15's environment counters are armed only where
 # torch.cuda.is_available(); that path is not run here.
 # Also the bootstrap's unit tests (test_torch_profile.py) when $FLINCH_PY_ENV (default target/py-env) has pytest.
