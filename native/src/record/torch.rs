@@ -249,7 +249,7 @@ impl Outcome {
             "torch was imported but no torch.optim optimizer stepped (the profiler starts on the first optimizer step)".to_string()
         } else {
             format!(
-                "the command ended before the profiler's first active window ended at step {} (schedule {schedule} = wait,warmup,active,repeat; give a shorter one with --torch-profile=W,U,A)",
+                "the command ended before the profiler's first active window, which opens after optimizer step {} (schedule {schedule} = wait,warmup,active,repeat; give a shorter one with --torch-profile=W,U,A)",
                 1 + schedule.wait + schedule.warmup
             )
         };
@@ -380,11 +380,7 @@ mod tests {
         o.add_notes("python\ntorch\n");
         assert!(w(&o).contains("no torch.optim optimizer stepped"));
         o.add_notes("profiler cpu\n");
-        assert!(
-            w(&o).contains("first active window ended at step 8"),
-            "{}",
-            w(&o)
-        );
+        assert!(w(&o).contains("opens after optimizer step 8"), "{}", w(&o));
         o.add_notes("error export: OSError: disk full\n");
         assert!(w(&o).contains("the profiler failed (export: OSError: disk full)"));
         assert!(w(&o).ends_with("the recording goes on"));
