@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from . import _native
 from ._marks import mark, window
+from ._profile import profile
 
 __version__: str = _native.__version__
 
@@ -27,6 +28,7 @@ __all__ = [
     "merge_json",
     "mark",
     "window",
+    "profile",
     "DEFAULT_TOP",
     "__version__",
 ]

@@ -1,6 +1,6 @@
 import os
 from contextlib import AbstractContextManager
-from typing import Any, Dict, Iterable, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 PathLike = Union[str, os.PathLike[str]]
 
@@ -41,3 +41,22 @@ def merge_json(
 ) -> str: ...
 def mark(label: str) -> bool: ...
 def window(name: str) -> AbstractContextManager[None]: ...
+
+class profile:
+    folder: str
+    csv: str
+    schedule: Tuple[int, int, int, int]
+    traces: List[str]
+    perfetto: Optional[str]
+    result: Optional[Dict[str, Any]]
+    def __init__(
+        self,
+        folder: PathLike,
+        schedule: Sequence[int] = ...,
+        *,
+        interval_ms: float = ...,
+        report: bool = ...,
+        binary: Optional[str] = ...,
+    ) -> None: ...
+    def __enter__(self) -> "profile": ...
+    def __exit__(self, *exc: Any) -> None: ...

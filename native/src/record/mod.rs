@@ -26,6 +26,7 @@ pub mod sampler;
 pub mod sidecar;
 pub mod signals;
 pub mod slow;
+pub mod torch;
 pub mod writer;
 
 use clock::{Clock, FakeClock, SystemClock};
@@ -102,6 +103,15 @@ pub struct Args {
     /// Do not inject the NVTX library into the command (its NVTX ranges then make no marks).
     #[arg(long)]
     no_nvtx: bool,
+    /// Profile a PyTorch command with torch.profiler, no line of it changed, and print the answer
+    /// when it ends (docs/torch-profile.md). SCHEDULE: wait,warmup,active[,repeat] optimizer
+    /// steps (default 5,2,10,1).
+    #[arg(long, value_name = "SCHEDULE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "5,2,10,1", value_parser = torch::parse_schedule)]
+    torch_profile: Option<torch::Schedule>,
+    /// With --torch-profile: write the trace and the recording, print no report.
+    #[arg(long, requires = "torch_profile")]
+    no_report: bool,
     /// Command to run and record: `flinch-trace record [OPTIONS] -- CMD ARGS...`.
     #[arg(last = true)]
     command: Vec<String>,
@@ -162,6 +172,12 @@ fn validate(a: &Args) -> Result<(), CmdError> {
         && !a.seconds.is_some_and(f64::is_finite)
     {
         return usage("the virtual clock needs a finite --seconds");
+    }
+    if a.torch_profile.is_some() && (a.command.is_empty() || a.out.is_none() && a.metrics.is_some())
+    {
+        return usage(
+            "--torch-profile needs a command to run and a recording (--out) to write beside",
+        );
     }
     if a.scripted_gpu.is_some() && a.gpu.is_some() {
         return usage("--gpu does not apply to a scripted GPU source");
@@ -323,6 +339,13 @@ pub fn run(mut args: Args) -> CmdResult {
             None
         }
         None => None,
+    };
+
+    let torch_inj = match (args.torch_profile, &out) {
+        (Some(s), Some(o)) => torch::Injection::prepare(s, o, &nvtx::bases())
+            .map_err(&mut warn)
+            .ok(),
+        _ => None,
     };
 
     // Layout and output.
@@ -526,6 +549,9 @@ pub fn run(mut args: Args) -> CmdResult {
         if let Some(c) = &nvtx_counts {
             cmd.env("FLINCH_NVTX_COUNTS", c.path());
         }
+        if let Some(t) = &torch_inj {
+            cmd.envs(t.env(std::env::var_os("PYTHONPATH")));
+        }
         signals::unblock_in_child(&mut cmd);
         // A signal before the command started ends the recording without starting it.
         let early = stop_state.stop.load(Ordering::SeqCst);
@@ -643,12 +669,22 @@ pub fn run(mut args: Args) -> CmdResult {
             None => {}
         }
     }
+    let torch_outcome = torch_inj.as_ref().map(torch::Injection::outcome);
+    if let (Some(o), Some(s)) = (&torch_outcome, args.torch_profile)
+        && let Some(w) = o.warning(s)
+    {
+        eprintln!("{w}");
+        side.warnings.push(w);
+    }
     side.ended_by = Some(ended_by);
     if report.error.is_none()
         && let Some(o) = &out
         && let Err(w) = side.write(o)
     {
         eprintln!("{w}");
+    }
+    if let (Some(o), Some(csv), false) = (&torch_outcome, &out, args.no_report) {
+        torch::report(o, csv);
     }
     if let Some((e, code)) = child_error {
         eprintln!("{e}");

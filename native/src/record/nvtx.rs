@@ -66,7 +66,7 @@ pub fn choose(exe: Option<&Path>, preset: Option<OsString>) -> Result<Library, S
 
 /// Folders a private copy may go in, in order: `$XDG_RUNTIME_DIR` (per user, in memory), then
 /// the temporary folder.
-fn bases() -> Vec<PathBuf> {
+pub fn bases() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
