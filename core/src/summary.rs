@@ -55,7 +55,7 @@ mod busy;
 #[cfg(feature = "alloc")]
 mod histpass;
 #[cfg(feature = "alloc")]
-mod interner;
+pub(crate) mod interner;
 #[cfg(feature = "alloc")]
 mod op;
 #[cfg(feature = "alloc")]

@@ -1,0 +1,83 @@
+//! Each step's breakdown from the classes' unions, by one sweep in time order.
+//!
+//! Every class's union is a sorted list of disjoint intervals. The sweep walks the boundaries
+//! of all seven lists in time order; between two boundaries the set of active classes is
+//! fixed, and the lowest-numbered active class owns the stretch. Each stretch's length inside
+//! a step's window is added to that step's part (steps may overlap or nest: each takes its
+//! own share); `other` is the window's length minus the classes' parts. All in integer ns.
+use alloc::vec::Vec;
+
+use super::class::{CLASSES, PARTS};
+use crate::intervals::Interval;
+
+/// A step's window and its parts, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) start_ns: i64,
+    pub(crate) end_ns: i64,
+}
+
+/// The parts of each window (in the order given), in ns: indexed by [`Part`](super::Part).
+pub(crate) fn breakdown(classes: &[&[Interval]; CLASSES], windows: &[Window]) -> Vec<[u64; PARTS]> {
+    let mut parts = alloc::vec![[0u64; PARTS]; windows.len()];
+    // Windows by start; the sweep keeps those that overlap the current stretch.
+    let mut by_start: Vec<u32> = (0..windows.len() as u32).collect();
+    by_start.sort_by_key(|&i| windows[i as usize].start_ns);
+    let mut next_window = 0usize;
+    let mut active: Vec<u32> = Vec::new();
+    let mut at = [0usize; CLASSES];
+    let mut inside = [false; CLASSES];
+    // The time of the next boundary of class c.
+    let boundary = |c: usize, at: &[usize; CLASSES], inside: &[bool; CLASSES]| {
+        classes[c].get(at[c]).map(|iv| if inside[c] { iv.end_ns } else { iv.start_ns })
+    };
+    let mut t = match (0..CLASSES).filter_map(|c| boundary(c, &at, &inside)).min() {
+        Some(t) => t,
+        None => return finish(parts, windows),
+    };
+    loop {
+        // Cross every boundary at `t`.
+        for c in 0..CLASSES {
+            while boundary(c, &at, &inside) == Some(t) {
+                if inside[c] {
+                    at[c] += 1;
+                }
+                inside[c] = !inside[c];
+            }
+        }
+        let Some(next) = (0..CLASSES).filter_map(|c| boundary(c, &at, &inside)).min() else {
+            break;
+        };
+        if let Some(owner) = inside.iter().position(|&b| b) {
+            // Windows that start before `next` may overlap [t, next).
+            while let Some(&w) = by_start.get(next_window) {
+                if windows[w as usize].start_ns >= next {
+                    break;
+                }
+                active.push(w);
+                next_window += 1;
+            }
+            active.retain(|&w| windows[w as usize].end_ns > t);
+            for &w in &active {
+                let win = windows[w as usize];
+                let a = t.max(win.start_ns);
+                let b = next.min(win.end_ns);
+                if b > a {
+                    parts[w as usize][owner] += b.abs_diff(a);
+                }
+            }
+        }
+        t = next;
+    }
+    finish(parts, windows)
+}
+
+/// `other`: what the classes leave of each window.
+fn finish(mut parts: Vec<[u64; PARTS]>, windows: &[Window]) -> Vec<[u64; PARTS]> {
+    for (p, w) in parts.iter_mut().zip(windows) {
+        let len = w.end_ns.abs_diff(w.start_ns);
+        let covered: u64 = p[..CLASSES].iter().sum();
+        p[CLASSES] = len - covered;
+    }
+    parts
+}

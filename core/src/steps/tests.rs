@@ -1,0 +1,310 @@
+//! The steps against a naive oracle: per step, every elementary stretch between sorted
+//! boundaries of the events inside it, owned by the highest-priority class of any event that
+//! covers it, on generated GPU traces of known make-up, in shuffled file order.
+use alloc::string::String;
+use alloc::vec::Vec;
+use alloc::{format, vec};
+
+use super::*;
+use crate::Limits;
+use crate::json::{Event, IdField, NumField};
+use crate::testutil::Rng;
+
+/// One generated complete event.
+#[derive(Clone, Debug)]
+pub(crate) struct Gen {
+    pub(crate) cat: &'static str,
+    pub(crate) name: String,
+    pub(crate) ts_ns: i64,
+    pub(crate) dur_ns: i64,
+    pub(crate) tid: i64,
+}
+
+impl Gen {
+    pub(crate) fn event(&self) -> Event<'_> {
+        Event {
+            ph: b"X",
+            cat: Some(self.cat.as_bytes()),
+            name: Some(self.name.as_bytes()),
+            ts_ns: NumField::Ns(self.ts_ns),
+            dur_ns: NumField::Ns(self.dur_ns),
+            pid: IdField::Int(if self.cat == "kernel" || self.cat.starts_with("gpu_") {
+                0
+            } else {
+                1
+            }),
+            tid: IdField::Int(self.tid),
+            id: IdField::Missing,
+            scope: IdField::Missing,
+            quoted_times: 0,
+        }
+    }
+}
+
+/// A training-loop-like trace: `steps` steps of random length, each with kernels, copies,
+/// sets and NCCL kernels on 4 streams overlapping, runtime calls, data loading and other host
+/// ops, some stretches of nothing; a few nested and overlapping steps; events shuffled.
+pub(crate) fn generate(rng: &mut Rng, steps: usize, grain_ns: i64) -> Vec<Gen> {
+    let mut out = Vec::new();
+    let mut t = 1_000_000 + rng.below(1000) as i64;
+    let kinds: [(&str, &str); 9] = [
+        ("kernel", "sgemm_128x64"),
+        ("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float"),
+        ("kernel", "ncclDevKernel_AllGather_RING_LL"),
+        ("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)"),
+        ("gpu_memset", "Memset (Device)"),
+        ("cuda_runtime", "cudaLaunchKernel"),
+        ("cuda_driver", "cuLaunchKernel"),
+        ("cpu_op", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"),
+        ("cpu_op", "aten::mm"),
+    ];
+    for s in 0..steps {
+        let len = grain_ns * (20 + rng.below(80) as i64);
+        out.push(Gen {
+            cat: "user_annotation",
+            name: format!("ProfilerStep#{}", s + 3),
+            ts_ns: t,
+            dur_ns: len,
+            tid: 1,
+        });
+        for _ in 0..rng.below(40) {
+            let (cat, name) = kinds[rng.below(kinds.len() as u64) as usize];
+            // Some reach out of the step on either side.
+            let a = t - grain_ns * 3 + rng.below((len + grain_ns * 6) as u64) as i64;
+            let d = rng.below((grain_ns * 15) as u64) as i64;
+            out.push(Gen {
+                cat,
+                name: name.into(),
+                ts_ns: a,
+                dur_ns: d,
+                tid: 7 + rng.below(4) as i64,
+            });
+        }
+        // Things of no class.
+        out.push(Gen {
+            cat: "python_function",
+            name: "train.py(12): step".into(),
+            ts_ns: t,
+            dur_ns: len,
+            tid: 1,
+        });
+        out.push(Gen {
+            cat: "gpu_user_annotation",
+            name: format!("ProfilerStep#{}", s + 3),
+            ts_ns: t,
+            dur_ns: len,
+            tid: 7,
+        });
+        if rng.below(8) == 0 {
+            // A nested step of another name, and one overlapping the next.
+            out.push(Gen {
+                cat: "user_annotation",
+                name: format!("ProfilerStep#{}", 1000 + s),
+                ts_ns: t + len / 3,
+                dur_ns: len,
+                tid: 1,
+            });
+        }
+        t += len + rng.below((grain_ns * 30) as u64) as i64;
+    }
+    // File order is not time order.
+    for i in (1..out.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        out.swap(i, j);
+    }
+    out
+}
+
+/// The oracle's parts of the step `[t0, t1)`.
+pub(crate) fn oracle(events: &[Gen], t0: i64, t1: i64) -> [u64; PARTS] {
+    let classed: Vec<(Part, i64, i64)> = events
+        .iter()
+        .filter(|e| e.dur_ns >= 0)
+        .filter_map(|e| {
+            class::class_of(e.cat.as_bytes(), e.name.as_bytes())
+                .map(|c| (c, e.ts_ns, e.ts_ns + e.dur_ns))
+        })
+        .collect();
+    let mut cuts: Vec<i64> = vec![t0, t1];
+    for &(_, a, b) in &classed {
+        for x in [a, b] {
+            if x > t0 && x < t1 {
+                cuts.push(x);
+            }
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut parts = [0u64; PARTS];
+    for w in cuts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let owner = classed
+            .iter()
+            .filter(|&&(_, s, e)| s <= a && e >= b && e > s)
+            .map(|&(c, _, _)| c)
+            .min()
+            .unwrap_or(Part::Other);
+        parts[owner as usize] += (b - a) as u64;
+    }
+    parts
+}
+
+fn run(events: &[Gen], limits: &Limits, pattern: StepPattern) -> StepsFound {
+    let mut c = StepCollector::new(pattern, limits);
+    for e in events {
+        c.add(&e.event());
+    }
+    c.finish()
+}
+
+#[test]
+fn breakdown_equals_the_oracle_on_generated_gpu_traces() {
+    let mut rng = Rng(23);
+    for round in 0..30 {
+        let events = generate(&mut rng, 1 + round % 9, 1000 + round as i64 * 37);
+        let found = run(&events, &Limits::NATIVE, StepPattern::default());
+        let want_steps: Vec<&Gen> = events
+            .iter()
+            .filter(|e| e.cat == "user_annotation")
+            .collect();
+        assert_eq!(found.steps.len(), want_steps.len());
+        for s in &found.steps {
+            let want = oracle(&events, s.ts_ns, s.ts_ns + s.dur_ns as i64);
+            assert_eq!(s.parts_ns, want, "round {round} {}", s.name);
+            assert_eq!(s.parts_ns.iter().sum::<u64>(), s.dur_ns);
+            assert_eq!(s.index, pattern::name_index(s.name.as_bytes()).unwrap());
+        }
+        // Time order.
+        assert!(found.steps.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+    }
+}
+
+/// Every class shows up where the generator put only it, and an empty stretch is `other`.
+#[test]
+fn known_truth_per_step() {
+    let g = |cat: &'static str, name: &str, ts_ns: i64, dur_ns: i64| Gen {
+        cat,
+        name: name.into(),
+        ts_ns,
+        dur_ns,
+        tid: 1,
+    };
+    let events = vec![
+        // Step 1 [0, 100): kernel 0..30 on one stream, NCCL 10..50 on another, memcpy 45..60
+        // (which outranks NCCL: it takes 45..50 from it), so NCCL shows 30..45; runtime
+        // 0..100 shows where the GPU is idle, 60..100.
+        g("user_annotation", "ProfilerStep#1", 0, 100),
+        g("kernel", "ncclDevKernel_Broadcast", 10, 40),
+        g("kernel", "k", 0, 30),
+        g("gpu_memcpy", "Memcpy DtoD", 45, 15),
+        g("cuda_runtime", "cudaMemcpyAsync", 0, 100),
+        // Step 2 [200, 300): dataloader 200..250, cpu_op 240..270, memset 290..295, nothing
+        // else.
+        g("user_annotation", "ProfilerStep#2", 200, 100),
+        g("cpu_op", "enumerate(DataLoader)#x", 200, 50),
+        g("cpu_op", "aten::add", 240, 30),
+        g("gpu_memset", "Memset", 290, 5),
+    ];
+    let f = run(&events, &Limits::EXACT, StepPattern::default());
+    assert_eq!(f.steps[0].parts_ns, [30, 15, 0, 15, 40, 0, 0, 0]);
+    assert_eq!(f.steps[1].parts_ns, [0, 0, 5, 0, 0, 50, 20, 25]);
+    // Oracle agrees.
+    assert_eq!(oracle(&events, 0, 100), f.steps[0].parts_ns);
+    assert_eq!(oracle(&events, 200, 300), f.steps[1].parts_ns);
+}
+
+/// A custom pattern; names without an index take their ordinal in time order.
+#[test]
+fn custom_patterns_and_ordinals() {
+    let g = |name: &str, ts_ns: i64| Gen {
+        cat: "user_annotation",
+        name: name.into(),
+        ts_ns,
+        dur_ns: 10,
+        tid: 1,
+    };
+    let events = vec![
+        g("train_step", 50),
+        g("train_step", 10),
+        g("train_stepper", 30),
+        g("other", 20),
+    ];
+    let f = run(&events, &Limits::EXACT, StepPattern::parse("train_step").unwrap());
+    let got: Vec<(i64, u64)> = f.steps.iter().map(|s| (s.ts_ns, s.index)).collect();
+    assert_eq!(got, [(10, 0), (50, 1)]);
+    let f = run(&events, &Limits::EXACT, StepPattern::parse("train*").unwrap());
+    let got: Vec<(i64, u64)> = f.steps.iter().map(|s| (s.ts_ns, s.index)).collect();
+    assert_eq!(got, [(10, 0), (30, 1), (50, 2)]);
+}
+
+/// Past `max_step_intervals` the parts stay within the stated bound of the exact ones; past
+/// `max_steps` steps are counted, not listed.
+#[test]
+fn past_the_limits_stated() {
+    let mut rng = Rng(7);
+    let events = generate(&mut rng, 40, 1000);
+    let exact = run(&events, &Limits::EXACT, StepPattern::default());
+    let tight = Limits {
+        max_step_intervals: 8,
+        max_steps: 10,
+        max_step_host_ops: 5,
+        ..Limits::NATIVE
+    };
+    let found = run(&events, &tight, StepPattern::default());
+    assert!(found.error_bound_ns > 0);
+    assert_eq!(found.steps.len(), 10);
+    for s in &found.steps {
+        let e = exact.steps.iter().find(|x| x.ts_ns == s.ts_ns && x.name == s.name).unwrap();
+        for p in 0..PARTS {
+            assert!(s.parts_ns[p].abs_diff(e.parts_ns[p]) <= found.error_bound_ns);
+        }
+        assert_eq!(s.parts_ns.iter().sum::<u64>(), s.dur_ns);
+    }
+    let r = found.report(None);
+    let a = r.step_summary.approximations.unwrap();
+    assert!(a.breakdown_error_bound_ms > 0.0 && a.top_host_ops_partial);
+    assert_eq!(r.step_summary.warnings.len(), 2, "{:?}", r.step_summary.warnings);
+}
+
+/// The report: outliers with their largest part and top host ops, medians, no steps.
+#[test]
+fn report_names_the_slow_steps_and_why() {
+    let mut events = Vec::new();
+    let g = |cat: &'static str, name: &str, ts_ns: i64, dur_ns: i64| Gen {
+        cat,
+        name: name.into(),
+        ts_ns,
+        dur_ns,
+        tid: 1,
+    };
+    let mut t = 0;
+    for s in 0..22 {
+        let slow = s == 8 || s == 16;
+        let len = if slow { 274_000_000 } else { 17_800_000 + s * 1000 };
+        events.push(g("user_annotation", &format!("ProfilerStep#{s}"), t, len));
+        events.push(g("cpu_op", "aten::mm", t, 10_000_000));
+        let load = if slow { 255_000_000 } else { 1_000_000 };
+        events.push(g("cpu_op", "enumerate(DataLoader)#_next", t + 10_000_000, load));
+        t += len + 1000;
+    }
+    let r = run(&events, &Limits::NATIVE, StepPattern::default()).report(None);
+    let o: Vec<u64> = r.step_summary.outliers.iter().map(|o| o.index).collect();
+    assert_eq!(o, [8, 16]);
+    let first = &r.step_summary.outliers[0];
+    assert_eq!(first.largest_part, "dataloader");
+    assert!((first.largest_part_excess_ms - 254.0).abs() < 1e-9);
+    assert_eq!(first.top_host_ops[0].name, "enumerate(DataLoader)#_next");
+    assert!(first.pauses.is_none());
+    assert_eq!(r.steps.iter().filter(|s| s.outlier).count(), 2);
+    assert_eq!(r.step_summary.n, 22);
+    let m = r.step_summary.breakdown_ms_median.unwrap();
+    assert!((m.dataloader - 1.0).abs() < 1e-12);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains("\"start_ts_us\":0.0") || json.contains("\"start_ts_us\":0"));
+    assert!(!json.contains("gpu_energy_j"));
+
+    let none = run(&events, &Limits::NATIVE, StepPattern::parse("nope").unwrap()).report(None);
+    assert!(none.steps.is_empty());
+    assert!(none.step_summary.note.is_some());
+    assert!(none.step_summary.duration_ms.is_none());
+}
