@@ -32,8 +32,8 @@ pub use collect::{Kind, StepCollector};
 pub use energy::StepEnergy;
 pub use pattern::{PatternError, StepPattern};
 pub use result::{
-    Breakdown, HostOpTime, Outlier, Spread, StepApproximations, StepEntry, StepPause,
-    StepSummary, StepsReport, UpdatePeriod,
+    Breakdown, HostOpTime, Outlier, Spread, StepApproximations, StepEntry, StepPause, StepSummary,
+    StepsReport, UpdatePeriod,
 };
 
 use crate::intervals::Interval;
@@ -275,12 +275,11 @@ impl StepsFound {
         if self.host_names_folded {
             warnings.push("host op names past the name table count as \"(other)\"".into());
         }
-        let approximations = (self.error_bound_ns > 0 || self.dropped_host > 0).then(|| {
-            StepApproximations {
+        let approximations =
+            (self.error_bound_ns > 0 || self.dropped_host > 0).then(|| StepApproximations {
                 breakdown_error_bound_ms: ms(self.error_bound_ns),
                 top_host_ops_partial: self.dropped_host > 0,
-            }
-        });
+            });
         let energies: Vec<f64> = entries
             .iter()
             .filter_map(|e| e.energy.as_ref().and_then(|x| x.gpu_energy_j))
@@ -348,8 +347,10 @@ impl StepsFound {
                 String::from_utf8_lossy(self.host_names.key(id)).into_owned()
             }
         };
-        let mut rows: Vec<(String, u64, u64)> =
-            by_name.into_iter().map(|(id, (t, k))| (name(id), t, k)).collect();
+        let mut rows: Vec<(String, u64, u64)> = by_name
+            .into_iter()
+            .map(|(id, (t, k))| (name(id), t, k))
+            .collect();
         rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         rows.truncate(TOP_HOST_OPS);
         rows.into_iter()
@@ -369,7 +370,8 @@ fn pauses_in(report: &JoinReport, t0: i64, t1: i64) -> Vec<StepPause> {
         .iter()
         .filter(|p| {
             let start = p.start_ts_us.ns();
-            let end = start.saturating_add((p.duration_ms * 1e6).round() as i64);
+            // The pause's length back in ns (it was ns / 1e6; no_std has no `round`).
+            let end = start.saturating_add((p.duration_ms * 1e6 + 0.5) as i64);
             start < t1 && end > t0
         })
         .map(|p| StepPause {

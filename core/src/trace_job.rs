@@ -31,10 +31,12 @@ use crate::join::{
     RecordingBuilder, RecordingOptions,
 };
 use crate::json::{BaseTime, Event, EventScanner, Scan, ScanEnd, ScanWarnings};
+use crate::steps::{StepCollector, StepPattern, StepsFound, StepsReport};
 use crate::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult};
 
 pub mod batch;
 mod decode;
+mod result_json;
 mod second_read;
 
 pub use batch::EventBatch;
@@ -63,6 +65,8 @@ pub struct TraceJobOptions {
     pub mergeable: bool,
     /// The join, if any.
     pub join: Option<JoinSetup>,
+    /// The steps (`--steps`, docs/steps.md): the pattern that names them, if asked for.
+    pub steps: Option<StepPattern>,
 }
 
 /// The join's part of a [`TraceJobOptions`].
@@ -160,15 +164,18 @@ pub struct TraceJobResult {
     pub summary: TraceSummaryResult,
     /// The join's report, with the join.
     pub join: Option<JoinReport>,
+    /// The steps, when asked for.
+    pub steps: Option<StepsReport>,
 }
 
 impl TraceJobResult {
     /// The JSON object `trace --json` prints (without the final newline): the summary's, with
-    /// the join's keys after its own.
+    /// the join's keys after its own, then the steps'.
     pub fn to_json(&self) -> String {
-        match &self.join {
-            Some(report) => crate::join::summary_with_join_json(&self.summary, report),
-            None => self.summary.to_json(),
+        match (&self.join, &self.steps) {
+            (_, Some(steps)) => result_json::with_steps(&self.summary, self.join.as_ref(), steps),
+            (Some(report), None) => crate::join::summary_with_join_json(&self.summary, report),
+            (None, None) => self.summary.to_json(),
         }
     }
 }
@@ -215,6 +222,8 @@ pub struct TraceJob {
     /// The trace's first read was gzip fed as stored (the page): its second read cannot be
     /// given as ranges of stored bytes.
     stored_gzip: bool,
+    /// The steps' first pass, once the first read ended; reported when the job finishes.
+    steps: Option<StepsFound>,
 }
 
 enum Phase {
@@ -236,6 +245,8 @@ pub(crate) struct FirstRead {
     /// The bytes route's scanner, made at the first byte.
     scanner: Option<EventScanner>,
     first: Option<FirstPass>,
+    /// The steps' first pass, when asked for.
+    steps: Option<StepCollector>,
     /// The document is a bare array, once its first byte is seen (the bytes route).
     bare: Option<bool>,
     cut: Option<GzError>,
@@ -281,6 +292,7 @@ impl TraceJob {
             trace_reads: 0,
             recording_bytes: None,
             stored_gzip: false,
+            steps: None,
         }
     }
 
@@ -382,6 +394,9 @@ impl TraceJob {
                 if let Some(first) = &mut f.first {
                     batch.join_to(first);
                 }
+                if let Some(steps) = &mut f.steps {
+                    batch.steps_to(steps);
+                }
                 Ok(())
             }
             _ => Err(TraceJobError::Protocol("events outside the first read")),
@@ -399,6 +414,9 @@ impl TraceJob {
                 f.summary.add(e);
                 if let Some(first) = &mut f.first {
                     first.add_at(e, end);
+                }
+                if let Some(steps) = &mut f.steps {
+                    steps.add(e);
                 }
                 Ok(())
             }
@@ -452,11 +470,13 @@ impl TraceJob {
     ) -> Result<(), TraceJobError> {
         self.trace_reads += 1;
         let o = &self.options;
-        let (result, first, bare) = f.summarize(&o.source, o.top, end, warnings);
+        let (result, first, bare, steps) = f.summarize(&o.source, o.top, end, warnings);
+        self.steps = steps.map(StepCollector::finish);
         let (Some(mut first), Some(join)) = (first, o.join.as_ref()) else {
             self.phase = Phase::Done(Box::new(TraceJobResult {
                 summary: result,
                 join: None,
+                steps: None,
             }));
             return Ok(());
         };
@@ -545,6 +565,7 @@ impl TraceJob {
                 Phase::Done(Box::new(TraceJobResult {
                     summary,
                     join: Some(pass.finish()),
+                    steps: None,
                 }))
             }
             SecondRead::Ranged { steps, wanted } => Phase::Ranged(Box::new(Ranged::new(
@@ -655,6 +676,7 @@ impl TraceJob {
                 self.phase = Phase::Done(Box::new(TraceJobResult {
                     summary,
                     join: Some(pass.finish()),
+                    steps: None,
                 }));
             }
             Phase::Ranged(r) => {
@@ -664,6 +686,7 @@ impl TraceJob {
                         self.phase = Phase::Done(Box::new(TraceJobResult {
                             summary,
                             join: Some(pass.finish()),
+                            steps: None,
                         }));
                     }
                     // A range could not be resumed: read it all, with a fresh pass.
@@ -691,6 +714,7 @@ impl FirstRead {
             top: 0,
             mergeable,
             join: None,
+            steps: None,
         })
     }
 
@@ -737,7 +761,12 @@ impl FirstRead {
         top: usize,
         end: &ScanEnd,
         warnings: &ScanWarnings,
-    ) -> (TraceSummaryResult, Option<FirstPass>, Option<bool>) {
+    ) -> (
+        TraceSummaryResult,
+        Option<FirstPass>,
+        Option<bool>,
+        Option<StepCollector>,
+    ) {
         let mut result = self.summary.finish(source, end, warnings, top);
         if let Some(e) = self.cut {
             result.truncated = true;
@@ -746,7 +775,7 @@ impl FirstRead {
                 .insert(0, format!("{e}: summarized from what was read"));
         }
         result.warnings.extend(self.gzip_warning);
-        (result, self.first, self.bare)
+        (result, self.first, self.bare, self.steps)
     }
 
     fn new(o: &TraceJobOptions) -> FirstRead {
@@ -762,6 +791,10 @@ impl FirstRead {
             summary,
             scanner: None,
             first,
+            steps: o
+                .steps
+                .as_ref()
+                .map(|p| StepCollector::new(p.clone(), &o.limits)),
             bare: None,
             cut: None,
             gzip_warning: None,
@@ -795,6 +828,9 @@ impl FirstRead {
                     self.summary.add(&e);
                     if let Some(first) = &mut self.first {
                         first.add_at(&e, scanner.bytes_consumed());
+                    }
+                    if let Some(steps) = &mut self.steps {
+                        steps.add(&e);
                     }
                 }
                 Scan::NeedsInput => return Ok(()),
@@ -880,7 +916,21 @@ impl Job for TraceJob {
             self.start_second()?;
         }
         match self.phase {
-            Phase::Done(r) => Ok(*r),
+            Phase::Done(mut r) => {
+                if let Some(found) = self.steps.take() {
+                    let view =
+                        r.join
+                            .as_ref()
+                            .zip(self.options.join.as_ref())
+                            .map(|(report, setup)| crate::steps::JoinView {
+                                report,
+                                options: &setup.options,
+                                recording: self.rec.as_deref(),
+                            });
+                    r.steps = Some(found.report(view));
+                }
+                Ok(*r)
+            }
             _ => Err(TraceJobError::Protocol("the job is not done")),
         }
     }

@@ -163,6 +163,7 @@ pub fn summarize_file(
         limits: opts.exactness.limits(),
         top: opts.top,
         mergeable: opts.mergeable,
+        steps: None,
         join: None,
     };
     let read = ReadOptions {

@@ -92,6 +92,7 @@ impl TraceJoin {
             limits: o.limits.limits(),
             top: o.top.unwrap_or(DEFAULT_TOP_OPS),
             mergeable: false,
+            steps: None,
             join: Some(JoinSetup::new(opts, recording)),
         });
         Ok(TraceJoin {

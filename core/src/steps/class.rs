@@ -102,10 +102,19 @@ mod tests {
         assert_eq!(class_of(b"kernel", b"xncclKernel_"), Some(Part::Kernel));
         assert_eq!(class_of(b"gpu_memcpy", b"Memcpy HtoD"), Some(Part::Memcpy));
         assert_eq!(class_of(b"gpu_memset", b"Memset"), Some(Part::Memset));
-        assert_eq!(class_of(b"cuda_runtime", b"cudaLaunchKernel"), Some(Part::Runtime));
-        assert_eq!(class_of(b"cuda_driver", b"cuLaunchKernel"), Some(Part::Runtime));
         assert_eq!(
-            class_of(b"cpu_op", b"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"),
+            class_of(b"cuda_runtime", b"cudaLaunchKernel"),
+            Some(Part::Runtime)
+        );
+        assert_eq!(
+            class_of(b"cuda_driver", b"cuLaunchKernel"),
+            Some(Part::Runtime)
+        );
+        assert_eq!(
+            class_of(
+                b"cpu_op",
+                b"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+            ),
             Some(Part::Dataloader)
         );
         assert_eq!(class_of(b"cpu_op", b"aten::mm"), Some(Part::CpuExec));

@@ -137,7 +137,10 @@ fn edge_bound_j(power: &[(i64, f64)], u0: i64, u1: i64, period_ns: i64) -> Optio
         .fold(0.0f64, f64::max);
     let spacing = |t: i64| -> i64 {
         let k = power.partition_point(|r| r.0 < t);
-        match (k.checked_sub(1).map(|j| power[j].0), power.get(k).map(|r| r.0)) {
+        match (
+            k.checked_sub(1).map(|j| power[j].0),
+            power.get(k).map(|r| r.0),
+        ) {
             (Some(a), Some(b)) => b - a,
             // An edge outside the readings: the trapezoid has nothing there, and the gap to
             // the nearest reading is unknown energy.
@@ -167,7 +170,9 @@ mod tests {
 
     #[test]
     fn edge_bound_is_peak_power_times_the_edge_stretches() {
-        let p: Vec<(i64, f64)> = (0..11).map(|i| (i * 100, if i == 5 { 300.0 } else { 100.0 })).collect();
+        let p: Vec<(i64, f64)> = (0..11)
+            .map(|i| (i * 100, if i == 5 { 300.0 } else { 100.0 }))
+            .collect();
         // Edges at 150 and 750: spacing 100 each; period 0; peak 300 W.
         let b = edge_bound_j(&p, 150, 750, 0).unwrap();
         assert!((b - 300.0 * 200.0 / 1e9).abs() < 1e-15);

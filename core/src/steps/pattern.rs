@@ -36,7 +36,10 @@ impl fmt::Display for PatternError {
                 "--step-name: pattern of {n} bytes, past the {MAX_PATTERN_BYTES} accepted"
             ),
             PatternError::Control(at) => {
-                write!(f, "--step-name: control character at byte {at} of the pattern")
+                write!(
+                    f,
+                    "--step-name: control character at byte {at} of the pattern"
+                )
             }
         }
     }
@@ -86,9 +89,9 @@ impl StepPattern {
     /// Whether `name` is a step's name.
     pub fn matches(&self, name: &[u8]) -> bool {
         match &self.parts {
-            None => name.strip_prefix(PROFILER_STEP).is_some_and(|digits| {
-                !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
-            }),
+            None => name
+                .strip_prefix(PROFILER_STEP)
+                .is_some_and(|digits| !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)),
             Some(parts) => glob(parts, name),
         }
     }
@@ -103,8 +106,7 @@ fn glob(parts: &[String], name: &[u8]) -> bool {
         return parts.first().is_some_and(|p| p.as_bytes() == name);
     };
     let (first, last) = (first.as_bytes(), last.as_bytes());
-    if name.len() < first.len() + last.len() || !name.starts_with(first) || !name.ends_with(last)
-    {
+    if name.len() < first.len() + last.len() || !name.starts_with(first) || !name.ends_with(last) {
         return false;
     }
     let mut rest = &name[first.len()..name.len() - last.len()];
@@ -152,7 +154,9 @@ mod tests {
             let p: Vec<u8> = (0..1 + rng.below(6))
                 .map(|_| alpha[rng.below(3) as usize])
                 .collect();
-            let s: Vec<u8> = (0..rng.below(8)).map(|_| b"ab"[rng.below(2) as usize]).collect();
+            let s: Vec<u8> = (0..rng.below(8))
+                .map(|_| b"ab"[rng.below(2) as usize])
+                .collect();
             let pat = StepPattern::parse(core::str::from_utf8(&p).unwrap()).unwrap();
             assert_eq!(pat.matches(&s), naive(&p, &s), "{p:?} {s:?}");
         }
@@ -183,8 +187,20 @@ mod tests {
             StepPattern::parse(&long),
             Err(PatternError::TooLong(MAX_PATTERN_BYTES + 1))
         );
-        assert!(StepPattern::parse("forward*").unwrap().matches(b"forward_pass"));
-        assert!(StepPattern::parse("train_step").unwrap().matches(b"train_step"));
-        assert!(!StepPattern::parse("train_step").unwrap().matches(b"train_step2"));
+        assert!(
+            StepPattern::parse("forward*")
+                .unwrap()
+                .matches(b"forward_pass")
+        );
+        assert!(
+            StepPattern::parse("train_step")
+                .unwrap()
+                .matches(b"train_step")
+        );
+        assert!(
+            !StepPattern::parse("train_step")
+                .unwrap()
+                .matches(b"train_step2")
+        );
     }
 }

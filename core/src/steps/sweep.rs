@@ -29,7 +29,9 @@ pub(crate) fn breakdown(classes: &[&[Interval]; CLASSES], windows: &[Window]) ->
     let mut inside = [false; CLASSES];
     // The time of the next boundary of class c.
     let boundary = |c: usize, at: &[usize; CLASSES], inside: &[bool; CLASSES]| {
-        classes[c].get(at[c]).map(|iv| if inside[c] { iv.end_ns } else { iv.start_ns })
+        classes[c]
+            .get(at[c])
+            .map(|iv| if inside[c] { iv.end_ns } else { iv.start_ns })
     };
     let mut t = match (0..CLASSES).filter_map(|c| boundary(c, &at, &inside)).min() {
         Some(t) => t,

@@ -55,7 +55,10 @@ pub(crate) fn generate(rng: &mut Rng, steps: usize, grain_ns: i64) -> Vec<Gen> {
         ("gpu_memset", "Memset (Device)"),
         ("cuda_runtime", "cudaLaunchKernel"),
         ("cuda_driver", "cuLaunchKernel"),
-        ("cpu_op", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"),
+        (
+            "cpu_op",
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+        ),
         ("cpu_op", "aten::mm"),
     ];
     for s in 0..steps {
@@ -229,10 +232,18 @@ fn custom_patterns_and_ordinals() {
         g("train_stepper", 30),
         g("other", 20),
     ];
-    let f = run(&events, &Limits::EXACT, StepPattern::parse("train_step").unwrap());
+    let f = run(
+        &events,
+        &Limits::EXACT,
+        StepPattern::parse("train_step").unwrap(),
+    );
     let got: Vec<(i64, u64)> = f.steps.iter().map(|s| (s.ts_ns, s.index)).collect();
     assert_eq!(got, [(10, 0), (50, 1)]);
-    let f = run(&events, &Limits::EXACT, StepPattern::parse("train*").unwrap());
+    let f = run(
+        &events,
+        &Limits::EXACT,
+        StepPattern::parse("train*").unwrap(),
+    );
     let got: Vec<(i64, u64)> = f.steps.iter().map(|s| (s.ts_ns, s.index)).collect();
     assert_eq!(got, [(10, 0), (30, 1), (50, 2)]);
 }
@@ -254,7 +265,11 @@ fn past_the_limits_stated() {
     assert!(found.error_bound_ns > 0);
     assert_eq!(found.steps.len(), 10);
     for s in &found.steps {
-        let e = exact.steps.iter().find(|x| x.ts_ns == s.ts_ns && x.name == s.name).unwrap();
+        let e = exact
+            .steps
+            .iter()
+            .find(|x| x.ts_ns == s.ts_ns && x.name == s.name)
+            .unwrap();
         for p in 0..PARTS {
             assert!(s.parts_ns[p].abs_diff(e.parts_ns[p]) <= found.error_bound_ns);
         }
@@ -263,7 +278,12 @@ fn past_the_limits_stated() {
     let r = found.report(None);
     let a = r.step_summary.approximations.unwrap();
     assert!(a.breakdown_error_bound_ms > 0.0 && a.top_host_ops_partial);
-    assert_eq!(r.step_summary.warnings.len(), 2, "{:?}", r.step_summary.warnings);
+    assert_eq!(
+        r.step_summary.warnings.len(),
+        2,
+        "{:?}",
+        r.step_summary.warnings
+    );
 }
 
 /// The report: outliers with their largest part and top host ops, medians, no steps.
@@ -280,11 +300,20 @@ fn report_names_the_slow_steps_and_why() {
     let mut t = 0;
     for s in 0..22 {
         let slow = s == 8 || s == 16;
-        let len = if slow { 274_000_000 } else { 17_800_000 + s * 1000 };
+        let len = if slow {
+            274_000_000
+        } else {
+            17_800_000 + s * 1000
+        };
         events.push(g("user_annotation", &format!("ProfilerStep#{s}"), t, len));
         events.push(g("cpu_op", "aten::mm", t, 10_000_000));
         let load = if slow { 255_000_000 } else { 1_000_000 };
-        events.push(g("cpu_op", "enumerate(DataLoader)#_next", t + 10_000_000, load));
+        events.push(g(
+            "cpu_op",
+            "enumerate(DataLoader)#_next",
+            t + 10_000_000,
+            load,
+        ));
         t += len + 1000;
     }
     let r = run(&events, &Limits::NATIVE, StepPattern::default()).report(None);
@@ -303,7 +332,12 @@ fn report_names_the_slow_steps_and_why() {
     assert!(json.contains("\"start_ts_us\":0.0") || json.contains("\"start_ts_us\":0"));
     assert!(!json.contains("gpu_energy_j"));
 
-    let none = run(&events, &Limits::NATIVE, StepPattern::parse("nope").unwrap()).report(None);
+    let none = run(
+        &events,
+        &Limits::NATIVE,
+        StepPattern::parse("nope").unwrap(),
+    )
+    .report(None);
     assert!(none.steps.is_empty());
     assert!(none.step_summary.note.is_some());
     assert!(none.step_summary.duration_ms.is_none());

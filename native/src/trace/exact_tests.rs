@@ -34,6 +34,7 @@ fn job(limits: Limits, mergeable: bool) -> TraceJob {
         limits,
         top: DEFAULT_TOP_OPS,
         mergeable,
+        steps: None,
         join: None,
     })
 }

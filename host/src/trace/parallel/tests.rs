@@ -55,6 +55,7 @@ fn parallel_on(
         limits,
         top: 40,
         mergeable: false,
+        steps: None,
         join: None,
     });
     let (r, rescanned) = first_read_counting(plan, &mut job, |done, total| {

@@ -32,6 +32,7 @@ fn job(limits: Limits) -> TraceJob {
         limits,
         top: 40,
         mergeable: false,
+        steps: None,
         join: None,
     })
 }
