@@ -342,3 +342,235 @@ fn report_names_the_slow_steps_and_why() {
     assert!(none.step_summary.note.is_some());
     assert!(none.step_summary.duration_ms.is_none());
 }
+
+/// The trace document of `events` (times in µs with 3 decimals: exact to the ns).
+pub(crate) fn document(events: &[Gen]) -> String {
+    let us = |ns: i64| {
+        format!(
+            "{}{}.{:03}",
+            if ns < 0 { "-" } else { "" },
+            ns.abs() / 1000,
+            ns.abs() % 1000
+        )
+    };
+    let mut s = String::from("{\"traceEvents\": [\n");
+    for (i, e) in events.iter().enumerate() {
+        let pid = if e.cat == "kernel" || e.cat.starts_with("gpu_") {
+            0
+        } else {
+            1
+        };
+        s.push_str(&format!(
+            "{}{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {pid}, \"tid\": {}, \"ts\": {}, \"dur\": {}}}",
+            if i == 0 { "" } else { ",\n" },
+            e.cat,
+            e.name,
+            e.tid,
+            us(e.ts_ns),
+            us(e.dur_ns)
+        ));
+    }
+    s.push_str("\n]}\n");
+    s
+}
+
+/// The trace job gives the steps of the direct pass (checked against the oracle above) from
+/// bytes in every split, and from batches of scanned events.
+#[test]
+fn the_job_gives_the_direct_pass_on_every_split_and_from_batches() {
+    use crate::job::Job;
+    use crate::json::{EventScanner, Scan};
+    use crate::trace_job::{EventBatch, TraceJob, TraceJobOptions};
+    let mut rng = Rng(99);
+    let events = generate(&mut rng, 4, 1000);
+    let doc = document(&events);
+    let want =
+        serde_json::to_string(&run(&events, &Limits::NATIVE, StepPattern::default()).report(None))
+            .unwrap();
+    let options = TraceJobOptions {
+        source: "t".into(),
+        limits: Limits::NATIVE,
+        top: 5,
+        mergeable: false,
+        join: None,
+        steps: Some(StepPattern::default()),
+    };
+    crate::testutil::for_each_split(doc.as_bytes(), 6, 23, |chunks| {
+        let mut job = TraceJob::new(options.clone());
+        for c in chunks {
+            job.write(c).unwrap();
+        }
+        job.end().unwrap();
+        let r = job.finish().unwrap();
+        assert_eq!(
+            serde_json::to_string(r.steps.as_ref().unwrap()).unwrap(),
+            want
+        );
+        let json = r.to_json();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(v["totals"].is_object() && v["steps"].is_array() && v["step_summary"].is_object());
+    });
+    for per_batch in [1, 7, 2048] {
+        let mut job = TraceJob::new(options.clone());
+        let mut batch = EventBatch::new(Limits::NATIVE.max_string_bytes, false);
+        let mut sc = EventScanner::new(Limits::NATIVE);
+        let mut input = doc.as_bytes();
+        loop {
+            let (what, n) = sc.scan(input).unwrap();
+            input = &input[n..];
+            match what {
+                Scan::Event => {
+                    batch.push(&sc.event());
+                    if batch.full() || batch_len(&batch) >= per_batch {
+                        job.add_batch(&mut batch).unwrap();
+                        batch.clear();
+                    }
+                }
+                Scan::NeedsInput => break,
+            }
+        }
+        job.add_batch(&mut batch).unwrap();
+        let end = sc.finish();
+        job.end_scanned(&end, sc.warnings(), sc.base_time())
+            .unwrap();
+        let r = job.finish().unwrap();
+        assert_eq!(
+            serde_json::to_string(r.steps.as_ref().unwrap()).unwrap(),
+            want
+        );
+    }
+}
+
+fn batch_len(b: &crate::trace_job::EventBatch) -> usize {
+    b.len()
+}
+
+/// With a recording: each step's energy is, to the bit, `analyze`'s `energy_edge_j` between
+/// marks at the step's edges (one GPU, so the sum is that GPU's figure); the counter's update
+/// period is measured (100 ms), a step shorter than it is not resolvable; a pause inside an
+/// outlier step is listed with it.
+#[test]
+fn energy_equals_analyze_at_the_step_edges() {
+    use crate::job::Job;
+    use crate::join::{JoinOptions, RecordingOptions};
+    use crate::trace_job::{JoinSetup, RecordingSource, TraceJob, TraceJobOptions};
+    use crate::window::{WindowAnalyzer, WindowOptions, WindowSelect};
+    const BASE: i64 = 1_764_000_000_000_000_000;
+    // Steps (trace ns): 8 of 300 ms, one slow of 900 ms with a GPU pause, one of 40 ms.
+    let mut steps: Vec<(i64, i64)> = Vec::new();
+    let mut t = 1_000_000_000i64;
+    for k in 0..10 {
+        let len = match k {
+            4 => 900_000_000,
+            9 => 40_000_000,
+            _ => 300_000_000,
+        };
+        steps.push((t, len));
+        t += len + 1_000_000;
+    }
+    let mut events = Vec::new();
+    for (k, &(s, len)) in steps.iter().enumerate() {
+        events.push(Gen {
+            cat: "user_annotation",
+            name: format!("ProfilerStep#{k}"),
+            ts_ns: s,
+            dur_ns: len,
+            tid: 1,
+        });
+        // Kernels fill the step but for a 600 ms pause in step 4.
+        let busy = if k == 4 { len - 600_000_000 } else { len };
+        events.push(Gen {
+            cat: "kernel",
+            name: "gemm".into(),
+            ts_ns: s,
+            dur_ns: busy,
+            tid: 7,
+        });
+    }
+    let doc = document(&events).replacen(
+        "{\"traceEvents\"",
+        &format!("{{\"baseTimeNanoseconds\": {BASE}, \"traceEvents\""),
+        1,
+    );
+    // Power every 10 ms (varying), the energy counter moving every 100 ms; marks at the edges.
+    let mut csv = String::from(
+        "t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_mem_util_pct,gpu_sm_clock_MHz,gpu_temp_C,rapl_energy_uj,gpu_index,gpu_energy_mJ\n",
+    );
+    let mut rows: Vec<(i64, String)> = Vec::new();
+    for k in 0..450i64 {
+        let wall = BASE + 900_000_000 + k * 10_000_000 + 3;
+        let p = 100 + (k * 37) % 200;
+        let mj = (k / 10) * 25_000;
+        rows.push((wall, format!("{wall},{wall},SAMPLE,,{p},50,,,,,0,{mj}\n")));
+    }
+    for (k, &(s, len)) in steps.iter().enumerate() {
+        for (at, what) in [(s, "start"), (s + len, "end")] {
+            let wall = BASE + at;
+            rows.push((wall, format!("{wall},{wall},MARK,s{k}_{what},,,,,,,,\n")));
+        }
+    }
+    rows.sort_by_key(|r| r.0);
+    for r in rows {
+        csv.push_str(&r.1);
+    }
+    let mut job = TraceJob::new(TraceJobOptions {
+        source: "t".into(),
+        limits: Limits::NATIVE,
+        top: 5,
+        mergeable: false,
+        join: Some(JoinSetup::new(
+            JoinOptions::default(),
+            RecordingSource::Read(RecordingOptions::default()),
+        )),
+        steps: Some(StepPattern::default()),
+    });
+    job.write(csv.as_bytes()).unwrap();
+    job.end().unwrap();
+    while !matches!(job.need(), crate::job::Need::Done) {
+        job.write(doc.as_bytes()).unwrap();
+        job.end().unwrap();
+    }
+    let r = job.finish().unwrap();
+    let st = r.steps.as_ref().unwrap();
+    assert_eq!(st.steps.len(), 10);
+    let periods = st.step_summary.update_periods.as_ref().unwrap();
+    assert_eq!(periods[0].update_period_ms, Some(100.0));
+    assert_eq!(periods[0].measured_on, "gpu_energy_mJ");
+    for (k, s) in st.steps.iter().enumerate() {
+        let mut wa = WindowAnalyzer::new(WindowOptions {
+            select: Some(WindowSelect {
+                start: format!("s{k}_start"),
+                end: format!("s{k}_end"),
+                occurrence: 1,
+            }),
+            ..WindowOptions::default()
+        });
+        wa.write(csv.as_bytes());
+        let an = wa.end();
+        let w = an.window.as_ref().expect("window");
+        let want = w.gpus[0].energy_edge_j.unwrap();
+        let e = s.energy.as_ref().unwrap();
+        assert_eq!(
+            e.gpu_energy_j.map(f64::to_bits),
+            Some(want.to_bits()),
+            "step {k}"
+        );
+        assert_eq!(e.resolvable, k != 9, "step {k}");
+        // The bound: the peak power (at most 299 W) times two edge stretches of 100 ms.
+        let b = e.energy_bound_j.unwrap();
+        assert!(b > 0.0 && b <= 299.0 * 0.2 + 1e-9, "{b}");
+        assert!(e.avg_power_w.is_some());
+    }
+    let o = &st.step_summary.outliers;
+    assert_eq!(o.len(), 1);
+    assert_eq!(o[0].index, 4);
+    assert_eq!(o[0].largest_part, "other");
+    let pauses = o[0].pauses.as_ref().unwrap();
+    assert_eq!(pauses.len(), 1);
+    // The whole pause: to the next step's first kernel, 1 ms past this step.
+    assert_eq!(pauses[0].duration_ms, 601.0);
+    assert!(st.step_summary.gpu_energy_j.unwrap().is_some());
+    let json = r.to_json();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["pauses"].is_array() && v["steps"][0]["gpu_energy_j"].is_number());
+}

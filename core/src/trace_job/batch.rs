@@ -422,6 +422,11 @@ impl EventBatch {
         }
     }
 
+    /// Events pushed since the last [`clear`](Self::clear).
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
     /// No event pushed since the last [`clear`](Self::clear).
     pub fn is_empty(&self) -> bool {
         self.recs.is_empty()
