@@ -28,6 +28,7 @@ pub mod parallel;
 pub mod pipeline;
 #[cfg(unix)]
 pub mod ranges;
+pub mod steps;
 #[cfg(test)]
 pub(crate) mod test_files;
 

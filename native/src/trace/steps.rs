@@ -30,12 +30,10 @@ pub fn render(r: &StepsReport) -> String {
     let mut s = String::new();
     let sum = &r.step_summary;
     let Some(d) = &sum.duration_ms else {
-        let _ = writeln!(
-            s,
-            "  steps ({}): none. {}",
-            sum.pattern,
-            sum.note.as_deref().unwrap_or("")
-        );
+        let _ = writeln!(s, "  steps ({}): none", sum.pattern);
+        if let Some(note) = &sum.note {
+            let _ = writeln!(s, "  note: {note}");
+        }
         return s;
     };
     let energy = match &sum.gpu_energy_j {
