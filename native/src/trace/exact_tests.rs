@@ -129,7 +129,7 @@ fn analyzer_mergeable(
 
 #[allow(dead_code)]
 #[path = "../../examples/gen_trace.rs"]
-mod gen_trace;
+pub(super) mod gen_trace;
 
 /// A `with_stack` trace of about `bytes` (small fillers), written once per test process (to a
 /// fixed place per checkout, overwritten by the next run rather than left behind; two checkouts
