@@ -513,6 +513,19 @@ fn energy_equals_analyze_at_the_step_edges() {
     for r in rows {
         csv.push_str(&r.1);
     }
+    // The page's driver, with `"steps": true`, gives the same bytes.
+    let mut page =
+        crate::join::TraceJoin::from_json(r#"{"source": "t", "top": 5, "steps": true}"#).unwrap();
+    for bytes in [&csv, &doc] {
+        page.write(bytes.as_bytes()).unwrap();
+        page.end_file().unwrap();
+    }
+    while page.next_file().is_some() {
+        page.write(doc.as_bytes()).unwrap();
+        page.end_file().unwrap();
+    }
+    let page_json = String::from(page.result_json().unwrap());
+    assert!(crate::join::TraceJoin::from_json(r#"{"step_name": ""}"#).is_err());
     let mut job = TraceJob::new(TraceJobOptions {
         source: "t".into(),
         limits: Limits::NATIVE,
@@ -573,4 +586,5 @@ fn energy_equals_analyze_at_the_step_edges() {
     let json = r.to_json();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert!(v["pauses"].is_array() && v["steps"][0]["gpu_energy_j"].is_number());
+    assert_eq!(page_json, json);
 }
