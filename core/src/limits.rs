@@ -43,9 +43,10 @@ pub struct Limits {
     pub max_gpus: usize,
     /// Steps kept by `trace --steps` (docs/steps.md); later steps are counted in a warning.
     pub max_steps: usize,
-    /// Disjoint intervals kept per class by `trace --steps` (7 classes, 16 bytes each); past
-    /// it a class's union coalesces its smallest gaps and the breakdown states the error bound.
-    /// `usize::MAX` = exact.
+    /// Disjoint intervals kept live per class by `trace --steps` (7 classes, 16 bytes each);
+    /// past it, with a spill (native: a temporary file), the older half is written out and
+    /// merged back at the end (exact); without one, the class's union coalesces its smallest
+    /// gaps and the breakdown states the error bound. `usize::MAX` = exact in memory.
     pub max_step_intervals: usize,
     /// Host op spans (24 bytes each) kept by `trace --steps` for the outliers' top host ops;
     /// past it later ops are left out of them, stated.
@@ -96,10 +97,11 @@ impl Limits {
         // Not used by traces; as EXACT, every kept mark's spans (2 per mark).
         max_spans: 1 << 17,
         max_gpus: 64,
-        // Steps: ~1 MiB of steps; the classes' unions up to 7 x 2^17 x 16 bytes (14 MiB, most
-        // traces far less); host op spans 6 MiB.
+        // Steps: ~1 MiB of steps; the classes' unions 2^15 live intervals each (16 bytes, up
+        // to ~3x that in storage after a retire: ~11 MiB for all 7), the rest spilled; host op
+        // spans 6 MiB.
         max_steps: 1 << 16,
-        max_step_intervals: 1 << 17,
+        max_step_intervals: 1 << 15,
         max_step_host_ops: 1 << 18,
     };
 

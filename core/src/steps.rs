@@ -36,9 +36,10 @@ pub use result::{
     StepsReport, UpdatePeriod,
 };
 
-use crate::intervals::Interval;
 use crate::join::clock::NsDecimal;
 use crate::join::{Alignment, JoinOptions, JoinReport, Recording};
+use crate::summary::IntervalSpill;
+use crate::summary::spill::{MERGE_BUFFER_INTERVALS, MergedIntervals};
 use collect::HostSpan;
 use energy::Charged;
 use sweep::Window;
@@ -72,6 +73,8 @@ pub struct StepsFound {
     dropped_host: u64,
     host_names_folded: bool,
     error_bound_ns: u64,
+    /// The temporary file of the classes' unions failed (a write or a read).
+    unreadable: bool,
 }
 
 impl StepCollector {
@@ -117,21 +120,44 @@ impl StepCollector {
             })
             .collect();
         let mut error_bound_ns = 0u64;
-        for u in &mut self.unions {
-            u.flush_pending();
-            error_bound_ns = error_bound_ns.saturating_add(u.error_bound_ns());
-        }
+        let mut unreadable = false;
+        let mut spill = self.spill.take();
+        let mut none = sweep::NoSpill;
+        let spill: &mut dyn IntervalSpill = match spill.as_deref_mut() {
+            Some(s) => s,
+            None => &mut none,
+        };
         let [a, b, c, d, e, f, g] = &mut self.unions;
-        let classes: [&[Interval]; class::CLASSES] = [
-            a.intervals(),
-            b.intervals(),
-            c.intervals(),
-            d.intervals(),
-            e.intervals(),
-            f.intervals(),
-            g.intervals(),
-        ];
-        for (s, p) in steps.iter_mut().zip(sweep::breakdown(&classes, &windows)) {
+        let mut classes: [MergedIntervals<'_>; class::CLASSES] =
+            [a, b, c, d, e, f, g].map(|u| match u {
+                collect::ClassUnion::Memory(u) => {
+                    u.flush_pending();
+                    error_bound_ns = error_bound_ns.saturating_add(u.error_bound_ns());
+                    MergedIntervals::new(&[], u.intervals(), 0)
+                }
+                collect::ClassUnion::Spilling(u) => {
+                    let r = u.retired_ns();
+                    let (runs, live, complete) = u.parts();
+                    if !complete {
+                        // A run could not be written: what it held is not in the merge.
+                        error_bound_ns = error_bound_ns.saturating_add(r);
+                        unreadable = true;
+                    }
+                    // The seven classes merge at once: an eighth of the summary's buffers each.
+                    MergedIntervals::new(runs, live, MERGE_BUFFER_INTERVALS / 8)
+                }
+            });
+        let (parts, failed) = sweep::breakdown(&mut classes, spill, &windows);
+        drop(classes);
+        for (i, &f) in failed.iter().enumerate() {
+            if f {
+                unreadable = true;
+                if let collect::ClassUnion::Spilling(u) = &self.unions[i] {
+                    error_bound_ns = error_bound_ns.saturating_add(u.retired_ns());
+                }
+            }
+        }
+        for (s, p) in steps.iter_mut().zip(parts) {
             s.parts_ns = p;
         }
         StepsFound {
@@ -143,6 +169,7 @@ impl StepCollector {
             dropped_host: self.dropped_host,
             host_names_folded: self.host_names_folded,
             error_bound_ns,
+            unreadable,
         }
     }
 }
@@ -271,6 +298,12 @@ impl StepsFound {
                 "{} host ops past max_step_host_ops are left out of the outliers' top host ops",
                 self.dropped_host
             ));
+        }
+        if self.unreadable {
+            warnings.push(
+                "the temporary file of the steps' intervals could not be written or read back: the breakdown is approximate within the stated bound"
+                    .into(),
+            );
         }
         if self.host_names_folded {
             warnings.push("host op names past the name table count as \"(other)\"".into());

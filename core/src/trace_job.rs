@@ -316,6 +316,16 @@ impl TraceJob {
         }
     }
 
+    /// For the steps: where the classes' unions put intervals past their budget, so that the
+    /// breakdown stays exact ([`StepCollector::set_spill`]). Call before the first event.
+    pub fn set_steps_spill(&mut self, spill: Box<dyn IntervalSpill>) {
+        if let Phase::First(f) = &mut self.phase
+            && let Some(steps) = &mut f.steps
+        {
+            steps.set_spill(spill);
+        }
+    }
+
     /// The recording ([`RecordingSource::Given`]), before the second read.
     pub fn set_recording(&mut self, recording: Arc<Recording>) {
         self.rec = Some(recording);

@@ -1,8 +1,11 @@
 //! The steps' first pass: rides on the trace job's scan, events in file order (not time
 //! order). It keeps the steps (bounded by `Limits::max_steps`), each class's busy time as a
-//! union of disjoint intervals (bounded by `Limits::max_step_intervals` per class, exact
-//! below it), and the host ops' spans for the outliers' top ops (bounded by
-//! `Limits::max_step_host_ops`). Nothing is allocated per event once the tables have grown.
+//! union of disjoint intervals (`Limits::max_step_intervals` live per class: past it, with a
+//! spill, the older half goes out as a sorted run and the union stays exact, as the summary's
+//! busy unions do; without one, the union coalesces its smallest gaps and states the bound),
+//! and the host ops' spans for the outliers' top ops (bounded by `Limits::max_step_host_ops`).
+//! Nothing is allocated per event once the tables have grown.
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use super::class::{CLASSES, Part, class_of};
@@ -11,6 +14,8 @@ use crate::Limits;
 use crate::intervals::IntervalUnion;
 use crate::join::gaps::span_ns;
 use crate::json::{Event, NumField};
+use crate::summary::IntervalSpill;
+use crate::summary::busy::BusyUnion;
 use crate::summary::interner::Interner;
 
 const USER_ANNOTATION: &[u8] = b"user_annotation";
@@ -44,6 +49,12 @@ pub(crate) struct HostSpan {
     pub(crate) name: u32,
 }
 
+/// One class's union: in memory alone (bounded: coalescing past its cap), or spilling.
+pub(crate) enum ClassUnion {
+    Memory(IntervalUnion),
+    Spilling(BusyUnion),
+}
+
 /// The steps' first pass (see the module docs).
 pub struct StepCollector {
     pattern: StepPattern,
@@ -52,7 +63,9 @@ pub struct StepCollector {
     max_steps: usize,
     max_name_bytes: usize,
     pub(crate) dropped_steps: u64,
-    pub(crate) unions: [IntervalUnion; CLASSES],
+    pub(crate) unions: [ClassUnion; CLASSES],
+    budget: usize,
+    pub(crate) spill: Option<Box<dyn IntervalSpill>>,
     pub(crate) host_names: Interner,
     pub(crate) host: Vec<HostSpan>,
     max_host: usize,
@@ -76,14 +89,28 @@ impl StepCollector {
             max_name_bytes: limits.max_name_bytes,
             dropped_steps: 0,
             unions: core::array::from_fn(|_| {
-                IntervalUnion::with_capacity_limit(limits.max_step_intervals)
+                ClassUnion::Memory(IntervalUnion::with_capacity_limit(
+                    limits.max_step_intervals,
+                ))
             }),
+            budget: limits.max_step_intervals,
+            spill: None,
             host_names: Interner::with_byte_cap(names_cap, limits.max_name_bytes.min(1 << 22)),
             host: Vec::new(),
             max_host: limits.max_step_host_ops,
             dropped_host: 0,
             host_names_folded: false,
         }
+    }
+
+    /// Where the classes' unions put the intervals past their budget (native: a temporary
+    /// file), so that the breakdown stays exact. Before the first event.
+    pub fn set_spill(&mut self, spill: Box<dyn IntervalSpill>) {
+        if self.budget == usize::MAX {
+            return;
+        }
+        self.unions = core::array::from_fn(|_| ClassUnion::Spilling(BusyUnion::new(self.budget)));
+        self.spill = Some(spill);
     }
 
     /// The pattern.
@@ -145,7 +172,15 @@ impl StepCollector {
             Kind::None => {}
             Kind::Step => self.add_step(name.unwrap_or(b""), start_ns, end_ns),
             Kind::Class(p, host) => {
-                self.unions[p as usize].insert(start_ns, end_ns);
+                match &mut self.unions[p as usize] {
+                    ClassUnion::Memory(u) => u.insert(start_ns, end_ns),
+                    ClassUnion::Spilling(u) => {
+                        u.insert(start_ns, end_ns, true);
+                        if u.live_len() > self.budget {
+                            u.retire(self.spill.as_deref_mut().map(|s| s as _));
+                        }
+                    }
+                }
                 if p.is_cpu_op() && end_ns > start_ns {
                     if self.host.len() < self.max_host {
                         self.host.push(HostSpan {

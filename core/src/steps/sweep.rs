@@ -8,7 +8,8 @@
 use alloc::vec::Vec;
 
 use super::class::{CLASSES, PARTS};
-use crate::intervals::Interval;
+use crate::summary::IntervalSpill;
+use crate::summary::spill::MergedIntervals;
 
 /// A step's window and its parts, ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -17,37 +18,57 @@ pub(crate) struct Window {
     pub(crate) end_ns: i64,
 }
 
-/// The parts of each window (in the order given), in ns: indexed by [`Part`](super::Part).
-pub(crate) fn breakdown(classes: &[&[Interval]; CLASSES], windows: &[Window]) -> Vec<[u64; PARTS]> {
+/// The parts of each window (in the order given), in ns: indexed by [`Part`](super::Part);
+/// each class's union read from `classes` (its runs through `spill`). A class whose runs cannot
+/// be read back ends there: its index is set in the returned flags.
+pub(crate) fn breakdown(
+    classes: &mut [MergedIntervals<'_>; CLASSES],
+    spill: &mut dyn IntervalSpill,
+    windows: &[Window],
+) -> (Vec<[u64; PARTS]>, [bool; CLASSES]) {
     let mut parts = alloc::vec![[0u64; PARTS]; windows.len()];
+    let mut failed = [false; CLASSES];
     // Windows by start; the sweep keeps those that overlap the current stretch.
     let mut by_start: Vec<u32> = (0..windows.len() as u32).collect();
     by_start.sort_by_key(|&i| windows[i as usize].start_ns);
     let mut next_window = 0usize;
     let mut active: Vec<u32> = Vec::new();
-    let mut at = [0usize; CLASSES];
     let mut inside = [false; CLASSES];
     // The time of the next boundary of class c.
-    let boundary = |c: usize, at: &[usize; CLASSES], inside: &[bool; CLASSES]| {
-        classes[c]
-            .get(at[c])
-            .map(|iv| if inside[c] { iv.end_ns } else { iv.start_ns })
-    };
-    let mut t = match (0..CLASSES).filter_map(|c| boundary(c, &at, &inside)).min() {
-        Some(t) => t,
-        None => return finish(parts, windows),
+    let mut boundary =
+        |c: usize, classes: &mut [MergedIntervals<'_>; CLASSES], inside: &[bool; CLASSES]| {
+            if failed[c] {
+                return None;
+            }
+            match classes[c].peek(spill) {
+                Ok(iv) => iv.map(|iv| if inside[c] { iv.end_ns } else { iv.start_ns }),
+                Err(()) => {
+                    failed[c] = true;
+                    None
+                }
+            }
+        };
+    let first = (0..CLASSES)
+        .filter_map(|c| boundary(c, classes, &inside))
+        .min();
+    let Some(mut t) = first else {
+        return (finish(parts, windows), failed);
     };
     loop {
         // Cross every boundary at `t`.
         for c in 0..CLASSES {
-            while boundary(c, &at, &inside) == Some(t) {
+            while boundary(c, classes, &inside) == Some(t) {
                 if inside[c] {
-                    at[c] += 1;
+                    // Read once peeked: the interval is taken.
+                    let _ = classes[c].next(&mut NoSpill);
                 }
                 inside[c] = !inside[c];
             }
         }
-        let Some(next) = (0..CLASSES).filter_map(|c| boundary(c, &at, &inside)).min() else {
+        let Some(next) = (0..CLASSES)
+            .filter_map(|c| boundary(c, classes, &inside))
+            .min()
+        else {
             break;
         };
         if let Some(owner) = inside.iter().position(|&b| b) {
@@ -71,7 +92,19 @@ pub(crate) fn breakdown(classes: &[&[Interval]; CLASSES], windows: &[Window]) ->
         }
         t = next;
     }
-    finish(parts, windows)
+    (finish(parts, windows), failed)
+}
+
+/// A spill with nothing in it: for taking an interval already peeked (read from the real one).
+pub(crate) struct NoSpill;
+
+impl IntervalSpill for NoSpill {
+    fn write_run(&mut self, _: &[crate::intervals::Interval]) -> Option<u64> {
+        None
+    }
+    fn read_run(&mut self, _: u64, _: u64, _: &mut [crate::intervals::Interval]) -> bool {
+        false
+    }
 }
 
 /// `other`: what the classes leave of each window.

@@ -179,6 +179,23 @@ fn breakdown_equals_the_oracle_on_generated_gpu_traces() {
         }
         // Time order.
         assert!(found.steps.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+        // Past a small budget, with a spill: runs merged back, the same parts.
+        let tight = Limits {
+            max_step_intervals: 4 + round,
+            ..Limits::NATIVE
+        };
+        let mut c = StepCollector::new(StepPattern::default(), &tight);
+        c.set_spill(alloc::boxed::Box::new(
+            crate::summary::spill::MemorySpill::default(),
+        ));
+        for e in &events {
+            c.add(&e.event());
+        }
+        let spilled = c.finish();
+        assert_eq!(spilled.error_bound_ns, 0);
+        let got: Vec<[u64; PARTS]> = spilled.steps.iter().map(|s| s.parts_ns).collect();
+        let want: Vec<[u64; PARTS]> = found.steps.iter().map(|s| s.parts_ns).collect();
+        assert_eq!(got, want, "round {round}");
     }
 }
 
@@ -274,6 +291,24 @@ fn past_the_limits_stated() {
             assert!(s.parts_ns[p].abs_diff(e.parts_ns[p]) <= found.error_bound_ns);
         }
         assert_eq!(s.parts_ns.iter().sum::<u64>(), s.dur_ns);
+    }
+    // With a spill the same budget is exact, the intervals past it written out as runs.
+    let mut c = StepCollector::new(StepPattern::default(), &tight);
+    c.set_spill(alloc::boxed::Box::new(
+        crate::summary::spill::MemorySpill::default(),
+    ));
+    for e in &events {
+        c.add(&e.event());
+    }
+    let spilled = c.finish();
+    assert_eq!(spilled.error_bound_ns, 0);
+    for s in &spilled.steps {
+        let e = exact
+            .steps
+            .iter()
+            .find(|x| x.ts_ns == s.ts_ns && x.name == s.name)
+            .unwrap();
+        assert_eq!(s.parts_ns, e.parts_ns);
     }
     let r = found.report(None);
     let a = r.step_summary.approximations.unwrap();
