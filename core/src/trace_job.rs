@@ -36,7 +36,7 @@ use crate::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResul
 
 pub mod batch;
 mod decode;
-mod result_json;
+pub(crate) mod result_json;
 mod second_read;
 
 pub use batch::EventBatch;
@@ -716,15 +716,19 @@ impl TraceJob {
 }
 
 impl FirstRead {
-    /// The summary alone, with these limits (and the mergeable section).
-    pub(crate) fn summary_only(limits: Limits, mergeable: bool) -> FirstRead {
+    /// The summary alone, with these limits (and the mergeable section, and the steps).
+    pub(crate) fn summary_only(
+        limits: Limits,
+        mergeable: bool,
+        steps: Option<StepPattern>,
+    ) -> FirstRead {
         FirstRead::new(&TraceJobOptions {
             source: String::new(),
             limits,
             top: 0,
             mergeable,
             join: None,
-            steps: None,
+            steps,
         })
     }
 
@@ -746,11 +750,12 @@ impl FirstRead {
         top: usize,
         cut: Option<GzError>,
         gzip_warning: Option<String>,
-    ) -> TraceSummaryResult {
+    ) -> (TraceSummaryResult, Option<StepsReport>) {
         let (end, warnings) = self.scan_end();
         self.cut = cut;
         self.gzip_warning = gzip_warning;
-        self.summarize(source, top, &end, &warnings).0
+        let (summary, _, _, steps) = self.summarize(source, top, &end, &warnings);
+        (summary, steps.map(|s| s.finish().report(None)))
     }
 
     /// How the bytes route's scan ended (a scanner that saw no byte, when none came), with

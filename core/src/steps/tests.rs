@@ -623,3 +623,40 @@ fn energy_equals_analyze_at_the_step_edges() {
     assert!(v["pauses"].is_array() && v["steps"][0]["gpu_energy_j"].is_number());
     assert_eq!(page_json, json);
 }
+
+/// The page's analyzer (a trace dropped alone) with `"steps": true` gives the bytes of the trace
+/// job with the steps (`trace FILE --steps --json`), in every split.
+#[test]
+fn the_analyzer_gives_the_jobs_steps() {
+    use crate::analyzer::{Analyzer, AnalyzerOptions};
+    use crate::job::Job;
+    use crate::trace_job::{TraceJob, TraceJobOptions};
+    let mut rng = Rng(5);
+    let doc = document(&generate(&mut rng, 3, 1000));
+    let mut job = TraceJob::new(TraceJobOptions {
+        source: "t.json".into(),
+        limits: Limits::PAGE,
+        top: 40,
+        mergeable: false,
+        join: None,
+        steps: Some(StepPattern::parse("ProfilerStep#*").unwrap()),
+    });
+    job.write(doc.as_bytes()).unwrap();
+    job.end().unwrap();
+    let want = job.finish().unwrap().to_json();
+    assert!(want.contains("\"step_summary\""));
+    crate::testutil::for_each_split(doc.as_bytes(), 4, 9, |chunks| {
+        let options = AnalyzerOptions::from_json(
+            r#"{"limits": "page", "source": "t.json", "step_name": "ProfilerStep#*"}"#,
+        )
+        .unwrap();
+        let mut a = Analyzer::new(options);
+        for c in chunks {
+            a.write(c).unwrap();
+        }
+        assert_eq!(a.end().unwrap(), want);
+    });
+    let bad = AnalyzerOptions::from_json(r#"{"step_name": ""}"#).unwrap();
+    let mut a = Analyzer::new(bad);
+    assert!(a.write(doc.as_bytes()).is_err());
+}

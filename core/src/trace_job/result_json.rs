@@ -21,7 +21,7 @@ struct WithSteps<'a> {
 }
 
 /// The JSON of `summary`, `join` and `steps` (2-space indented, without the final newline).
-pub(super) fn with_steps(
+pub(crate) fn with_steps(
     summary: &TraceSummaryResult,
     join: Option<&JoinReport>,
     steps: &StepsReport,

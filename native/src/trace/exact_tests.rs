@@ -123,7 +123,7 @@ fn analyzer_mergeable(
     }
     match analyzer.finish().map_err(|e| e.to_string())? {
         Analysis::Trace(result) => Ok(*result),
-        Analysis::Recording(_) => Err("not a trace".to_string()),
+        Analysis::Recording(_) | Analysis::TraceSteps(_) => Err("not a trace".to_string()),
     }
 }
 
