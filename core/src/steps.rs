@@ -293,7 +293,9 @@ impl StepsFound {
                 self.dropped_steps, n
             ));
         }
-        if self.dropped_host > 0 {
+        // The host ops left out matter only to the outliers' top host ops.
+        let host_partial = self.dropped_host > 0 && !outliers.is_empty();
+        if host_partial {
             warnings.push(format!(
                 "{} host ops past max_step_host_ops are left out of the outliers' top host ops",
                 self.dropped_host
@@ -309,9 +311,9 @@ impl StepsFound {
             warnings.push("host op names past the name table count as \"(other)\"".into());
         }
         let approximations =
-            (self.error_bound_ns > 0 || self.dropped_host > 0).then(|| StepApproximations {
+            (self.error_bound_ns > 0 || host_partial).then(|| StepApproximations {
                 breakdown_error_bound_ms: ms(self.error_bound_ns),
-                top_host_ops_partial: self.dropped_host > 0,
+                top_host_ops_partial: host_partial,
             });
         let energies: Vec<f64> = entries
             .iter()

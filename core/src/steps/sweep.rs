@@ -34,41 +34,36 @@ pub(crate) fn breakdown(
     let mut next_window = 0usize;
     let mut active: Vec<u32> = Vec::new();
     let mut inside = [false; CLASSES];
-    // The time of the next boundary of class c.
-    let mut boundary =
-        |c: usize, classes: &mut [MergedIntervals<'_>; CLASSES], inside: &[bool; CLASSES]| {
-            if failed[c] {
-                return None;
+    // The time of the next boundary of class c, read once per boundary crossed.
+    let mut peek = |c: usize, classes: &mut [MergedIntervals<'_>; CLASSES], inside: bool| {
+        if failed[c] {
+            return None;
+        }
+        match classes[c].peek(spill) {
+            Ok(iv) => iv.map(|iv| if inside { iv.end_ns } else { iv.start_ns }),
+            Err(()) => {
+                failed[c] = true;
+                None
             }
-            match classes[c].peek(spill) {
-                Ok(iv) => iv.map(|iv| if inside[c] { iv.end_ns } else { iv.start_ns }),
-                Err(()) => {
-                    failed[c] = true;
-                    None
-                }
-            }
-        };
-    let first = (0..CLASSES)
-        .filter_map(|c| boundary(c, classes, &inside))
-        .min();
-    let Some(mut t) = first else {
+        }
+    };
+    let mut next_at: [Option<i64>; CLASSES] = core::array::from_fn(|c| peek(c, classes, false));
+    let Some(mut t) = next_at.iter().flatten().copied().min() else {
         return (finish(parts, windows), failed);
     };
     loop {
         // Cross every boundary at `t`.
         for c in 0..CLASSES {
-            while boundary(c, classes, &inside) == Some(t) {
+            while next_at[c] == Some(t) {
                 if inside[c] {
-                    // Read once peeked: the interval is taken.
+                    // Peeked already: the interval is taken.
                     let _ = classes[c].next(&mut NoSpill);
                 }
                 inside[c] = !inside[c];
+                next_at[c] = peek(c, classes, inside[c]);
             }
         }
-        let Some(next) = (0..CLASSES)
-            .filter_map(|c| boundary(c, classes, &inside))
-            .min()
-        else {
+        let Some(next) = next_at.iter().flatten().copied().min() else {
             break;
         };
         if let Some(owner) = inside.iter().position(|&b| b) {
