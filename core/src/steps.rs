@@ -335,7 +335,7 @@ impl StepsFound {
         });
         let note = (n == 0).then(|| {
             format!(
-                "no user_annotation named as the step pattern {} says: no steps",
+                "no complete user_annotation matches the step pattern {}: no steps",
                 self.pattern
             )
         });
