@@ -95,6 +95,8 @@ pub mod runs;
 pub mod sidecar;
 pub mod sketch;
 pub mod stats;
+#[cfg(feature = "alloc")]
+pub mod steps;
 pub mod summary;
 #[cfg(feature = "alloc")]
 pub mod telemetry;

@@ -41,6 +41,16 @@ pub struct Limits {
     pub max_spans: usize,
     /// GPUs tracked by the trace.csv analyzer.
     pub max_gpus: usize,
+    /// Steps kept by `trace --steps` (docs/steps.md); later steps are counted in a warning.
+    pub max_steps: usize,
+    /// Disjoint intervals kept live per class by `trace --steps` (7 classes, 16 bytes each);
+    /// past it, with a spill (native: a temporary file), the older half is written out and
+    /// merged back at the end (exact); without one, the class's union coalesces its smallest
+    /// gaps and the breakdown states the error bound. `usize::MAX` = exact in memory.
+    pub max_step_intervals: usize,
+    /// Host op spans (24 bytes each) kept by `trace --steps` for the outliers' top host ops;
+    /// past it later ops are left out of them, stated.
+    pub max_step_host_ops: usize,
 }
 
 impl Limits {
@@ -58,6 +68,9 @@ impl Limits {
         // Every kept mark opens at most a stretch and a pair: no span of a kept mark is lost.
         max_spans: 1 << 21,
         max_gpus: 64,
+        max_steps: usize::MAX,
+        max_step_intervals: usize::MAX,
+        max_step_host_ops: usize::MAX,
     };
 
     /// The native CLI's default (`trace`, `summarize`): exact results in bounded memory (peak
@@ -84,6 +97,12 @@ impl Limits {
         // Not used by traces; as EXACT, every kept mark's spans (2 per mark).
         max_spans: 1 << 17,
         max_gpus: 64,
+        // Steps: ~1 MiB of steps; the classes' unions 2^15 live intervals each (16 bytes, up
+        // to ~3x that in storage after a retire: ~11 MiB for all 7), the rest spilled; host op
+        // spans 6 MiB.
+        max_steps: 1 << 16,
+        max_step_intervals: 1 << 15,
+        max_step_host_ops: 1 << 18,
     };
 
     /// The web page: [`Limits::NATIVE`] with room for more exact durations and live intervals
@@ -115,6 +134,9 @@ impl Limits {
         // ~25 MiB at 16 GPUs, ~1.5 MiB at one.
         max_spans: 2048,
         max_gpus: 16,
+        max_steps: 4096,
+        max_step_intervals: 8192,
+        max_step_host_ops: 16_384,
     };
 }
 

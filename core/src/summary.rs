@@ -51,11 +51,11 @@ mod accumulator;
 #[cfg(feature = "alloc")]
 pub mod batch;
 #[cfg(feature = "alloc")]
-mod busy;
+pub(crate) mod busy;
 #[cfg(feature = "alloc")]
 mod histpass;
 #[cfg(feature = "alloc")]
-mod interner;
+pub(crate) mod interner;
 #[cfg(feature = "alloc")]
 mod op;
 #[cfg(feature = "alloc")]
@@ -63,7 +63,7 @@ mod refine;
 #[cfg(feature = "alloc")]
 mod result;
 #[cfg(feature = "alloc")]
-mod spill;
+pub(crate) mod spill;
 #[cfg(feature = "alloc")]
 pub use accumulator::*;
 #[cfg(feature = "alloc")]

@@ -31,10 +31,12 @@ use crate::join::{
     RecordingBuilder, RecordingOptions,
 };
 use crate::json::{BaseTime, Event, EventScanner, Scan, ScanEnd, ScanWarnings};
+use crate::steps::{StepCollector, StepPattern, StepsFound, StepsReport};
 use crate::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult};
 
 pub mod batch;
 mod decode;
+pub(crate) mod result_json;
 mod second_read;
 mod stored_reads;
 
@@ -65,6 +67,8 @@ pub struct TraceJobOptions {
     pub mergeable: bool,
     /// The join, if any.
     pub join: Option<JoinSetup>,
+    /// The steps (`--steps`, docs/steps.md): the pattern that names them, if asked for.
+    pub steps: Option<StepPattern>,
 }
 
 /// The join's part of a [`TraceJobOptions`].
@@ -162,15 +166,18 @@ pub struct TraceJobResult {
     pub summary: TraceSummaryResult,
     /// The join's report, with the join.
     pub join: Option<JoinReport>,
+    /// The steps, when asked for.
+    pub steps: Option<StepsReport>,
 }
 
 impl TraceJobResult {
     /// The JSON object `trace --json` prints (without the final newline): the summary's, with
-    /// the join's keys after its own.
+    /// the join's keys after its own, then the steps'.
     pub fn to_json(&self) -> String {
-        match &self.join {
-            Some(report) => crate::join::summary_with_join_json(&self.summary, report),
-            None => self.summary.to_json(),
+        match (&self.join, &self.steps) {
+            (_, Some(steps)) => result_json::with_steps(&self.summary, self.join.as_ref(), steps),
+            (Some(report), None) => crate::join::summary_with_join_json(&self.summary, report),
+            (None, None) => self.summary.to_json(),
         }
     }
 }
@@ -222,6 +229,8 @@ pub struct TraceJob {
     restart: Option<(crate::gzip::RestartIndex, u64)>,
     /// The ranged second read of such a trace, as stored ranges.
     stored: Option<StoredReads>,
+    /// The steps' first pass, once the first read ended; reported when the job finishes.
+    steps: Option<StepsFound>,
 }
 
 enum Phase {
@@ -243,6 +252,8 @@ pub(crate) struct FirstRead {
     /// The bytes route's scanner, made at the first byte.
     scanner: Option<EventScanner>,
     first: Option<FirstPass>,
+    /// The steps' first pass, when asked for.
+    steps: Option<StepCollector>,
     /// The document is a bare array, once its first byte is seen (the bytes route).
     bare: Option<bool>,
     cut: Option<GzError>,
@@ -294,6 +305,7 @@ impl TraceJob {
             stored_gzip: false,
             restart: None,
             stored: None,
+            steps: None,
         }
     }
 
@@ -314,6 +326,16 @@ impl TraceJob {
     pub fn set_trace_io(&mut self, spill: Box<dyn IntervalSpill>, replay: Box<dyn EventReplay>) {
         if let Phase::First(f) = &mut self.phase {
             f.set_trace_io(spill, replay);
+        }
+    }
+
+    /// For the steps: where the classes' unions put intervals past their budget, so that the
+    /// breakdown stays exact ([`StepCollector::set_spill`]). Call before the first event.
+    pub fn set_steps_spill(&mut self, spill: Box<dyn IntervalSpill>) {
+        if let Phase::First(f) = &mut self.phase
+            && let Some(steps) = &mut f.steps
+        {
+            steps.set_spill(spill);
         }
     }
 
@@ -402,6 +424,9 @@ impl TraceJob {
                 if let Some(first) = &mut f.first {
                     batch.join_to(first);
                 }
+                if let Some(steps) = &mut f.steps {
+                    batch.steps_to(steps);
+                }
                 Ok(())
             }
             _ => Err(TraceJobError::Protocol("events outside the first read")),
@@ -419,6 +444,9 @@ impl TraceJob {
                 f.summary.add(e);
                 if let Some(first) = &mut f.first {
                     first.add_at(e, end);
+                }
+                if let Some(steps) = &mut f.steps {
+                    steps.add(e);
                 }
                 Ok(())
             }
@@ -472,11 +500,13 @@ impl TraceJob {
     ) -> Result<(), TraceJobError> {
         self.trace_reads += 1;
         let o = &self.options;
-        let (result, first, bare) = f.summarize(&o.source, o.top, end, warnings);
+        let (result, first, bare, steps) = f.summarize(&o.source, o.top, end, warnings);
+        self.steps = steps.map(StepCollector::finish);
         let (Some(mut first), Some(join)) = (first, o.join.as_ref()) else {
             self.phase = Phase::Done(Box::new(TraceJobResult {
                 summary: result,
                 join: None,
+                steps: None,
             }));
             return Ok(());
         };
@@ -574,6 +604,7 @@ impl TraceJob {
                 Phase::Done(Box::new(TraceJobResult {
                     summary,
                     join: Some(pass.finish()),
+                    steps: None,
                 }))
             }
             SecondRead::Ranged { steps, wanted } => Phase::Ranged(Box::new(Ranged::new(
@@ -698,6 +729,7 @@ impl TraceJob {
                 self.phase = Phase::Done(Box::new(TraceJobResult {
                     summary,
                     join: Some(pass.finish()),
+                    steps: None,
                 }));
             }
             Phase::Ranged(r) => {
@@ -707,6 +739,7 @@ impl TraceJob {
                         self.phase = Phase::Done(Box::new(TraceJobResult {
                             summary,
                             join: Some(pass.finish()),
+                            steps: None,
                         }));
                     }
                     // A range could not be resumed: read it all, with a fresh pass.
@@ -726,14 +759,19 @@ impl TraceJob {
 }
 
 impl FirstRead {
-    /// The summary alone, with these limits (and the mergeable section).
-    pub(crate) fn summary_only(limits: Limits, mergeable: bool) -> FirstRead {
+    /// The summary alone, with these limits (and the mergeable section, and the steps).
+    pub(crate) fn summary_only(
+        limits: Limits,
+        mergeable: bool,
+        steps: Option<StepPattern>,
+    ) -> FirstRead {
         FirstRead::new(&TraceJobOptions {
             source: String::new(),
             limits,
             top: 0,
             mergeable,
             join: None,
+            steps,
         })
     }
 
@@ -755,11 +793,12 @@ impl FirstRead {
         top: usize,
         cut: Option<GzError>,
         gzip_warning: Option<String>,
-    ) -> TraceSummaryResult {
+    ) -> (TraceSummaryResult, Option<StepsReport>) {
         let (end, warnings) = self.scan_end();
         self.cut = cut;
         self.gzip_warning = gzip_warning;
-        self.summarize(source, top, &end, &warnings).0
+        let (summary, _, _, steps) = self.summarize(source, top, &end, &warnings);
+        (summary, steps.map(|s| s.finish().report(None)))
     }
 
     /// How the bytes route's scan ended (a scanner that saw no byte, when none came), with
@@ -780,7 +819,12 @@ impl FirstRead {
         top: usize,
         end: &ScanEnd,
         warnings: &ScanWarnings,
-    ) -> (TraceSummaryResult, Option<FirstPass>, Option<bool>) {
+    ) -> (
+        TraceSummaryResult,
+        Option<FirstPass>,
+        Option<bool>,
+        Option<StepCollector>,
+    ) {
         let mut result = self.summary.finish(source, end, warnings, top);
         if let Some(e) = self.cut {
             result.truncated = true;
@@ -789,7 +833,7 @@ impl FirstRead {
                 .insert(0, format!("{e}: summarized from what was read"));
         }
         result.warnings.extend(self.gzip_warning);
-        (result, self.first, self.bare)
+        (result, self.first, self.bare, self.steps)
     }
 
     fn new(o: &TraceJobOptions) -> FirstRead {
@@ -805,6 +849,10 @@ impl FirstRead {
             summary,
             scanner: None,
             first,
+            steps: o
+                .steps
+                .as_ref()
+                .map(|p| StepCollector::new(p.clone(), &o.limits)),
             bare: None,
             cut: None,
             gzip_warning: None,
@@ -838,6 +886,9 @@ impl FirstRead {
                     self.summary.add(&e);
                     if let Some(first) = &mut self.first {
                         first.add_at(&e, scanner.bytes_consumed());
+                    }
+                    if let Some(steps) = &mut self.steps {
+                        steps.add(&e);
                     }
                 }
                 Scan::NeedsInput => return Ok(()),
@@ -939,7 +990,21 @@ impl Job for TraceJob {
             self.start_second()?;
         }
         match self.phase {
-            Phase::Done(r) => Ok(*r),
+            Phase::Done(mut r) => {
+                if let Some(found) = self.steps.take() {
+                    let view =
+                        r.join
+                            .as_ref()
+                            .zip(self.options.join.as_ref())
+                            .map(|(report, setup)| crate::steps::JoinView {
+                                report,
+                                options: &setup.options,
+                                recording: self.rec.as_deref(),
+                            });
+                    r.steps = Some(found.report(view));
+                }
+                Ok(*r)
+            }
             _ => Err(TraceJobError::Protocol("the job is not done")),
         }
     }

@@ -139,13 +139,17 @@ impl EventReplay for FileReplay {
     }
 }
 
-/// Gives `job`'s summary the temporary file and the replay of `input`.
+/// Gives `job`'s summary the temporary file and the replay of `input`, and its steps (when
+/// asked for) a temporary file of their own.
 pub fn equip(job: &mut TraceJob, input: &InputFile) {
     let limits = job.options().limits;
     job.set_trace_io(
         Box::new(FileSpill::new()),
         Box::new(FileReplay::new(input, limits)),
     );
+    if job.options().steps.is_some() {
+        job.set_steps_spill(Box::new(FileSpill::new()));
+    }
 }
 
 #[cfg(test)]

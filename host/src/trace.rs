@@ -28,6 +28,7 @@ pub mod parallel;
 pub mod pipeline;
 #[cfg(unix)]
 pub mod ranges;
+pub mod steps;
 #[cfg(test)]
 pub(crate) mod test_files;
 
@@ -163,6 +164,7 @@ pub fn summarize_file(
         limits: opts.exactness.limits(),
         top: opts.top,
         mergeable: opts.mergeable,
+        steps: None,
         join: None,
     };
     let read = ReadOptions {

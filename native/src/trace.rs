@@ -31,6 +31,9 @@ mod join;
 #[cfg(all(test, unix))]
 mod join_tests;
 mod perfetto;
+mod steps;
+#[cfg(all(test, unix))]
+mod steps_tests;
 
 /// Arguments of `flinch-trace trace`.
 #[derive(clap::Args)]
@@ -65,6 +68,14 @@ pub struct Args {
     /// up to 16; 1: one scan thread). The output is the same for every N (docs/threads.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     threads: Option<u16>,
+    /// Per training step: where its time went (and its energy with --telemetry), the outlier
+    /// steps and why (docs/steps.md).
+    #[arg(long)]
+    steps: bool,
+    /// With --steps: the steps' annotation name, exact or a glob with `*` (default
+    /// `ProfilerStep#<N>`); implies --steps.
+    #[arg(long, value_name = "PATTERN")]
+    step_name: Option<String>,
     /// GPU pauses and the join with a recording (docs/join.md).
     #[command(flatten)]
     join: join::JoinArgs,
@@ -93,6 +104,7 @@ pub fn run(args: Args) -> CmdResult {
     // Checked whether or not the join runs, so that a bad option is never silently ignored.
     let join_opts = args.join.options().map_err(CmdError::Usage)?;
     let join_opts = args.join.enabled().then_some(join_opts);
+    let step_pattern = steps::pattern(args.steps, args.step_name.as_deref())?;
     if args.mergeable && join_opts.is_some() {
         return Err(CmdError::Usage(
             "--mergeable summarizes traces alone: drop the join's options".into(),
@@ -127,6 +139,7 @@ pub fn run(args: Args) -> CmdResult {
                 limits: exactness.limits(),
                 top: args.top,
                 mergeable: args.mergeable,
+                steps: step_pattern.clone(),
                 join: join_opts.as_ref().map(|o| {
                     join::setup(o, args.join.has_telemetry(), args.join.perfetto().is_some())
                 }),
@@ -211,18 +224,21 @@ fn report_file(
                 );
             }
             if args.json {
-                match &result.join {
-                    Some(_) => {
+                match (&result.join, &result.steps) {
+                    (Some(_), _) | (_, Some(_)) => {
                         let json = result.to_json();
                         json_out.item(|out| out(&json))?;
                     }
                     // Written as it is made: the mergeable section grows with the ops.
-                    None => json_out.item(|out| result.summary.write_json(out))?,
+                    (None, None) => json_out.item(|out| result.summary.write_json(out))?,
                 }
             } else {
                 print!("{}", render_table(&result.summary));
                 if let Some(j) = &result.join {
                     print!("{}", join::render(j));
+                }
+                if let Some(st) = &result.steps {
+                    print!("{}", steps::render(st));
                 }
             }
         }
@@ -327,6 +343,7 @@ fn summarize_file(
         limits,
         top,
         mergeable: false,
+        steps: None,
         join: None,
     };
     let read = ReadOptions {

@@ -1,6 +1,6 @@
 """flinch-trace from Python: the command line's JSON results as dicts, and marks for its recorder.
 
-``trace_summary``, ``analyze`` and ``summarize`` call the same Rust code as ``flinch-trace trace
+``trace_summary``, ``steps``, ``analyze`` and ``summarize`` call the same Rust code as ``flinch-trace trace
 --json``, ``analyze --json`` and ``summarize`` and return the same JSON, parsed. The work runs with
 the GIL released, so threads (and Dask's threaded workers) run several at once. Bad input raises
 ``ValueError`` with the command line's message (it names the byte offset or line); a path that
@@ -22,6 +22,8 @@ __version__: str = _native.__version__
 __all__ = [
     "trace_summary",
     "trace_summary_json",
+    "steps",
+    "steps_json",
     "analyze",
     "summarize",
     "merge",
@@ -64,6 +66,34 @@ def trace_summary_json(
     """``trace_summary`` as the command line's JSON text: cheaper to send between processes and to
     ``merge_json`` than a dict (no ``json.loads`` / ``json.dumps`` of the thousands of ops)."""
     return _native.trace_summary_json(os.fspath(path), top, exactness, mergeable)
+
+
+def steps(
+    trace: PathLike,
+    telemetry: Optional[PathLike] = None,
+    step_name: Optional[str] = None,
+) -> Dict[str, Any]:
+    """``flinch-trace trace TRACE [--telemetry CSV] --steps [--step-name PATTERN] --json`` as a dict.
+
+    The summary's keys, then (with ``telemetry``) the join's, then ``"steps"`` (one dict per
+    training step, in time order: ``name``, ``index``, ``start_ts_us``, ``duration_ms``,
+    ``breakdown_ms``, ``outlier`` and, with ``telemetry``, the energy figures) and
+    ``"step_summary"``. ``pandas.DataFrame(result["steps"])`` gives one row per step.
+    ``step_name``: the steps' annotation name, exact or a glob with ``*`` (default
+    ``ProfilerStep#<N>``); a bad pattern raises ``ValueError``. See docs/steps.md.
+    """
+    return json.loads(steps_json(trace, telemetry, step_name))
+
+
+def steps_json(
+    trace: PathLike,
+    telemetry: Optional[PathLike] = None,
+    step_name: Optional[str] = None,
+) -> str:
+    """``steps`` as the command line's JSON text."""
+    return _native.steps_json(
+        os.fspath(trace), None if telemetry is None else os.fspath(telemetry), step_name
+    )
 
 
 def analyze(

@@ -102,6 +102,31 @@ fn trace_summary_json(
     })
 }
 
+/// `trace PATH [--telemetry CSV] --steps [--step-name PATTERN] --json` as text.
+#[pyfunction]
+#[pyo3(signature = (path, telemetry = None, step_name = None))]
+fn steps_json(
+    py: Python<'_>,
+    path: PathBuf,
+    telemetry: Option<PathBuf>,
+    step_name: Option<String>,
+) -> PyResult<String> {
+    check_path(&path, false)?;
+    if let Some(csv) = &telemetry {
+        check_path(csv, false)?;
+    }
+    detached(py, || {
+        trace::steps::steps_json(&path, telemetry.as_deref(), step_name.as_deref()).map_err(|e| {
+            match e {
+                trace::steps::StepsError::Usage(msg) => msg,
+                trace::steps::StepsError::Run(msg) => {
+                    format!("flinch-trace trace: {}: {msg}", path.display())
+                }
+            }
+        })
+    })
+}
+
 /// `analyze --csv CSV [--start A --end B] --json ...` as text.
 #[pyfunction]
 #[pyo3(signature = (csv, start = None, end = None, occurrence = 1, spans = false, gpu = None,
@@ -190,6 +215,7 @@ fn merge_json(py: Python<'_>, summaries: Vec<String>, top: Option<usize>) -> PyR
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_summary_json, m)?)?;
+    m.add_function(wrap_pyfunction!(steps_json, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_json, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_json, m)?)?;
     m.add_function(wrap_pyfunction!(merge_json, m)?)?;

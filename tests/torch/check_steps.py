@@ -5,8 +5,9 @@
   check_steps.py truth ORACLE.json TRUTH.json
       The oracle's outliers are exactly the truth's stall and sleep steps; each stall step's largest part is
       `dataloader` and each sleep step's `other`, with an excess of at least half the stall / sleep.
-      Exit 1 with the reason otherwise; exit 3 when the only fault is extra outliers (a step slowed by a loaded
-      machine: run.sh then records the trace again).
+      Other outliers slower than the median by less than a quarter of the smallest stall are noted (a loaded
+      machine's noise); exit 1 with the reason otherwise; exit 3 when the only fault is an extra outlier slower
+      than that (run.sh then records the trace again).
   check_steps.py compare FLINCH.json ORACLE.json
       `flinch-trace trace T --steps --json` against the oracle: the same steps in the same order, names,
       indices, `start_ts_us` exactly (the number's decimal text against the oracle's ns), `duration_ms` and
@@ -54,12 +55,17 @@ def truth(oracle_path, truth_path):
             fail(f"step {i}: largest part {o['largest_part']} (+{o['largest_part_excess_ms']:.1f} ms), expected {part}")
         if o["largest_part_excess_ms"] < slow_ms / 2:
             fail(f"step {i}: {part} only +{o['largest_part_excess_ms']:.1f} ms, expected about +{slow_ms} ms")
+    # Other outliers: a few ms of a loaded machine's noise is a real slow step to the rule, but not a stall;
+    # one slowed by a quarter of the smallest injected stall or more is a stall the truth does not know.
+    floor_ms = min([t["stall_ms"]] * bool(t["stall_steps"]) + [t["sleep_ms"]] * bool(t["sleep_steps"])) / 4
     extra = sorted(set(got) - set(want))
+    desc = ", ".join(f"#{i} {got[i]['duration_ms']:.1f} ms (+{got[i]['largest_part_excess_ms']:.1f} ms "
+                     f"{got[i]['largest_part']})" for i in extra)
+    if any(got[i]["duration_ms"] - summ["median_ms"] >= floor_ms for i in extra):
+        fail(f"extra outliers (median {summ['median_ms']:.2f} ms, threshold +{summ['threshold_ms']:.2f} ms, "
+             f"stall floor +{floor_ms:.0f} ms): {desc}", code=3)
     if extra:
-        desc = ", ".join(f"#{i} {got[i]['duration_ms']:.1f} ms (+{got[i]['largest_part_excess_ms']:.1f} ms "
-                         f"{got[i]['largest_part']})" for i in extra)
-        fail(f"extra outliers (median {summ['median_ms']:.2f} ms, threshold +{summ['threshold_ms']:.2f} ms): {desc}",
-             code=3)
+        print(f"note: outliers slower by less than +{floor_ms:.0f} ms (a loaded machine's noise): {desc}")
     print(f"ok: {len(indices)} steps, median {summ['median_ms']:.2f} ms, outliers "
           + ", ".join(f"#{o['index']} {o['duration_ms']:.1f} ms (+{o['largest_part_excess_ms']:.1f} ms {o['largest_part']})"
                       for o in summ["outliers"]))

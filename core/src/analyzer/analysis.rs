@@ -2,6 +2,7 @@
 use alloc::boxed::Box;
 use alloc::string::String;
 
+use crate::steps::StepsReport;
 use crate::summary::TraceSummaryResult;
 use crate::window::{RecordingAnalysis, SelectionError};
 
@@ -12,6 +13,8 @@ pub enum Analysis {
     Trace(Box<TraceSummaryResult>),
     /// A trace.csv analysis (docs/cli.md, "analyze"): recording-level, or with the selected window.
     Recording(Box<RecordingAnalysis>),
+    /// A trace summary with the steps (`"steps": true`; docs/steps.md).
+    TraceSteps(Box<(TraceSummaryResult, StepsReport)>),
 }
 
 impl Analysis {
@@ -20,7 +23,7 @@ impl Analysis {
     pub fn selection_error(&self) -> Option<SelectionError> {
         match self {
             Analysis::Recording(r) => r.selection.as_ref().and_then(|s| s.error()),
-            Analysis::Trace(_) => None,
+            Analysis::Trace(_) | Analysis::TraceSteps(_) => None,
         }
     }
 
@@ -29,6 +32,7 @@ impl Analysis {
         match self {
             Analysis::Trace(r) => r.to_json(),
             Analysis::Recording(r) => r.to_json(),
+            Analysis::TraceSteps(r) => crate::trace_job::result_json::with_steps(&r.0, None, &r.1),
         }
     }
 }

@@ -81,6 +81,7 @@ impl Content {
             Kind::Trace | Kind::Auto => Ok(Content::Trace(Box::new(FirstRead::summary_only(
                 options.limits(),
                 options.mergeable,
+                options.step_pattern()?,
             )))),
         }
     }
@@ -103,8 +104,11 @@ impl Content {
             }
             Content::Trace(t) => {
                 let top = options.top.unwrap_or(DEFAULT_TOP_OPS);
-                let r = t.finish_bytes(&options.source, top, cut_gzip, gzip_warning);
-                Ok(Analysis::Trace(Box::new(r)))
+                let (r, steps) = t.finish_bytes(&options.source, top, cut_gzip, gzip_warning);
+                Ok(match steps {
+                    Some(steps) => Analysis::TraceSteps(Box::new((r, steps))),
+                    None => Analysis::Trace(Box::new(r)),
+                })
             }
             Content::Csv(mut job) => {
                 job.end()?;

@@ -13,6 +13,8 @@ pub enum OptionsError {
     Json(Arc<serde_json::Error>),
     /// Only one of `start` / `end` was given.
     UnpairedMark,
+    /// `step_name` is not a step pattern.
+    StepName(crate::steps::PatternError),
 }
 
 impl PartialEq for OptionsError {
@@ -22,6 +24,7 @@ impl PartialEq for OptionsError {
                 (a.line(), a.column(), a.classify()) == (b.line(), b.column(), b.classify())
             }
             (OptionsError::UnpairedMark, OptionsError::UnpairedMark) => true,
+            (OptionsError::StepName(a), OptionsError::StepName(b)) => a == b,
             _ => false,
         }
     }
@@ -32,6 +35,7 @@ impl fmt::Display for OptionsError {
         match self {
             OptionsError::Json(e) => e.fmt(f),
             OptionsError::UnpairedMark => f.write_str("start and end mark labels go together"),
+            OptionsError::StepName(e) => e.fmt(f),
         }
     }
 }
@@ -42,6 +46,7 @@ impl core::error::Error for OptionsError {
         match self {
             OptionsError::Json(e) => Some(&**e),
             OptionsError::UnpairedMark => None,
+            OptionsError::StepName(e) => Some(e),
         }
     }
 }

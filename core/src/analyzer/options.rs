@@ -65,6 +65,10 @@ pub struct AnalyzerOptions {
     pub power_source: PowerSource,
     /// Traces only: add the mergeable section (`"mergeable"`, docs/merge.md).
     pub mergeable: bool,
+    /// Traces only: add the steps (`trace --steps`, docs/steps.md).
+    pub steps: bool,
+    /// Traces only: the steps' pattern (`--step-name`; implies `steps`).
+    pub step_name: Option<String>,
 }
 
 impl AnalyzerOptions {
@@ -75,6 +79,19 @@ impl AnalyzerOptions {
     pub fn from_json(text: &str) -> Result<AnalyzerOptions, AnalyzeError> {
         serde_json::from_str(text)
             .map_err(|e| AnalyzeError::Options(OptionsError::Json(Arc::new(e))))
+    }
+
+    /// The step pattern, when the steps are asked for.
+    ///
+    /// # Errors
+    /// A bad `step_name`.
+    pub fn step_pattern(&self) -> Result<Option<crate::steps::StepPattern>, AnalyzeError> {
+        match self.step_name.as_deref() {
+            Some(p) => crate::steps::StepPattern::parse(p)
+                .map(Some)
+                .map_err(|e| AnalyzeError::Options(OptionsError::StepName(e))),
+            None => Ok(self.steps.then(crate::steps::StepPattern::default)),
+        }
     }
 
     /// The trace.csv analysis options these options stand for. This is the one mapping used by

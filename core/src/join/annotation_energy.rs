@@ -8,6 +8,10 @@
 //! the time its power readings cover, summed over GPUs), the time-weighted utilization (mean
 //! over the GPUs), and the verdicts of the single spans (the most common one leads).
 //!
+//! Names that differ only by a trailing `#N` (`ProfilerStep#12`) are one row, named with `#*`
+//! (`ProfilerStep#*`): its count and sums are over every such span; per-step figures are the
+//! steps' (`trace --steps`, docs/steps.md).
+//!
 //! # Memory
 //! At most `max_names` (category, name) rows; later names add to one `"(other)"` row.
 use alloc::collections::BTreeMap;
@@ -103,6 +107,60 @@ pub struct AnnotationEnergyAcc<'r> {
     max_names: usize,
     /// Spans whose Unix time leaves the `i64` range.
     pub unconverted: u64,
+    /// The grouped name of the span at hand (reused: no allocation per span).
+    grouped: Vec<u8>,
+}
+
+/// `name` with a trailing `#` and digits replaced by `#*`, into `buf`; `None` when it has no
+/// such suffix.
+pub fn grouped_name<'a>(name: &[u8], buf: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+    let at = name.iter().rposition(|&b| b == b'#')?;
+    let digits = &name[at + 1..];
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    buf.clear();
+    buf.extend_from_slice(&name[..=at]);
+    buf.push(b'*');
+    Some(buf)
+}
+
+/// Names in natural order: runs of ASCII digits compare as numbers (`#2` before `#10`), the
+/// rest byte by byte.
+pub fn natural_cmp(a: &str, b: &str) -> core::cmp::Ordering {
+    use core::cmp::Ordering;
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].is_ascii_digit() && b[j].is_ascii_digit() {
+            let si = i;
+            while i < a.len() && a[i].is_ascii_digit() {
+                i += 1;
+            }
+            let sj = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            // Leading zeros aside, the longer run is the larger number.
+            let (x, y) = (trim_zeros(&a[si..i]), trim_zeros(&b[sj..j]));
+            let o = x.len().cmp(&y.len()).then_with(|| x.cmp(y));
+            if o != Ordering::Equal {
+                return o;
+            }
+        } else {
+            if a[i] != b[j] {
+                return a[i].cmp(&b[j]);
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    (a.len() - i).cmp(&(b.len() - j)).then_with(|| a.cmp(b))
+}
+
+fn trim_zeros(d: &[u8]) -> &[u8] {
+    let k = d.iter().position(|&c| c != b'0').unwrap_or(d.len());
+    &d[k..]
 }
 
 impl<'r> AnnotationEnergyAcc<'r> {
@@ -124,6 +182,7 @@ impl<'r> AnnotationEnergyAcc<'r> {
             accs: Vec::new(),
             max_names,
             unconverted: 0,
+            grouped: Vec::new(),
         }
     }
 
@@ -137,7 +196,11 @@ impl<'r> AnnotationEnergyAcc<'r> {
         let Some((s, t)) = span_ns(e) else {
             return;
         };
-        let key = (names.id(e.cat), names.id(e.name));
+        let name = match e.name {
+            Some(n) => grouped_name(n, &mut self.grouped).or(Some(n)),
+            None => None,
+        };
+        let key = (names.id(e.cat), names.id(name));
         let row = match self.rows.get(&key) {
             Some(&r) => r,
             None => {
@@ -256,8 +319,32 @@ impl<'r> AnnotationEnergyAcc<'r> {
             let eb = b.gpu_energy_j.unwrap_or(f64::NEG_INFINITY);
             eb.total_cmp(&ea)
                 .then(a.category.cmp(&b.category))
-                .then(a.name.cmp(&b.name))
+                .then_with(|| natural_cmp(&a.name, &b.name))
         });
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailing_numbers_group_and_sort_numerically() {
+        let mut buf = Vec::new();
+        assert_eq!(
+            grouped_name(b"ProfilerStep#12", &mut buf),
+            Some(&b"ProfilerStep#*"[..])
+        );
+        assert_eq!(grouped_name(b"a#b#3", &mut buf), Some(&b"a#b#*"[..]));
+        assert_eq!(grouped_name(b"ProfilerStep#", &mut buf), None);
+        assert_eq!(grouped_name(b"step#3a", &mut buf), None);
+        assert_eq!(grouped_name(b"train", &mut buf), None);
+        let mut names = ["s#10", "s#2", "s#1", "t", "s#02x", "s#2x", "s10", "s9"];
+        names.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            names,
+            ["s#1", "s#2", "s#02x", "s#2x", "s#10", "s9", "s10", "t"]
+        );
     }
 }

@@ -73,6 +73,10 @@ pub struct TraceJoinOptions {
     /// unknown): what the recording's `.meta.json` sidecar names
     /// ([`crate::sidecar::power_source`]), as native reads it.
     pub power_source: Option<String>,
+    /// `--steps`: add the steps (docs/steps.md).
+    pub steps: bool,
+    /// `--step-name`: the steps' pattern (implies `steps`).
+    pub step_name: Option<String>,
 }
 
 /// Why the join's options were refused; each names its option.
@@ -93,6 +97,8 @@ pub enum OptionError {
     PowerSource(String),
     /// The options' JSON: an unknown field or a wrong type.
     Json(Arc<serde_json::Error>),
+    /// `--step-name` not a pattern.
+    StepName(crate::steps::PatternError),
 }
 
 impl fmt::Display for OptionError {
@@ -110,6 +116,7 @@ impl fmt::Display for OptionError {
                 write!(f, "power_source {s}: expected instant or average")
             }
             OptionError::Json(e) => e.fmt(f),
+            OptionError::StepName(e) => e.fmt(f),
         }
     }
 }
@@ -119,6 +126,7 @@ impl core::error::Error for OptionError {
         match self {
             OptionError::ClockOffsetMs { error, .. } => Some(error),
             OptionError::GpuMap(e) => Some(e),
+            OptionError::StepName(e) => Some(e),
             #[cfg(feature = "std")]
             OptionError::Json(e) => Some(&**e),
             _ => None,

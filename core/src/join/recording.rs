@@ -511,6 +511,12 @@ impl Recording {
         &self.gpus[slot].power
     }
 
+    /// GPU `slot`'s energy counter readings, (Unix ns, mJ), in time order (the steps'
+    /// counter update period is measured from them).
+    pub fn counter_readings(&self, slot: usize) -> &[(i64, f64)] {
+        &self.gpus[slot].counter
+    }
+
     /// GPU `slot` over `[t0_ns, t1_ns]` (Unix ns).
     pub fn window(&self, slot: usize, t0_ns: i64, t1_ns: i64) -> GpuWindowJoin {
         let g = &self.gpus[slot];

@@ -87,11 +87,16 @@ impl TraceJoin {
             power_source,
             ..RecordingOptions::default()
         });
+        let steps = match o.step_name.as_deref() {
+            Some(p) => Some(crate::steps::StepPattern::parse(p).map_err(OptionError::StepName)?),
+            None => o.steps.then(crate::steps::StepPattern::default),
+        };
         let job = TraceJob::new(TraceJobOptions {
             source: o.source,
             limits: o.limits.limits(),
             top: o.top.unwrap_or(DEFAULT_TOP_OPS),
             mergeable: false,
+            steps,
             join: Some(JoinSetup::new(opts, recording)),
         });
         Ok(TraceJoin {

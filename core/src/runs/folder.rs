@@ -497,6 +497,8 @@ impl RunsFolder {
                     Some(error) => TraceEntry::Error { source, error },
                     None => match analyzer.finish() {
                         Ok(Analysis::Trace(r)) => TraceEntry::summary(*r),
+                        // The runs summary asks for no steps.
+                        Ok(Analysis::TraceSteps(r)) => TraceEntry::summary(r.0),
                         Ok(Analysis::Recording(_)) => TraceEntry::Error {
                             source,
                             error: "not a trace".to_owned(),

@@ -19,7 +19,7 @@
 use alloc::vec::Vec;
 
 use super::spill::{IntervalSpill, Run, merged_union_ns};
-use crate::intervals::IntervalUnion;
+use crate::intervals::{Interval, IntervalUnion};
 
 /// See the [module docs](self).
 pub(crate) struct BusyUnion {
@@ -117,6 +117,18 @@ impl BusyUnion {
             .error_ns
             .saturating_add(self.live.take_error_bound_ns());
         self.live.shrink_storage();
+    }
+
+    /// The runs written to the spill, the live intervals, and whether every retired interval
+    /// is in a run (false once a write failed): what a merge of the whole union reads.
+    pub(crate) fn parts(&mut self) -> (&[Run], &[Interval], bool) {
+        let ok = self.spill_ok;
+        (&self.runs, self.live.intervals(), ok)
+    }
+
+    /// The retired total, ns (what the runs hold, counted once per interval retired).
+    pub(crate) fn retired_ns(&self) -> u64 {
+        self.retired_ns
     }
 
     /// The union length and how much it may exceed the exact one, ns: exact (bound 0) unless a

@@ -34,7 +34,7 @@ pub(crate) struct Run {
 }
 
 /// Intervals held in memory over all runs being merged (16 bytes each: 4 MiB).
-const MERGE_BUFFER_INTERVALS: usize = 1 << 18;
+pub(crate) const MERGE_BUFFER_INTERVALS: usize = 1 << 18;
 
 struct Cursor {
     run: Run,
@@ -71,61 +71,121 @@ pub(crate) fn merged_union_ns(
     live: &[Interval],
     spill: &mut dyn IntervalSpill,
 ) -> Option<u64> {
-    let per_run = (MERGE_BUFFER_INTERVALS / runs.len().max(1)).clamp(256, 4096);
-    let mut cursors: Vec<Cursor> = runs
-        .iter()
-        .map(|&run| Cursor {
-            run,
-            next: 0,
-            buf: Vec::with_capacity(per_run),
-            pos: 0,
-        })
-        .collect();
-    // The live intervals are one more sorted run, read in place.
-    let mut live_pos = 0;
-    let mut heap: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::with_capacity(runs.len() + 1);
-    for (i, c) in cursors.iter_mut().enumerate() {
-        if let Some(iv) = c.peek(spill).ok()? {
-            heap.push(Reverse((iv.start_ns, i)));
+    let mut merged = MergedIntervals::new(runs, live, MERGE_BUFFER_INTERVALS);
+    let mut total: u64 = 0;
+    while let Some(iv) = merged.next(spill).ok()? {
+        total = total.saturating_add(iv.len_ns());
+    }
+    Some(total)
+}
+
+/// The union of every run and of `live` (each sorted and disjoint) as sorted disjoint
+/// intervals, one at a time, by a k-way merge in bounded memory (4 MiB of buffers up to 1,024
+/// runs, 4 KiB per run past that): the busy unions' exact length, and the steps' classes
+/// (`crate::steps`), which sweep the intervals themselves.
+pub(crate) struct MergedIntervals<'a> {
+    cursors: Vec<Cursor>,
+    live: &'a [Interval],
+    live_pos: usize,
+    /// (start, source) of each source's next interval; `cursors.len()` is `live`.
+    heap: BinaryHeap<Reverse<(i64, usize)>>,
+    started: bool,
+    ready: Option<Interval>,
+}
+
+impl<'a> MergedIntervals<'a> {
+    /// The merge of `runs` (read through the spill given to [`next`](Self::next)) and `live`,
+    /// with `buffer_intervals` (16 bytes each) of read buffers over all runs (at least 256 and
+    /// at most 4,096 per run).
+    pub(crate) fn new(
+        runs: &[Run],
+        live: &'a [Interval],
+        buffer_intervals: usize,
+    ) -> MergedIntervals<'a> {
+        let per_run = (buffer_intervals / runs.len().max(1)).clamp(256, 4096);
+        MergedIntervals {
+            cursors: runs
+                .iter()
+                .map(|&run| Cursor {
+                    run,
+                    next: 0,
+                    buf: Vec::with_capacity(per_run),
+                    pos: 0,
+                })
+                .collect(),
+            live,
+            live_pos: 0,
+            heap: BinaryHeap::with_capacity(runs.len() + 1),
+            started: false,
+            ready: None,
         }
     }
-    let live_id = cursors.len();
-    if let Some(iv) = live.first() {
-        heap.push(Reverse((iv.start_ns, live_id)));
+
+    fn start(&mut self, spill: &mut dyn IntervalSpill) -> Result<(), ()> {
+        self.started = true;
+        for (i, c) in self.cursors.iter_mut().enumerate() {
+            if let Some(iv) = c.peek(spill)? {
+                self.heap.push(Reverse((iv.start_ns, i)));
+            }
+        }
+        if let Some(iv) = self.live.first() {
+            self.heap.push(Reverse((iv.start_ns, self.cursors.len())));
+        }
+        Ok(())
     }
-    let mut total: u64 = 0;
-    let mut current: Option<Interval> = None;
-    while let Some(Reverse((_, i))) = heap.pop() {
-        let iv = if i == live_id {
-            let iv = live[live_pos];
-            live_pos += 1;
-            if let Some(next) = live.get(live_pos) {
-                heap.push(Reverse((next.start_ns, live_id)));
+
+    /// The next interval of any source, in order of start.
+    fn pop_raw(&mut self, spill: &mut dyn IntervalSpill) -> Result<Option<Interval>, ()> {
+        let Some(Reverse((_, i))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let live_id = self.cursors.len();
+        Ok(Some(if i == live_id {
+            let iv = self.live[self.live_pos];
+            self.live_pos += 1;
+            if let Some(next) = self.live.get(self.live_pos) {
+                self.heap.push(Reverse((next.start_ns, live_id)));
             }
             iv
         } else {
-            let c = &mut cursors[i];
+            let c = &mut self.cursors[i];
             let iv = c.buf[c.pos];
             c.pos += 1;
-            if let Some(next) = c.peek(spill).ok()? {
-                heap.push(Reverse((next.start_ns, i)));
+            if let Some(next) = c.peek(spill)? {
+                self.heap.push(Reverse((next.start_ns, i)));
             }
             iv
-        };
-        match &mut current {
-            Some(cur) if iv.start_ns <= cur.end_ns => cur.end_ns = cur.end_ns.max(iv.end_ns),
-            _ => {
-                if let Some(done) = current {
-                    total = total.saturating_add(done.len_ns());
-                }
-                current = Some(iv);
-            }
+        }))
+    }
+
+    /// The next disjoint interval of the union without taking it; `Err` when a run cannot be
+    /// read back.
+    pub(crate) fn peek(&mut self, spill: &mut dyn IntervalSpill) -> Result<Option<Interval>, ()> {
+        if !self.started {
+            self.start(spill)?;
         }
+        if self.ready.is_none()
+            && let Some(mut cur) = self.pop_raw(spill)?
+        {
+            while let Some(&Reverse((start, _))) = self.heap.peek() {
+                if start > cur.end_ns {
+                    break;
+                }
+                if let Some(iv) = self.pop_raw(spill)? {
+                    cur.end_ns = cur.end_ns.max(iv.end_ns);
+                }
+            }
+            self.ready = Some(cur);
+        }
+        Ok(self.ready)
     }
-    if let Some(done) = current {
-        total = total.saturating_add(done.len_ns());
+
+    /// The next disjoint interval of the union.
+    pub(crate) fn next(&mut self, spill: &mut dyn IntervalSpill) -> Result<Option<Interval>, ()> {
+        let iv = self.peek(spill)?;
+        self.ready = None;
+        Ok(iv)
     }
-    Some(total)
 }
 
 /// An [`IntervalSpill`] in memory: for tests, and for callers that prefer memory to a file.

@@ -15,6 +15,7 @@ use crate::join::first_pass::{self, host_span_ns};
 use crate::join::gaps::time_span_ns;
 use crate::join::{FirstPass, Resume};
 use crate::json::{Event, IdField, NumField, QUOTED_DUR, QUOTED_TS};
+use crate::steps::{Kind, StepCollector};
 use crate::summary::TraceSummary;
 use crate::summary::batch::{OpMemo, fields_read};
 
@@ -142,6 +143,8 @@ pub struct EventBatch {
     memos: Vec<Option<OpMemo>>,
     /// With the join: what its first pass reads of these events (`EventBatch::join_to`).
     join: Option<Box<JoinSide>>,
+    /// Per pair: what it is to the steps, once looked up (`EventBatch::steps_to`).
+    step_kinds: Vec<Option<Kind>>,
 }
 
 /// What the join's first pass (`flinch_core::join::FirstPass`) reads of a batch's events: their
@@ -197,6 +200,7 @@ impl EventBatch {
             pairs: Vec::with_capacity(BATCH_EVENTS),
             recent: vec![u16::MAX; RECENT_SLOTS],
             memos: Vec::with_capacity(BATCH_EVENTS),
+            step_kinds: Vec::new(),
         }
     }
 
@@ -352,6 +356,37 @@ impl EventBatch {
         }
     }
 
+    /// Gives the steps' first pass the batch's complete events, looking each pair's kind up
+    /// once.
+    pub(super) fn steps_to(&mut self, steps: &mut StepCollector) {
+        let EventBatch {
+            recs,
+            text,
+            pairs,
+            step_kinds,
+            ..
+        } = self;
+        step_kinds.clear();
+        step_kinds.resize(pairs.len(), None);
+        for r in recs.iter() {
+            if r.ph_byte != b'X' || r.ph.len != u32::MAX {
+                continue;
+            }
+            let Some(&(c, n)) = pairs.get(r.pair as usize) else {
+                continue;
+            };
+            let name = str_in(text, n);
+            let kind = *step_kinds[r.pair as usize]
+                .get_or_insert_with(|| steps.kind(str_in(text, c), name));
+            steps.add_kind(
+                kind,
+                name,
+                num_field(r.kinds, r.ts_ns),
+                num_field(r.kinds >> 2, r.dur_ns),
+            );
+        }
+    }
+
     /// Gives the join's first pass what it reads of the batch's events, in order.
     pub(super) fn join_to(&self, first: &mut FirstPass) {
         let Some(j) = &self.join else {
@@ -385,6 +420,11 @@ impl EventBatch {
         for r in &j.ranges[next.min(j.ranges.len())..] {
             begin(first, r);
         }
+    }
+
+    /// Events pushed since the last [`clear`](Self::clear).
+    pub fn len(&self) -> usize {
+        self.recs.len()
     }
 
     /// No event pushed since the last [`clear`](Self::clear).

@@ -319,6 +319,7 @@ mod tests {
             limits: Limits::NATIVE,
             top: 40,
             mergeable: false,
+            steps: None,
             join: Some(JoinSetup {
                 whole_second_read: whole,
                 ..JoinSetup::new(options, RecordingSource::None)

@@ -34,6 +34,7 @@ fn job(limits: Limits, mergeable: bool) -> TraceJob {
         limits,
         top: DEFAULT_TOP_OPS,
         mergeable,
+        steps: None,
         join: None,
     })
 }
@@ -122,13 +123,13 @@ fn analyzer_mergeable(
     }
     match analyzer.finish().map_err(|e| e.to_string())? {
         Analysis::Trace(result) => Ok(*result),
-        Analysis::Recording(_) => Err("not a trace".to_string()),
+        Analysis::Recording(_) | Analysis::TraceSteps(_) => Err("not a trace".to_string()),
     }
 }
 
 #[allow(dead_code)]
 #[path = "../../examples/gen_trace.rs"]
-mod gen_trace;
+pub(super) mod gen_trace;
 
 /// A `with_stack` trace of about `bytes` (small fillers), written once per test process (to a
 /// fixed place per checkout, overwritten by the next run rather than left behind; two checkouts

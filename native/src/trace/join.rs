@@ -15,14 +15,12 @@
 use std::path::{Path, PathBuf};
 
 use flinch_core::join::{
-    Alignment, AlignmentSource, JoinOptions, JoinReport, Recording, RecordingBuilder,
-    RecordingOptions, alignment_error, join_options,
+    Alignment, AlignmentSource, JoinOptions, JoinReport, Recording, alignment_error, join_options,
 };
 use flinch_core::trace_job::{CopyError, CopyStep, JoinSetup, RecordingSource, TraceJob};
-use flinch_core::window::PowerSource;
 
 use super::perfetto::{Merged, Merger};
-use crate::input::{InputFile, InputOptions, Passes};
+use crate::input::{InputFile, Passes};
 
 /// The join's options of `flinch-trace trace`.
 #[derive(clap::Args, Clone, Debug)]
@@ -35,7 +33,7 @@ pub struct JoinArgs {
           value_parser = crate::values::min_gap_ms)]
     min_gap_ms: Option<f64>,
     /// Pauses listed per device, longest first.
-    #[arg(long, default_value_t = 50, value_name = "N", allow_hyphen_values = true,
+    #[arg(long, default_value_t = flinch_host::trace::steps::DEFAULT_TOP_PAUSES, value_name = "N", allow_hyphen_values = true,
           value_parser = crate::values::count)]
     top_pauses: usize,
     /// A recording (trace.csv) of the same run: adds telemetry to each pause and energy per
@@ -97,38 +95,7 @@ impl JoinArgs {
         } else {
             Passes::One
         };
-        let file = InputFile::open(path, passes).map_err(|e| format!("--telemetry: {e}"))?;
-        let power_source =
-            crate::record::sidecar::power_source(path).unwrap_or(PowerSource::Unknown);
-        let mut b = RecordingBuilder::new(RecordingOptions {
-            power_source,
-            ..RecordingOptions::default()
-        });
-        // A small ring: fresh buffer pages cost a page fault each, and chunks that stay in
-        // the cache are parsed faster; the file is read at disk speed either way.
-        let ring = InputOptions {
-            buffers: 3,
-            buffer_bytes: 256 << 10,
-        };
-        let mut input = file
-            .read_with(ring)
-            .map_err(|e| format!("--telemetry: {e}"))?;
-        if !input.is_gzip() && input.progress().total_bytes() > 0 {
-            // The series are reserved once from the file's length instead of grown by copying.
-            b.size_hint(input.progress().total_bytes());
-        }
-        loop {
-            match input.next_chunk() {
-                Ok(Some(chunk)) => b
-                    .write(chunk)
-                    .map_err(|e| format!("{}: {e}", path.display()))?,
-                Ok(None) => break,
-                Err(e) => return Err(format!("{}: {e}", path.display())),
-            }
-        }
-        b.end()
-            .map(|r| Some((r, file)))
-            .map_err(|e| format!("{}: {e}", path.display()))
+        flinch_host::trace::steps::read_recording(path, passes).map(Some)
     }
 }
 

@@ -177,6 +177,7 @@ fn joined_by(
         limits: Limits::NATIVE,
         top: 40,
         mergeable: false,
+        steps: None,
         join: Some(JoinSetup {
             max_byte_ranges: max_ranges,
             ..JoinSetup::new(opts.clone(), source)

@@ -29,7 +29,7 @@ fn oracle(doc: &[u8], limits: Limits) -> Result<String, String> {
     a.write(doc).map_err(|e| e.to_string())?;
     match a.finish().map_err(|e| e.to_string())? {
         Analysis::Trace(r) => Ok(r.to_json()),
-        Analysis::Recording(_) => Err("not a trace".into()),
+        Analysis::Recording(_) | Analysis::TraceSteps(_) => Err("not a trace".into()),
     }
 }
 
@@ -55,6 +55,7 @@ fn parallel_on(
         limits,
         top: 40,
         mergeable: false,
+        steps: None,
         join: None,
     });
     let (r, rescanned) = first_read_counting(plan, &mut job, |done, total| {

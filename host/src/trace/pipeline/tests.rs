@@ -32,6 +32,7 @@ fn job(limits: Limits) -> TraceJob {
         limits,
         top: 40,
         mergeable: false,
+        steps: None,
         join: None,
     })
 }
@@ -65,7 +66,7 @@ fn oracle(path: &Path, limits: Limits, options: InputOptions) -> Result<String, 
     }
     match a.finish().map_err(|e| e.to_string())? {
         Analysis::Trace(r) => Ok(r.to_json()),
-        Analysis::Recording(_) => Err("not a trace".into()),
+        Analysis::Recording(_) | Analysis::TraceSteps(_) => Err("not a trace".into()),
     }
 }
 

@@ -1,0 +1,83 @@
+//! The robust statistics of the steps: medians, the MAD outlier rule, numpy-linear p90.
+use alloc::vec::Vec;
+
+use crate::stats::percentile_linear;
+
+/// The MAD's factor to a normal distribution's standard deviation.
+pub const MAD_SCALE: f64 = 1.4826;
+/// Deviations (in scaled MADs) past the median that make an outlier.
+pub const MAD_DEVIATIONS: f64 = 3.0;
+/// The least excess over the median that makes an outlier, as a share of the median.
+pub const MIN_EXCESS_SHARE: f64 = 0.10;
+
+/// The median of `values` (the mean of the middle two for an even count, as numpy); `None`
+/// when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    percentile_linear(&v, 0.5)
+}
+
+/// numpy's linear percentile `q` (0..=1) of `values`.
+pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    percentile_linear(&v, q)
+}
+
+/// The median of integer durations in ns, exactly (an even count: the middle two's mean, a
+/// half ns at most away from an integer) as f64.
+pub fn median_ns(values: &[u64]) -> Option<f64> {
+    let mut v: Vec<u64> = values.to_vec();
+    v.sort_unstable();
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    Some(if n % 2 == 1 {
+        v[n / 2] as f64
+    } else {
+        (u128::from(v[n / 2 - 1]) + u128::from(v[n / 2])) as f64 / 2.0
+    })
+}
+
+/// Which durations (ns) are outliers: `d - m > max(3 × 1.4826 × MAD, 0.10 × m)`, with `m` the
+/// median and `MAD` the median of `|d - m|`. Only slow steps stand out.
+pub fn outliers(durations_ns: &[u64]) -> Vec<bool> {
+    let Some(m) = median_ns(durations_ns) else {
+        return Vec::new();
+    };
+    let dev: Vec<f64> = durations_ns.iter().map(|&d| (d as f64 - m).abs()).collect();
+    let mad = median(&dev).unwrap_or(0.0);
+    let threshold = (MAD_DEVIATIONS * MAD_SCALE * mad).max(MIN_EXCESS_SHARE * m);
+    durations_ns
+        .iter()
+        .map(|&d| d as f64 - m > threshold)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_outliers() {
+        assert_eq!(median_ns(&[3, 1, 2]), Some(2.0));
+        assert_eq!(median_ns(&[4, 1, 2, 3]), Some(2.5));
+        assert_eq!(median_ns(&[]), None);
+        assert_eq!(median(&[1.0, 5.0]), Some(3.0));
+        // 20 steps of ~17.8 ms and two of 274 ms: the two stand out.
+        let mut d: Vec<u64> = (0..20).map(|i| 17_800_000 + i * 10_000).collect();
+        d.insert(8, 274_000_000);
+        d.insert(16, 274_000_000);
+        let o = outliers(&d);
+        let found: Vec<usize> = (0..d.len()).filter(|&i| o[i]).collect();
+        assert_eq!(found, [8, 16]);
+        // Identical steps: none (MAD 0, the 10 % floor); one 9 % slower: none; 11 %: one.
+        assert!(outliers(&[100; 9]).iter().all(|&b| !b));
+        assert!(!outliers(&[100, 100, 100, 109])[3]);
+        assert!(outliers(&[100, 100, 100, 111])[3]);
+        // Fast steps never stand out.
+        assert!(outliers(&[100, 100, 100, 1]).iter().all(|&b| !b));
+    }
+}
