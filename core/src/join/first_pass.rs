@@ -108,6 +108,7 @@ fn replay_one(k: &Kept, text: &[u8], f: &mut impl FnMut(&Event<'_>)) {
         id: IdField::Missing,
         scope: IdField::Missing,
         quoted_times: 0,
+        arg: crate::json::ArgValue::Missing,
     });
 }
 

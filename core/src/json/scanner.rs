@@ -13,8 +13,8 @@ use self::resumable::St;
 use self::strings::Esc;
 use super::decimal::parse_us_to_ns;
 use super::{
-    ElementBoundary, Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
-    ScanErrorKind, ScanWarnings,
+    ArgValue, ArgsSniff, ElementBoundary, Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan,
+    ScanEnd, ScanError, ScanErrorKind, ScanWarnings,
 };
 use crate::Limits;
 
@@ -122,6 +122,11 @@ pub struct EventScanner<S = DefaultStorage> {
     base_time_problem: Option<super::BaseTimeProblem>,
     /// Which of `ts`/`dur` came from a numeric string ([`QUOTED_TS`], [`QUOTED_DUR`]).
     quoted_times: u8,
+    /// The `args` object being skipped is read for its number ([`ArgsSniff`]).
+    sniffing: bool,
+    sniff: ArgsSniff,
+    /// The number of the event's `args` (returned for a counter event only).
+    arg: ArgValue,
     // fast path: gaps learned per (`ph` column, preceding field)
     gaps: [Gap; GAP_ROWS * GAP_COLS],
 }
@@ -206,6 +211,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             base_time_ns: None,
             base_time_problem: None,
             quoted_times: 0,
+            sniffing: false,
+            sniff: ArgsSniff::new(),
+            arg: ArgValue::Missing,
             gaps: [Gap::EMPTY; GAP_ROWS * GAP_COLS],
         }
     }
@@ -258,6 +266,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             id: self.id,
             scope: self.scope,
             quoted_times: self.quoted_times,
+            arg: if &self.ph[..] == b"C" {
+                self.arg
+            } else {
+                ArgValue::Missing
+            },
         }
     }
 

@@ -347,6 +347,7 @@ impl EventBatch {
                 id: IdField::Missing,
                 scope: IdField::Missing,
                 quoted_times: r.kinds >> 4,
+                arg: crate::json::ArgValue::Missing,
             };
             summary.add_batched(&e, memo);
         }
@@ -380,6 +381,7 @@ impl EventBatch {
                 id: IdField::Missing,
                 scope: IdField::Missing,
                 quoted_times: r.kinds >> 4,
+                arg: crate::json::ArgValue::Missing,
             });
         }
         for r in &j.ranges[next.min(j.ranges.len())..] {
@@ -483,6 +485,7 @@ mod tests {
                     id: IdField::Int(i as i64),
                     scope: IdField::Missing,
                     quoted_times: rng(4) as u8,
+                    arg: crate::json::ArgValue::Missing,
                 };
                 direct.add(&e);
                 batch.push(&e);
