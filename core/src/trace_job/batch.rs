@@ -11,6 +11,7 @@ use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::join::counters::{CounterSample, counter_sample};
 use crate::join::first_pass::{self, host_span_ns};
 use crate::join::gaps::time_span_ns;
 use crate::join::{FirstPass, Resume};
@@ -153,6 +154,8 @@ pub struct EventBatch {
 struct JoinSide {
     span: Option<(i64, i64)>,
     events: Vec<(u32, IdField)>,
+    /// The power and utilization counter samples (`join::counters`), in order.
+    counters: Vec<CounterSample>,
     ranges: Vec<JoinRange>,
 }
 
@@ -188,6 +191,8 @@ impl EventBatch {
                 Box::new(JoinSide {
                     span: None,
                     events: Vec::with_capacity(BATCH_EVENTS),
+                    // Grown once to the most a batch holds, then kept through the ring.
+                    counters: Vec::new(),
                     ranges: Vec::with_capacity(BATCH_EVENTS.div_ceil(JOIN_RANGE_EVENTS)),
                 })
             }),
@@ -260,6 +265,8 @@ impl EventBatch {
             }
             if first_pass::is_relevant(e) {
                 j.events.push((self.recs.len() as u32, e.pid));
+            } else if let Some(c) = counter_sample(e) {
+                j.counters.push(c);
             }
         }
         let (ph, ph_byte) = match e.ph {
@@ -387,6 +394,9 @@ impl EventBatch {
         for r in &j.ranges[next.min(j.ranges.len())..] {
             begin(first, r);
         }
+        for c in &j.counters {
+            first.add_counter(c);
+        }
     }
 
     /// No event pushed since the last [`clear`](Self::clear).
@@ -404,6 +414,7 @@ impl EventBatch {
         if let Some(j) = &mut self.join {
             j.span = None;
             j.events.clear();
+            j.counters.clear();
             j.ranges.clear();
         }
     }
