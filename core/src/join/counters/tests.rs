@@ -408,3 +408,65 @@ fn thinning_bounds_the_readings() {
         p.len()
     );
 }
+
+/// Without `baseTimeNanoseconds` (or an offset) the counters cannot line up and are not used:
+/// the pauses have no telemetry, and a warning says why.
+#[test]
+fn counters_without_an_alignment_are_stated_not_used() {
+    let doc = pytorch_trace().replace(&format!(",\"baseTimeNanoseconds\":{BASE}"), "");
+    let r = run(&[doc.as_bytes()], None);
+    assert_eq!(r.power_source, None);
+    assert!(r.pauses.iter().all(|p| p.telemetry.is_none()));
+    let c = r.trace_counters.as_ref().unwrap();
+    assert!(!c.used);
+    assert_eq!(c.devices.len(), 2);
+    assert!(
+        r.join_warnings
+            .iter()
+            .any(|w| w.contains("they give no figures: the trace has no baseTimeNanoseconds")),
+        "{:?}",
+        r.join_warnings
+    );
+}
+
+/// flinch-trace's own counters name the recorded GPU and sit on the trace device's integer
+/// `pid`; on a string `pid` they name no device.
+#[test]
+fn flinch_counters_map_pid_to_device() {
+    let doc = format!(
+        r#"{{"traceEvents":[
+{{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":7,"ts":1000,"dur":100}},
+{{"ph":"C","cat":"flinch_telemetry","name":"GPU 3 power","pid":1,"tid":0,"ts":1000.000,"args":{{"W":100}}}},
+{{"ph":"C","cat":"flinch_telemetry","name":"GPU 3 power","pid":1,"tid":0,"ts":1500.000,"args":{{"W":300}}}},
+{{"ph":"C","cat":"flinch_telemetry","name":"GPU 3 power","pid":"x","tid":0,"ts":1500.000,"args":{{"W":300}}}},
+{{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":7,"ts":1400,"dur":100}}
+],"baseTimeNanoseconds":{BASE}}}"#
+    );
+    let mut job = TraceJob::new({
+        let mut o = options(false);
+        o.join.as_mut().unwrap().options.gaps.min_gap_ns = 1;
+        o
+    });
+    job.write(doc.as_bytes()).unwrap();
+    job.end().unwrap();
+    while let Need::File(_) = job.need() {
+        job.write(doc.as_bytes()).unwrap();
+        job.end().unwrap();
+    }
+    let r = job.finish().unwrap().join.unwrap();
+    assert_eq!(r.power_source, Some("trace_counters"));
+    let c = r.trace_counters.unwrap();
+    assert_eq!(c.devices[0].pid, CounterPid::Int(1));
+    assert_eq!(c.devices[0].recorded_gpu_index, Some(3));
+    assert_eq!(c.devices[0].power_counter.as_deref(), Some("GPU 3 power"));
+    assert_eq!(c.counts.without_device, 1);
+    // The pause [1.1 ms, 1.4 ms) on a line from 100 W at 1.0 ms to 300 W at 1.5 ms:
+    // 140 W to 260 W over 300 µs, 0.06 J.
+    let t = r.pauses[0].telemetry.as_ref().unwrap();
+    assert_eq!(t.gpu_index, 1);
+    assert!(
+        (t.gpu_energy_j.unwrap() - 0.06).abs() < 1e-15,
+        "{:?}",
+        t.gpu_energy_j
+    );
+}
