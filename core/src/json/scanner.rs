@@ -44,6 +44,8 @@ enum Field {
     Tid,
     Id,
     Scope,
+    /// `args`: skipped, and read for its number when the event is a counter.
+    Args,
     Other,
     /// Fast path only: a learned gap that ends at the event's closing brace.
     End,
@@ -127,6 +129,9 @@ pub struct EventScanner<S = DefaultStorage> {
     sniff: ArgsSniff,
     /// The number of the event's `args` (returned for a counter event only).
     arg: ArgValue,
+    /// Fast path: where the last `args` object of the event lies in the chunk (its `{` and
+    /// the index after its `}`).
+    fast_args: Option<(usize, usize)>,
     // fast path: gaps learned per (`ph` column, preceding field)
     gaps: [Gap; GAP_ROWS * GAP_COLS],
 }
@@ -214,6 +219,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             sniffing: false,
             sniff: ArgsSniff::new(),
             arg: ArgValue::Missing,
+            fast_args: None,
             gaps: [Gap::EMPTY; GAP_ROWS * GAP_COLS],
         }
     }
@@ -394,7 +400,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 self.ph.clear();
                 let _ = self.ph.extend_from_slice(&text[..k]);
             }
-            Field::Cat | Field::Name | Field::Other | Field::End => {}
+            Field::Cat | Field::Name | Field::Args | Field::Other | Field::End => {}
         }
         true
     }
@@ -417,7 +423,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             Field::Tid => self.tid = IdField::Missing,
             Field::Id => self.id = IdField::Missing,
             Field::Scope => self.scope = IdField::Missing,
-            Field::Other | Field::End => {}
+            Field::Args | Field::Other | Field::End => {}
         }
     }
 }
@@ -434,6 +440,7 @@ fn classify(key: &[u8]) -> Field {
         b"tid" => Field::Tid,
         b"id" => Field::Id,
         b"scope" => Field::Scope,
+        b"args" => Field::Args,
         _ => Field::Other,
     }
 }

@@ -267,7 +267,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     let f = self.field;
                     match b {
                         b'"' => match f {
-                            Field::Other => i = self.begin_skip(b, i, St::EvCommaOrEnd),
+                            Field::Other | Field::Args => {
+                                i = self.begin_skip(b, i, St::EvCommaOrEnd);
+                            }
                             Field::Cat => {
                                 self.begin_str(Target::Cat);
                                 i += 1;
@@ -286,14 +288,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                             i = self.begin_skip(b, i, St::EvCommaOrEnd);
                             // Read for a counter's number whatever the key order (`ph` may
                             // come later); `event()` returns it for a counter only.
-                            if b == b'{' && !self.key_over && &self.key[..] == b"args" {
+                            if b == b'{' && f == Field::Args {
                                 self.sniffing = true;
                                 self.sniff = ArgsSniff::new();
                             }
                         }
                         b'}' | b',' | b']' | b':' => self.recover(),
                         _ => match f {
-                            Field::Other => i = self.begin_skip(b, i, St::EvCommaOrEnd),
+                            Field::Other | Field::Args => {
+                                i = self.begin_skip(b, i, St::EvCommaOrEnd);
+                            }
                             Field::Cat | Field::Name => {
                                 self.clear_field(f);
                                 i = self.begin_skip(b, i, St::EvCommaOrEnd);
