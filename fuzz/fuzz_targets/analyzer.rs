@@ -27,8 +27,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let (knobs, input) = data.split_at(3);
     let kind = [Kind::Auto, Kind::Trace, Kind::Csv][knobs[0] as usize % 3];
-    let limits =
-        [Exactness::Bounded, Exactness::Native, Exactness::Exact][(knobs[0] / 3) as usize % 3];
+    let limits = [Exactness::Bounded, Exactness::Native, Exactness::Exact]
+        [(knobs[0] / 3) as usize % 3];
     let window = knobs[0] & 0x80 != 0;
     let options = AnalyzerOptions {
         kind,

@@ -5,7 +5,7 @@
 
 use flinch_core::Limits;
 use flinch_core::csv::{CsvEvent, TraceCsvReader};
-use flinch_core::window::{WindowAnalyzer, WindowOptions, WindowSelect};
+use flinch_core::window::{WindowOptions, WindowAnalyzer, WindowSelect};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -40,7 +40,7 @@ pub struct JoinArgs {
           value_parser = crate::values::count)]
     top_pauses: usize,
     /// A recording (trace.csv) of the same run: adds telemetry to each pause and energy per
-    /// annotation name.
+    /// annotation name. Without it, the trace's own GPU power counters do, when it has them.
     #[arg(long, value_name = "CSV")]
     telemetry: Option<PathBuf>,
     /// Unix ms of trace ts 0 when the trace has no baseTimeNanoseconds, else a correction added
