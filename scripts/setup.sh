@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh machine. Idempotent: each step is skipped when done.
-# Usage: scripts/setup.sh [--browser] [--bench]   (--browser adds wasm-bindgen-cli, Chromium and npm packages;
-#        --bench adds pigz for scripts/bench/trace.sh)
+# Usage: scripts/setup.sh [--browser] [--bench] [--torch]   (--browser adds wasm-bindgen-cli, Chromium and npm
+#        packages; --bench adds pigz for scripts/bench/trace.sh; --torch adds the PyTorch venv of tests/torch/run.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -112,6 +112,11 @@ if [[ " $* " == *" --bench "* ]]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends pigz
   fi
+fi
+
+if [[ " $* " == *" --torch "* ]]; then
+  step "PyTorch venv at ${FLINCH_TORCH_ENV:-target/torch-env} for the real-PyTorch step tests (tests/torch/run.sh): pip install torch, about 5 GB"
+  scripts/dev/torch-env.sh "${FLINCH_TORCH_ENV:-target/torch-env}"
 fi
 
 # --- firmware: QEMU for the Cortex-M4 image (embedded/, scripts/dev/embedded.sh) ------------------------------

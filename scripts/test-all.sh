@@ -38,6 +38,10 @@ step "real-hardware scripts, dry runs (no GPU: scripted source; the plumbing, no
 cargo build -p flinch-trace
 FLINCH_BIN=target/debug/flinch-trace scripts/gpu/check.sh --dry-run target/dry-gpu-check
 FLINCH_BIN=target/debug/flinch-trace scripts/gpu/join-check.sh --dry-run target/dry-gpu-join
+# The thread-scaling script of the device run, on a small trace at 1 and 2 threads (its output check).
+cargo build -p flinch-trace --example gen_trace
+BENCH_RUNS=1 BENCH_DATA=target/dry-threads FLINCH_BIN=target/debug/flinch-trace GEN_TRACE=target/debug/examples/gen_trace \
+    RAPIDGZIP="" scripts/bench/threads.sh 20 1 2
 
 step "web: the page's wasm (scripts/dev/build-web.sh)"
 scripts/dev/build-web.sh

@@ -7,7 +7,10 @@
 #      compared by scripts/gpu/compare-samplers.py: samples, interval jitter, and energy over the same windows;
 #   3. a 1 ms recording of the idle GPU (NVML latency and missed ticks at a high rate, from the sidecar);
 #   4. scripts/gpu/join-check.sh (a profiled PyTorch loop with a host pause, joined with its recording);
-#   5. `record --metrics` as a daemon on the real GPU: the NVML-counter energy series rises between scrapes.
+#   5. `record --metrics` as a daemon on the real GPU: the NVML-counter energy series rises between scrapes;
+#   6. with BENCH_THREADS=1: the many-core curve, scripts/bench/threads.sh on a 1 GB trace at 1-16 threads
+#      beside cat and rapidgzip (GEN_TRACE: the carried generator, target/release/examples/gen_trace;
+#      rapidgzip from wheels carried in target/wheels, installed without an index, when present).
 # Usage: FLINCH_REFERENCE=dir/with/reference/tools scripts/gpu/device-run.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -78,4 +81,15 @@ PY
 "$BIN" analyze --csv "$OUT/check/trace.csv" --json >"$OUT/check/recording.json"
 echo "== analyze --spans of the check recording"
 "$BIN" analyze --csv "$OUT/check/trace.csv" --spans || true
+if [ "${BENCH_THREADS:-0}" = 1 ]; then
+  echo "== thread scaling (scripts/bench/threads.sh 1000)"
+  RGZ=""
+  if ls target/wheels/rapidgzip-*.whl >/dev/null 2>&1; then
+    python3 -m venv "$OUT/rgz-env" && "$OUT/rgz-env/bin/pip" install -q --no-index --find-links target/wheels rapidgzip \
+      && RGZ="$OUT/rgz-env/bin/rapidgzip"
+  fi
+  FLINCH_BIN="$BIN" GEN_TRACE="${GEN_TRACE:-target/release/examples/gen_trace}" RAPIDGZIP="$RGZ" \
+    BENCH_DATA="$OUT/bench-data" scripts/bench/threads.sh 1000 | tee "$OUT/threads.md" || CHECK_RC=1
+  rm -rf "$OUT/bench-data"
+fi
 exit "$CHECK_RC"
