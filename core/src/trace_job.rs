@@ -778,8 +778,10 @@ impl FirstRead {
         let mut summary = TraceSummary::new(o.limits);
         summary.set_mergeable(o.mergeable);
         let first = o.join.as_ref().map(|j| {
-            let recording = !matches!(j.recording, RecordingSource::None);
-            let mut first = FirstPass::new(j.options.gaps, recording);
+            // The annotation spans are copied without a recording too: the trace's own power
+            // counters, known only at the end of this read, may stand in for one, and with the
+            // copy its second read stays ranged (or is replayed) instead of whole.
+            let mut first = FirstPass::new(j.options.gaps, true);
             first.track_ranges_capped(j.max_byte_ranges);
             first
         });

@@ -197,7 +197,18 @@ fn options(recording: bool) -> TraceJobOptions {
 
 /// The job over the trace in `chunks` (and the recording, if any), as a driver answers it.
 fn run(chunks: &[&[u8]], csv: Option<&str>) -> JoinReport {
-    let mut job = TraceJob::new(options(csv.is_some()));
+    run_reads(chunks, csv).0
+}
+
+/// [`run`], with the bytes of the trace read in all.
+fn run_reads(chunks: &[&[u8]], csv: Option<&str>) -> (JoinReport, u64) {
+    run_with(options(csv.is_some()), chunks, csv)
+}
+
+/// [`run_reads`] with these options.
+fn run_with(o: TraceJobOptions, chunks: &[&[u8]], csv: Option<&str>) -> (JoinReport, u64) {
+    let mut read = 0u64;
+    let mut job = TraceJob::new(o);
     let doc: Vec<u8> = chunks.concat();
     loop {
         match job.need() {
@@ -209,6 +220,7 @@ fn run(chunks: &[&[u8]], csv: Option<&str>) -> JoinReport {
             Need::File(_) => {
                 for c in chunks {
                     job.write(c).unwrap();
+                    read += c.len() as u64;
                 }
             }
             Need::Ranges(r) => {
@@ -216,6 +228,7 @@ fn run(chunks: &[&[u8]], csv: Option<&str>) -> JoinReport {
                 for (a, b) in r {
                     job.seek(a).unwrap();
                     job.write(&doc[a as usize..b as usize]).unwrap();
+                    read += b - a;
                 }
             }
             Need::Done => break,
@@ -223,7 +236,7 @@ fn run(chunks: &[&[u8]], csv: Option<&str>) -> JoinReport {
         }
         job.end().unwrap();
     }
-    job.finish().unwrap().join.unwrap()
+    (job.finish().unwrap().join.unwrap(), read)
 }
 
 fn energies(r: &JoinReport) -> Vec<(i64, u64)> {
@@ -334,6 +347,16 @@ fn counters_give_the_recordings_energies_in_any_split() {
         );
     });
     assert!(splits > 2);
+    // The counters standing in for the recording, the trace is read as with one: once whole,
+    // then only the byte ranges around the listed pauses (the annotation spans copied).
+    let doc_len = doc.len() as u64;
+    let (_, with_rec) = run_reads(&[doc.as_bytes()], Some(&csv));
+    let (_, alone) = run_reads(&[doc.as_bytes()], None);
+    assert_eq!(alone, with_rec);
+    assert!(
+        alone < 2 * doc_len,
+        "{alone} bytes read of a {doc_len}-byte trace"
+    );
     // The pauses are those of the kernels: three, each with energy.
     assert_eq!(want.pauses.len(), 3);
 }
@@ -442,18 +465,9 @@ fn flinch_counters_map_pid_to_device() {
 {{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":7,"ts":1400,"dur":100}}
 ],"baseTimeNanoseconds":{BASE}}}"#
     );
-    let mut job = TraceJob::new({
-        let mut o = options(false);
-        o.join.as_mut().unwrap().options.gaps.min_gap_ns = 1;
-        o
-    });
-    job.write(doc.as_bytes()).unwrap();
-    job.end().unwrap();
-    while let Need::File(_) = job.need() {
-        job.write(doc.as_bytes()).unwrap();
-        job.end().unwrap();
-    }
-    let r = job.finish().unwrap().join.unwrap();
+    let mut o = options(false);
+    o.join.as_mut().unwrap().options.gaps.min_gap_ns = 1;
+    let (r, _) = run_with(o, &[doc.as_bytes()], None);
     assert_eq!(r.power_source, Some("trace_counters"));
     let c = r.trace_counters.unwrap();
     assert_eq!(c.devices[0].pid, CounterPid::Int(1));
