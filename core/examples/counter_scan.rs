@@ -1,5 +1,6 @@
 //! What reading counters' `args` costs the scanner (not a test):
-//! `cargo run --release -p flinch-core --example counter_scan [EVENTS]`.
+//! `cargo run --release -p flinch-core --example counter_scan [EVENTS [c|C]]` (the second
+//! argument runs one of the two, e.g. under callgrind).
 //! Two documents of the same bytes: kernels with PyTorch's power and SM-activity counters
 //! (`"ph":"C"`, value under `""`), and the same with `"ph":"c"` (no counter: the fast path
 //! reads it and skips its `args`). Prints CPU ns per event of each, best of 5.
@@ -60,7 +61,11 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(3_000_000);
+    let only = std::env::args().nth(2);
     for ph in ["c", "C"] {
+        if only.as_deref().is_some_and(|o| o != ph) {
+            continue;
+        }
         let d = doc(n, ph);
         let mut best = f64::MAX;
         let mut out = (0, 0.0);

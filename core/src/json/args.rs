@@ -221,28 +221,7 @@ impl ArgsSniff {
         if self.word_over {
             return ArgValue::NotNumber;
         }
-        let text = &self.word[..];
-        if matches!(text, b"NaN" | b"Infinity" | b"-Infinity") {
-            return ArgValue::NotFinite;
-        }
-        // JSON number syntax only: Rust's parser also takes `inf`, `nan` and a leading `+`.
-        let json_number = text
-            .iter()
-            .all(|&c| c.is_ascii_digit() || matches!(c, b'-' | b'.' | b'e' | b'E' | b'+'))
-            && text
-                .first()
-                .is_some_and(|&c| c == b'-' || c.is_ascii_digit());
-        if !json_number {
-            return ArgValue::NotNumber;
-        }
-        match core::str::from_utf8(text)
-            .ok()
-            .and_then(|s| s.parse::<f64>().ok())
-        {
-            Some(v) if v.is_finite() => ArgValue::Number(v),
-            Some(_) => ArgValue::NotFinite,
-            None => ArgValue::NotNumber,
-        }
+        number(&self.word)
     }
 
     fn member(&mut self, v: ArgValue) {
@@ -261,6 +240,49 @@ impl ArgsSniff {
             .or(self.first_value)
             .unwrap_or(ArgValue::Missing)
     }
+}
+
+/// A bare value's text as a counter's number.
+fn number(text: &[u8]) -> ArgValue {
+    if matches!(text, b"NaN" | b"Infinity" | b"-Infinity") {
+        return ArgValue::NotFinite;
+    }
+    // JSON number syntax only: Rust's parser also takes `inf`, `nan` and a leading `+`.
+    let json_number = text
+        .iter()
+        .all(|&c| c.is_ascii_digit() || matches!(c, b'-' | b'.' | b'e' | b'E' | b'+'))
+        && text
+            .first()
+            .is_some_and(|&c| c == b'-' || c.is_ascii_digit());
+    if !json_number {
+        return ArgValue::NotNumber;
+    }
+    match core::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+    {
+        Some(v) if v.is_finite() => ArgValue::Number(v),
+        Some(_) => ArgValue::NotFinite,
+        None => ArgValue::NotNumber,
+    }
+}
+
+/// The number of a counter's `args` whose bytes after the `{` are `body` (through its `}`): as
+/// [`ArgsSniff`] reads it, with PyTorch's one shape, `"":<number>}`, read without the byte loop.
+pub(crate) fn read_args(body: &[u8]) -> ArgValue {
+    if let Some(rest) = body.strip_prefix(b"\"\":")
+        && let Some(text) = rest.strip_suffix(b"}")
+        && !text.is_empty()
+        && text.len() <= WORD_CAP
+        && text
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'+'))
+    {
+        return number(text);
+    }
+    let mut sniff = ArgsSniff::new();
+    sniff.push(body);
+    sniff.finish()
 }
 
 #[cfg(test)]
@@ -282,7 +304,12 @@ mod tests {
                 Some(w) => assert_eq!(got, w, "{:?}", core::str::from_utf8(body)),
             }
         });
-        want.unwrap()
+        let want = want.unwrap();
+        // The whole object at once, as the fast path reads it.
+        if body.ends_with(b"}") {
+            assert_eq!(read_args(body), want, "{:?}", core::str::from_utf8(body));
+        }
+        want
     }
 
     #[test]
@@ -310,6 +337,9 @@ mod tests {
         assert_eq!(read(br#""":true}"#), ArgValue::NotNumber);
         assert_eq!(read(br#""":inf}"#), ArgValue::NotNumber);
         assert_eq!(read(br#""":+1}"#), ArgValue::NotNumber);
+        assert_eq!(read(br#""":1e5x}"#), ArgValue::NotNumber);
+        assert_eq!(read(br#""": 7}"#), ArgValue::Number(7.0));
+        assert_eq!(read(br#""":7 }"#), ArgValue::Number(7.0));
         assert_eq!(read(br#""":{"v":1}}"#), ArgValue::NotNumber);
         let long = alloc::format!("\"\":1.{}}}", "0".repeat(80));
         assert_eq!(read(long.as_bytes()), ArgValue::NotNumber);

@@ -9,8 +9,9 @@
 //! brace: that path is the reference, and the tests hold the two to the same results.
 
 use super::{EventScanner, Field, WORD_CAP, classify, quoted_bit};
+use crate::json::args::read_args;
 use crate::json::classify::{CLASS, DELIM, STR, WS, find, load, skip_container, skip_str};
-use crate::json::{ArgValue, ArgsSniff, IdField, NumField};
+use crate::json::{ArgValue, IdField, NumField};
 
 /// Fast path: the first index at or after `i` that is not whitespace, `None` at the end of
 /// the input.
@@ -180,11 +181,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         // a counter's `args` is parsed, every other event's is skipped as before.
         if r.is_some() && self.ph.len() == 1 && self.ph[0] == b'C' {
             self.arg = match self.fast_args {
-                Some((a, b)) => {
-                    let mut sniff = ArgsSniff::new();
-                    sniff.push(&s[a + 1..b]);
-                    sniff.finish()
-                }
+                Some((a, b)) => read_args(&s[a + 1..b]),
                 None => ArgValue::Missing,
             };
         }
