@@ -36,10 +36,12 @@ use crate::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResul
 pub mod batch;
 mod decode;
 mod second_read;
+mod stored_reads;
 
 pub use batch::EventBatch;
 use decode::Decode;
 use second_read::{Ranged, Whole};
+use stored_reads::StoredReads;
 
 /// The name [`Need::File`] gives the recording (trace.csv).
 pub const RECORDING: &str = "recording";
@@ -214,9 +216,14 @@ pub struct TraceJob {
     failed: Option<TraceJobError>,
     trace_reads: u32,
     recording_bytes: Option<u64>,
-    /// The trace's first read was gzip fed as stored (the page): its second read cannot be
-    /// given as ranges of stored bytes.
+    /// The trace's first read was gzip fed as stored (the page): its second read is given as
+    /// ranges of stored bytes from restart points ([`StoredReads`]), or whole.
     stored_gzip: bool,
+    /// The restart points of such a first read, with its stored length, until a ranged second
+    /// read takes them.
+    restart: Option<(crate::gzip::RestartIndex, u64)>,
+    /// The ranged second read of such a trace, as stored ranges.
+    stored: Option<StoredReads>,
 }
 
 enum Phase {
@@ -274,16 +281,22 @@ impl TraceJob {
             Some(RecordingSource::Read(o)) => Phase::Recording(Box::new(RecordingBuilder::new(*o))),
             _ => Phase::First(Box::new(FirstRead::new(&options))),
         };
+        let decode = match phase {
+            Phase::First(_) => Decode::for_trace(&options),
+            _ => Decode::new(),
+        };
         TraceJob {
             options,
             phase,
-            decode: Decode::new(),
+            decode,
             rec: None,
             counters: None,
             failed: None,
             trace_reads: 0,
             recording_bytes: None,
             stored_gzip: false,
+            restart: None,
+            stored: None,
         }
     }
 
@@ -345,7 +358,14 @@ impl TraceJob {
     /// whole file is to be given (from its first byte).
     pub fn wanted_ranges(&self) -> Option<Vec<(u64, u64)>> {
         if self.stored_gzip {
-            return None;
+            // Stored ranges from restart points, before any byte of the read.
+            return match (&self.phase, &self.stored) {
+                (Phase::Planned(_), Some(s)) => Some(s.ranges().to_vec()),
+                (Phase::Ranged(r), Some(s)) if r.at() == 0 && !s.active() => {
+                    Some(s.ranges().to_vec())
+                }
+                _ => None,
+            };
         }
         match &self.phase {
             Phase::Planned(p) => match &p.plan {
@@ -489,6 +509,15 @@ impl TraceJob {
         let plan = match steps {
             Some(steps) => {
                 let wanted = second_read::wanted(&steps);
+                if self.stored_gzip
+                    && let Some((index, stored_bytes)) = self.restart.take()
+                    && !index.is_empty()
+                {
+                    // Only when it reads less than the whole file again.
+                    let reads = StoredReads::new(index, &wanted, stored_bytes);
+                    let total: u64 = reads.ranges().iter().map(|(a, b)| b - a).sum();
+                    self.stored = (total < stored_bytes).then_some(reads);
+                }
                 SecondRead::Ranged { steps, wanted }
             }
             None => {
@@ -633,6 +662,13 @@ impl TraceJob {
         {
             b.size_hint(total);
         }
+        if let (Some(s), Phase::Ranged(r)) = (&mut self.stored, &mut self.phase)
+            && s.active()
+        {
+            return s.write(chunk, |bytes: &[u8]| {
+                Ok::<(), TraceJobError>(r.feed(bytes)?)
+            });
+        }
         let TraceJob { decode, phase, .. } = self;
         decode.write(chunk, |bytes: &[u8], gzip| feed(phase, bytes, gzip))?;
         if matches!(self.phase, Phase::First(_)) && self.decode.stored_gzip() {
@@ -649,7 +685,9 @@ impl TraceJob {
             let TraceJob { decode, phase, .. } = self;
             decode.end(|bytes: &[u8], gzip| feed(phase, bytes, gzip))?
         };
+        let restart = self.decode.take_restart_index();
         self.decode = self.decode.next();
+        self.stored = None;
         match core::mem::replace(&mut self.phase, Phase::Failed) {
             Phase::Recording(b) => {
                 if let Some(cut) = cut {
@@ -658,8 +696,13 @@ impl TraceJob {
                 let rec = b.end().map_err(JoinError::Recording)?;
                 self.rec = Some(Arc::new(rec));
                 self.phase = Phase::First(Box::new(FirstRead::new(&self.options)));
+                if self.decode.is_empty() && !self.decode.is_decoded() {
+                    self.decode = Decode::for_trace(&self.options);
+                }
             }
             Phase::First(mut f) => {
+                // A cut stream cannot be restarted past its end: its second read is whole.
+                self.restart = restart.filter(|_| cut.is_none());
                 let (end, warnings) = f.scan_end();
                 let base = f
                     .scanner
@@ -853,10 +896,16 @@ impl Job for TraceJob {
             Phase::First(_) | Phase::Whole(_) => Need::File(TRACE),
             Phase::Planned(p) => match &p.plan {
                 SecondRead::None { .. } => Need::Done,
-                SecondRead::Ranged { wanted, .. } => Need::Ranges(wanted),
+                SecondRead::Ranged { wanted, .. } => match &self.stored {
+                    Some(s) => Need::Ranges(s.ranges()),
+                    None => Need::Ranges(wanted),
+                },
                 SecondRead::Whole => Need::File(TRACE),
             },
-            Phase::Ranged(r) => Need::Ranges(r.wanted_ranges()),
+            Phase::Ranged(r) => match &self.stored {
+                Some(s) => Need::Ranges(s.ranges()),
+                None => Need::Ranges(r.wanted_ranges()),
+            },
             Phase::Done(_) | Phase::Failed => Need::Done,
         }
     }
@@ -874,6 +923,16 @@ impl Job for TraceJob {
             self.fail(r)?;
         }
         let r = match &mut self.phase {
+            // A stored gzip trace: the start of its next stored read.
+            Phase::Ranged(r) if self.stored.is_some() => {
+                match self.stored.as_mut().and_then(|s| s.seek(offset)) {
+                    Some(out_start) if out_start >= r.at() => {
+                        r.seek(out_start);
+                        Ok(())
+                    }
+                    _ => Err(JoinError::CannotSeek { offset }.into()),
+                }
+            }
             // Offsets are decoded ones: not into a gzip file given as stored.
             Phase::Ranged(r) if !self.stored_gzip && self.decode.can_seek() && offset >= r.at() => {
                 r.seek(offset);

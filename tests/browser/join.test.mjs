@@ -89,6 +89,8 @@ const files = {
   nobase: file('nobase.pt.trace.json', trace(null)),
   loop: file('loop.pt.trace.json', loopTrace(6000)),
   counters: file('counters.pt.trace.json', traceWithCounters()),
+  // ~14 MB decoded: a restart point every MiB of it on the first read.
+  loopGz: file('loopgz.pt.trace.json.gz', gzipSync(loopTrace(42000))),
   csv: file('trace.csv', recording()),
   // A real Kineto trace (HTA's, 1.1 MB gzip, no baseTimeNanoseconds): real pauses, host events
   // and annotations, on a recording from another time (the join says they do not overlap).
@@ -205,6 +207,24 @@ test('pauses in a long plain trace: the second read takes only the byte ranges a
   const read = Number(await page.evaluate(() => document.body.dataset.bytes));
   const [csvBytes, traceBytes] = [statSync(files.csv).size, statSync(files.loop).size];
   assert.ok(read > csvBytes + traceBytes && read < csvBytes + 1.5 * traceBytes, `${read} bytes read`);
+});
+
+test('pauses late in a long .json.gz trace: the second read restarts inflating at the point before them, native --json byte for byte', async () => {
+  await page.setInputFiles('#file-input', [files.loopGz, files.csv]);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  assert.equal(`${await page.textContent('#result-json')}\n`, nativeJoin(files.loopGz));
+  // Only the pauses of the last tenth of the trace listed (150 + 0.7 m + 1 ms >= 190 ms): the second read
+  // starts at the restart point before them (one per MiB of the 14 MB decoded).
+  await page.fill('#min-gap-ms', '190');
+  await page.click('#join-again');
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.loopGz, ['--min-gap-ms', '190']));
+  assert.ok(JSON.parse(text).pauses.length > 0);
+  const read = Number(await page.evaluate(() => document.body.dataset.bytes));
+  const [csvBytes, gzBytes] = [statSync(files.csv).size, statSync(files.loopGz).size];
+  assert.ok(read > csvBytes + gzBytes && read < csvBytes + 1.2 * gzBytes, `${read} bytes read of ${csvBytes} + ${gzBytes}`);
+  await page.fill('#min-gap-ms', '100');
 });
 
 test('a .json.gz trace dropped with its recording: native --json byte for byte', async () => {

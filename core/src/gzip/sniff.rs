@@ -4,7 +4,7 @@ use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::{GzDecoder, GzError, GzStatus, MAGIC_0, is_gzip};
+use super::{GzDecoder, GzError, GzStatus, MAGIC_0, MinizInflate, RestartIndex, is_gzip};
 
 /// Decoded bytes handed on per step of a gzip file.
 const OUT_BYTES: usize = 64 * 1024;
@@ -13,6 +13,8 @@ const OUT_BYTES: usize = 64 * 1024;
 /// chunk, then [`end`](Self::end). A plain file's chunks pass through as they are, uncopied.
 pub struct MaybeGz {
     state: State,
+    /// Restart points kept while a gzip file is inflated ([`MaybeGz::keeping_restart_points`]).
+    restart: Option<RestartIndex>,
 }
 
 enum State {
@@ -39,6 +41,26 @@ impl MaybeGz {
     pub fn new() -> MaybeGz {
         MaybeGz {
             state: State::Sniffing { first: None },
+            restart: None,
+        }
+    }
+
+    /// [`new`](Self::new), keeping restart points in `index` if the file is gzip (its inflater
+    /// then stops at every deflate block's end, which costs little): for a later read of parts
+    /// of the decoded file from the points before them ([`take_restart_index`](Self::take_restart_index)).
+    pub fn keeping_restart_points(index: RestartIndex) -> MaybeGz {
+        MaybeGz {
+            state: State::Sniffing { first: None },
+            restart: Some(index),
+        }
+    }
+
+    /// The restart points kept so far (none for a plain file, or without
+    /// [`keeping_restart_points`](Self::keeping_restart_points)); the file's later bytes keep none.
+    pub fn take_restart_index(&mut self) -> Option<RestartIndex> {
+        match self.state {
+            State::Gzip { .. } => self.restart.take(),
+            _ => None,
         }
     }
 
@@ -46,6 +68,7 @@ impl MaybeGz {
     pub fn plain() -> MaybeGz {
         MaybeGz {
             state: State::Plain,
+            restart: None,
         }
     }
 
@@ -92,9 +115,12 @@ impl MaybeGz {
                     *first = Some(b);
                     return Ok(());
                 }
-                None => self.state = State::for_magic(&[b, chunk.get(1).copied().unwrap_or(0)]),
+                None => {
+                    let magic = [b, chunk.get(1).copied().unwrap_or(0)];
+                    self.state = State::for_magic(&magic, self.restart.is_some());
+                }
                 Some(f) => {
-                    self.state = State::for_magic(&[f, b]);
+                    self.state = State::for_magic(&[f, b], self.restart.is_some());
                     // The held-back first byte goes first.
                     self.feed(&[f], &mut out)?;
                 }
@@ -113,7 +139,7 @@ impl MaybeGz {
             State::Sniffing { .. } => unreachable!("the layer is known before feeding"),
             State::Plain => out(input, false),
             State::Gzip { decoder, out: buf } => loop {
-                let (status, nin, nout) = decoder.decode(input, buf)?;
+                let (status, nin, nout) = decoder.decode_with(input, buf, &mut self.restart)?;
                 out(&buf[..nout], true)?;
                 input = &input[nin..];
                 if status != GzStatus::OutputFull {
@@ -138,10 +164,15 @@ impl MaybeGz {
 }
 
 impl State {
-    fn for_magic(magic: &[u8; 2]) -> State {
+    fn for_magic(magic: &[u8; 2], restart_points: bool) -> State {
         if is_gzip(magic) {
+            let decoder = if restart_points {
+                GzDecoder::with_inflater(MinizInflate::new().stopping_at_blocks())
+            } else {
+                GzDecoder::new()
+            };
             State::Gzip {
-                decoder: Box::new(GzDecoder::new()),
+                decoder: Box::new(decoder),
                 out: vec![0; OUT_BYTES],
             }
         } else {

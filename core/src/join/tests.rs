@@ -1218,10 +1218,54 @@ fn trace_join_session_wanted_ranges_are_checked() {
             .contains(&format!("bytes from {a} on were not given")),
         "{e}"
     );
-    // A gzip trace: the whole file.
+    // A gzip trace shorter than the restart points' spacing: the whole file.
     let mut j = start(&gz(&doc));
     assert!(j.wanted_ranges().is_none());
     assert!(j.seek(0).is_err());
+}
+
+/// A gzip trace given as stored (the page) with restart points kept on its first read: the
+/// second read gets only the stored bytes from the point before each wanted range to the point
+/// after it, with the same result as the plain trace read twice whole; seeks elsewhere fail.
+#[test]
+fn trace_join_session_reads_stored_gzip_ranges_from_restart_points() {
+    let csv = recording_csv(0..151, &[]);
+    // ~14 MB: a restart point per MiB of decoded trace.
+    let doc = loop_doc(42_000, 1, 0, false);
+    let doc_gz = gz(&doc);
+    let options = r#"{"source":"t.json","limits":"page","top_pauses":2}"#;
+    let (want, reads) = run_session(options, csv.as_bytes(), &[doc.as_bytes()]);
+    assert_eq!(reads, 2);
+    let r: serde_json::Value = serde_json::from_str(&want).unwrap();
+    assert_eq!(r["pauses"].as_array().unwrap().len(), 2, "{want}");
+    let start = || {
+        let mut j = TraceJoin::from_json(options).unwrap();
+        j.write(csv.as_bytes()).unwrap();
+        j.end_file().unwrap();
+        for c in doc_gz.chunks(100_000) {
+            j.write(c).unwrap();
+        }
+        j.end_file().unwrap();
+        j
+    };
+    let ranges = start()
+        .wanted_ranges()
+        .expect("stored ranges from restart points");
+    let stored: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+    assert!(
+        stored * 2 < doc_gz.len() as u64,
+        "{stored} of {} stored bytes read again: {ranges:?}",
+        doc_gz.len()
+    );
+    for len in [1000, 65_536] {
+        let got = run_session_sliced(options, csv.as_bytes(), &[&doc_gz], Some(len));
+        assert_eq!(got, (want.clone(), 2), "chunks of {len}");
+    }
+    // Given whole instead, as a driver that ignores the ranges: the same.
+    assert_eq!(run_session(options, csv.as_bytes(), &[&doc_gz]), (want, 2));
+    // A seek that is not a read's start is refused.
+    let mut j = start();
+    assert!(j.seek(ranges[0].0 + 1).is_err());
 }
 
 /// A range that cannot be resumed (it starts right after the last event of a first

@@ -4,7 +4,7 @@ use alloc::string::String;
 
 use super::TraceJobError;
 use crate::analyzer::trailing_garbage_warning;
-use crate::gzip::{GzError, MaybeGz};
+use crate::gzip::{GzError, MaybeGz, RestartIndex};
 
 pub(super) struct Decode {
     layer: MaybeGz,
@@ -20,6 +20,25 @@ impl Decode {
         }
     }
 
+    /// [`new`](Self::new), keeping restart points of a gzip file given as stored (for a
+    /// second read of some of its ranges: `super::stored_reads`).
+    pub(super) fn keeping_restart_points() -> Decode {
+        Decode {
+            layer: MaybeGz::keeping_restart_points(RestartIndex::new(
+                super::stored_reads::SPACING_BYTES,
+                super::stored_reads::MAX_POINTS,
+            )),
+            decoded: None,
+        }
+    }
+
+    /// The restart points kept by [`keeping_restart_points`](Self::keeping_restart_points), with
+    /// the stored bytes read, once the file has ended.
+    pub(super) fn take_restart_index(&mut self) -> Option<(RestartIndex, u64)> {
+        let stored = self.layer.decoder()?.total_in();
+        Some((self.layer.take_restart_index()?, stored))
+    }
+
     pub(super) fn decoded(gzip: bool) -> Decode {
         Decode {
             layer: MaybeGz::plain(),
@@ -33,6 +52,21 @@ impl Decode {
             Some(gzip) => Decode::decoded(gzip),
             None => Decode::new(),
         }
+    }
+
+    /// The layer of the trace's first read: keeping restart points when the join may read
+    /// ranges of it again.
+    pub(super) fn for_trace(options: &super::TraceJobOptions) -> Decode {
+        if options.join.is_some() {
+            Decode::keeping_restart_points()
+        } else {
+            Decode::new()
+        }
+    }
+
+    /// The driver gives decoded bytes.
+    pub(super) fn is_decoded(&self) -> bool {
+        self.decoded.is_some()
     }
 
     /// No byte of the current file given yet.
