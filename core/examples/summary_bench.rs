@@ -62,6 +62,7 @@ fn event<'a>(r: &Rec, text: &'a [u8]) -> Event<'a> {
         id: r.id,
         scope: r.scope,
         quoted_times: 0,
+        arg: flinch_core::json::ArgValue::Missing,
     }
 }
 

@@ -27,8 +27,8 @@ use crate::analyzer::AnalyzeError;
 use crate::gzip::GzError;
 use crate::job::{Job, Need};
 use crate::join::{
-    FirstPass, FirstPassResult, JoinError, JoinOptions, JoinPass, JoinReport, Recording,
-    RecordingBuilder, RecordingOptions,
+    Alignment, CountersFound, FirstPass, FirstPassResult, GpuMap, JoinError, JoinOptions, JoinPass,
+    JoinReport, Recording, RecordingBuilder, RecordingOptions,
 };
 use crate::json::{BaseTime, Event, EventScanner, Scan, ScanEnd, ScanWarnings};
 use crate::steps::{StepCollector, StepPattern, StepsFound, StepsReport};
@@ -218,6 +218,8 @@ pub struct TraceJob {
     phase: Phase,
     decode: Decode,
     rec: Option<Arc<Recording>>,
+    /// The trace's own power/utilization counters, after the first read.
+    counters: Option<CountersFound>,
     failed: Option<TraceJobError>,
     trace_reads: u32,
     recording_bytes: Option<u64>,
@@ -299,6 +301,7 @@ impl TraceJob {
             phase,
             decode,
             rec: None,
+            counters: None,
             failed: None,
             trace_reads: 0,
             recording_bytes: None,
@@ -511,8 +514,19 @@ impl TraceJob {
             return Ok(());
         };
         first.set_base_time_ns(base);
-        let first = first.finish();
-        let recording = !matches!(join.recording, RecordingSource::None);
+        let mut first = first.finish();
+        let telemetry = !matches!(join.recording, RecordingSource::None);
+        // The trace's counters on the Unix clock, now that the base is known; without a
+        // recording they are the join's recording.
+        self.counters = first.counters.take().map(|c| {
+            let align = Alignment::new(first.base_time_ns, join.options.clock_offset_ns);
+            c.finish(align, RecordingOptions::default().max_gap_ns)
+        });
+        let recording = telemetry
+            || self
+                .counters
+                .as_ref()
+                .is_some_and(|c| c.recording.is_some());
         let max_pauses = join.options.pauses.max_pauses_per_device;
         // Host events matter only to listed pauses; without one, a recording needs only the
         // annotation spans, which the first pass copied when they fit. With one, only the byte
@@ -554,7 +568,7 @@ impl TraceJob {
         }));
         // With the recording at hand (or none to wait for), the pass is made now, so that a
         // join that cannot run says so at the end of this read.
-        if self.rec.is_some() || !recording {
+        if self.rec.is_some() || !telemetry {
             self.start_second()?;
         }
         Ok(())
@@ -572,13 +586,24 @@ impl TraceJob {
             (_, Some(r)) => Some(r.clone().into()),
             (_, None) => return Err(TraceJobError::Protocol("the recording was not given")),
         };
-        JoinPass::with_recording(
-            first.found.clone(),
-            first.base_time_ns,
-            join.options.clone(),
-            rec,
-        )
-        .map_err(|e| TraceJobError::Join(e.into()))
+        let mut options = join.options.clone();
+        // Without a recording the trace's counters are it, keyed by trace device.
+        let counters = self.counters.as_ref().and_then(|c| c.recording.clone());
+        let used = rec.is_none() && counters.is_some();
+        let rec = match counters {
+            Some(c) if used => {
+                options.gpu_map = GpuMap::default();
+                Some(c.into())
+            }
+            _ => rec,
+        };
+        let mut pass =
+            JoinPass::with_recording(first.found.clone(), first.base_time_ns, options, rec)
+                .map_err(|e| TraceJobError::Join(e.into()))?;
+        if let Some(c) = &self.counters {
+            pass.set_trace_counters(c.clone(), used);
+        }
+        Ok(pass)
     }
 
     /// Starts the planned second read (or, with none, ends the join).
@@ -840,8 +865,10 @@ impl FirstRead {
         let mut summary = TraceSummary::new(o.limits);
         summary.set_mergeable(o.mergeable);
         let first = o.join.as_ref().map(|j| {
-            let recording = !matches!(j.recording, RecordingSource::None);
-            let mut first = FirstPass::new(j.options.gaps, recording);
+            // The annotation spans are copied without a recording too: the trace's own power
+            // counters, known only at the end of this read, may stand in for one, and with the
+            // copy its second read stays ranged (or is replayed) instead of whole.
+            let mut first = FirstPass::new(j.options.gaps, true);
             first.track_ranges_capped(j.max_byte_ranges);
             first
         });

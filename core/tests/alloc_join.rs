@@ -21,6 +21,7 @@ fn ev(cat: &'static [u8], name: &'static [u8], pid: i64, ts: i64, dur: i64) -> E
         id: IdField::Missing,
         scope: IdField::Missing,
         quoted_times: 0,
+        arg: flinch_core::json::ArgValue::Missing,
     }
 }
 

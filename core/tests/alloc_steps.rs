@@ -7,7 +7,7 @@ mod common;
 use common::counting_alloc::count_allocs;
 
 use flinch_core::Limits;
-use flinch_core::json::{Event, IdField, NumField};
+use flinch_core::json::{ArgValue, Event, IdField, NumField};
 use flinch_core::steps::{StepCollector, StepPattern};
 
 fn ev(cat: &'static [u8], name: &'static [u8], ts: i64, dur: i64) -> Event<'static> {
@@ -22,6 +22,7 @@ fn ev(cat: &'static [u8], name: &'static [u8], ts: i64, dur: i64) -> Event<'stat
         id: IdField::Missing,
         scope: IdField::Missing,
         quoted_times: 0,
+        arg: ArgValue::Missing,
     }
 }
 

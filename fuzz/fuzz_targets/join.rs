@@ -1,7 +1,8 @@
 //! Fuzz target `join`: arbitrary bytes split into a trace and a trace.csv (at the first `\0`),
 //! through the join's two passes (gaps, pause host tables, recording windows, energy per
 //! annotation) and the Perfetto counter events of every row; the first pass as native runs it
-//! (`FirstPass`) finds the same gaps, and its replayed annotation spans give the same report. Must never panic or hang; every
+//! (`FirstPass`) finds the same gaps, and its replayed annotation spans give the same report;
+//! the trace's own power counters (`join::counters`) stand in for the recording, or are compared with it. Must never panic or hang; every
 //! pause listed is at least the minimum gap long and the pauses of a device come longest first.
 #![no_main]
 
@@ -79,6 +80,35 @@ fuzz_target!(|data: &[u8]| {
     for d in &found.devices {
         assert!(d.gaps.iter().all(|g| g.dur_ns() >= min_gap_ns));
         assert!(d.gaps.windows(2).all(|w| w[0].dur_ns() >= w[1].dur_ns()));
+    }
+    // The trace's own counters: the recording when there is none, compared with it when
+    // there is one (as the trace job does).
+    if let Some(c) = first.counters.clone() {
+        let cf = c.finish(Alignment::new(base, Some(0)), 5_000_000_000);
+        for telemetry in [None, rec.as_ref()] {
+            let used = telemetry.is_none() && cf.recording.is_some();
+            let r = if used {
+                cf.recording.as_deref()
+            } else {
+                telemetry
+            };
+            let o = JoinOptions {
+                gpu_map: if used {
+                    GpuMap::default()
+                } else {
+                    opts.gpu_map.clone()
+                },
+                ..opts.clone()
+            };
+            if let Ok(mut p) = JoinPass::new(found.clone(), base, o, r) {
+                p.set_trace_counters(cf.clone(), used);
+                scan(doc, |e| p.add(e));
+                let report = p.finish();
+                let tc = report.trace_counters.expect("the counters' report");
+                assert_eq!(tc.used, used);
+                assert_eq!(report.power_source == Some("trace_counters"), used);
+            }
+        }
     }
     let Ok(mut pass) = JoinPass::new(found, base, opts, rec.as_ref()) else {
         return;

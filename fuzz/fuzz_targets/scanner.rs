@@ -1,5 +1,5 @@
 //! Fuzz target `scanner`: arbitrary bytes fed to `EventScanner` (and every event to
-//! `TraceSummary`) whole and in fuzzer-chosen splits. Must never panic or hang, and the split
+//! `TraceSummary`) whole and in fuzzer-chosen splits (a counter's `args` number included). Must never panic or hang, and the split
 //! run must give exactly what the whole run gives (events, warnings, end state, error); so must
 //! a scan in two pieces, the second by a scanner resumed where the first ended between events
 //! (`element_boundary` / `resume_at`, what native's two-thread scan relies on). A second summary
@@ -8,9 +8,10 @@
 #![no_main]
 
 use flinch_core::Limits;
-use flinch_core::json::{EventScanner, Scan, ScanEnd, ScanError, ScanWarnings};
+use flinch_core::json::{ArgValue, EventScanner, Scan, ScanEnd, ScanError, ScanWarnings};
 
-type Event = (Vec<u8>, Option<Vec<u8>>, Option<i64>);
+/// An event's (ph, name, dur) and the number of a counter's `args`.
+type Event = (Vec<u8>, Option<Vec<u8>>, Option<i64>, ArgValue);
 /// An event's (cat, name).
 type Pair = (Option<Vec<u8>>, Option<Vec<u8>>);
 use flinch_core::summary::TraceSummary;
@@ -46,7 +47,12 @@ fn run(doc: &[u8], limits: Limits, chunk_max: usize, mut seed: u64) -> Outcome {
                     match what {
                         Scan::Event => {
                             let e = sc.event();
-                            events.push((e.ph.to_vec(), e.name.map(<[u8]>::to_vec), e.dur_ns.ns()));
+                            events.push((
+                                e.ph.to_vec(),
+                                e.name.map(<[u8]>::to_vec),
+                                e.dur_ns.ns(),
+                                e.arg,
+                            ));
                             sum.add(&e);
                             if events.len() % forget_every == 0 {
                                 memos.clear();
@@ -98,7 +104,12 @@ fn feed(sc: &mut EventScanner, doc: &[u8]) -> (Vec<Event>, Option<ScanError>) {
                 pos += nin;
                 if what == Scan::Event {
                     let e = sc.event();
-                    events.push((e.ph.to_vec(), e.name.map(<[u8]>::to_vec), e.dur_ns.ns()));
+                    events.push((
+                        e.ph.to_vec(),
+                        e.name.map(<[u8]>::to_vec),
+                        e.dur_ns.ns(),
+                        e.arg,
+                    ));
                 }
             }
             Err(e) => return (events, Some(e)),

@@ -435,12 +435,32 @@ fn perfetto_merge_reads_back() {
         };
         assert_eq!(cats(&back), cats(&plain));
         // The same pauses; the marks' slice is context there (an annotation that covers it).
+        // Without a recording, the merged file's own counters give each pause the energy the
+        // recording gave it (the round trip of docs/join.md, "Power from the trace's counters").
         let mut pauses = back["pauses"].clone();
         let p0 = pauses[0]["within"].as_array_mut().unwrap();
         assert_eq!(p0[0]["name"], "b");
         assert_eq!(p0[0]["category"], "flinch_mark");
         p0.remove(0);
-        assert_eq!(pauses, plain["pauses"]);
+        assert_eq!(back["power_source"], "trace_counters");
+        let dev = &back["trace_counters"]["devices"][0];
+        assert_eq!(
+            (&dev["pid"], &dev["device"], &dev["recorded_gpu_index"]),
+            (&Value::from(0), &Value::from(0), &Value::from(0))
+        );
+        assert_eq!(dev["power_counter"], "GPU 0 power");
+        let pauses = pauses.as_array_mut().unwrap();
+        for (p, j) in pauses.iter_mut().zip(joined["pauses"].as_array().unwrap()) {
+            let t = p.as_object_mut().unwrap().remove("telemetry").unwrap();
+            for key in ["gpu_energy_j", "avg_power_w", "avg_util_pct", "verdict"] {
+                assert_eq!(t[key], j["telemetry"][key], "{key}");
+            }
+        }
+        assert_eq!(Value::from(pauses.clone()), plain["pauses"]);
+        assert_eq!(
+            back["annotation_energy"][0]["gpu_energy_j"],
+            joined["annotation_energy"][0]["gpu_energy_j"]
+        );
     }
     // Without an alignment, or onto the trace itself: errors.
     let nobase = write(&d, "nobase.json", &trace(None));

@@ -42,6 +42,15 @@ if [[ ! -e fuzz/corpus/join/seed-pair ]]; then
         printf '1,1000000,SAMPLE,,100,50,,,,,0,5\n2,1500000,SAMPLE,,300,90,,,,,1,9\n3,2100000,SAMPLE,,120,0,,,,7,0,12\n4,1200000,MARK,m,,,,,,,,\n'
     } >fuzz/corpus/join/seed-pair
 fi
+# Join seed with the trace's own power counters (PyTorch's and flinch-trace's), one bad, and a
+# recording beside them.
+if [[ ! -e fuzz/corpus/join/seed-counters ]]; then
+    {
+        printf '%s' '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1000,"dur":100},{"ph":"C","name":"Power (W)","pid":"GPU 0 Counters","ts":1050,"args":{"":200}},{"ph":"C","name":"SM Active (%)","pid":"GPU 0 Counters","ts":1050,"args":{"":90}},{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":8,"ts":2000,"dur":100},{"ph":"C","name":"Power (W)","pid":"GPU 0 Counters","ts":1500,"args":{"":NaN}},{"ph":"C","name":"GPU 1 power","pid":1,"ts":1500,"args":{"W":150}},{"ph":"C","name":"Power (W)","pid":"GPU 0 Counters","ts":1400,"args":{"":100}},{"ph":"X","cat":"user_annotation","name":"s","pid":9,"tid":9,"ts":900,"dur":1500}],"baseTimeNanoseconds":0}'
+        printf '\0'
+        printf 't_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_index\n1,1000000,SAMPLE,,100,50,0\n2,2100000,SAMPLE,,120,0,0\n'
+    } >fuzz/corpus/join/seed-counters
+fi
 
 # gzip_diff seeds: 1 knob byte (chunk size), then gzip streams (with padding, with garbage).
 mkdir -p fuzz/corpus/gzip_diff

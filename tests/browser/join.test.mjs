@@ -61,6 +61,23 @@ function loopTrace(steps) {
   return `{"traceEvents":[\n${evs.join(',\n')}\n],"baseTimeNanoseconds":${BASE}}\n`;
 }
 
+/// `trace(BASE)` with the recording's samples also written into it as PyTorch's profiler writes
+/// power counters (`"GPU 0 Counters"`, the value under `""`, µs on the trace clock), 1.5 times the
+/// recording's power, so that the two disagree (docs/join.md, "Power from the trace's counters").
+function traceWithCounters() {
+  const evs = [];
+  for (let k = 0n; k < 151n; k++) {
+    const t = GRID0_NS + k * STEP_NS;
+    const idle = (t >= 1_200_000_500n && t <= 1_500_000_500n) || (t >= 1_700_000_500n && t <= 2_424_000_500n);
+    const [p, u] = idle ? [150, 0] : [450, 90];
+    const ts = `${t / 1000n}.${String(t % 1000n).padStart(3, '0')}`;
+    evs.push(`{"ph":"C","name":"Power (W)","pid":"GPU 0 Counters","tid":0,"ts":${ts},"args":{"":${p}}}`);
+    evs.push(`{"ph":"C","name":"SM Active (%)","pid":"GPU 0 Counters","tid":0,"ts":${ts},"args":{"":${u}}}`);
+  }
+  evs.push('{"ph":"C","name":"Power (W)","pid":"GPU 0 Counters","tid":0,"ts":1100000,"args":{"":NaN}}');
+  return trace(BASE).replace('"traceEvents":[\n', `"traceEvents":[\n${evs.join(',\n')},\n`);
+}
+
 const dir = mkdtempSync(path.join(tmpdir(), 'flinch-join-page-'));
 const file = (name, data) => {
   writeFileSync(path.join(dir, name), data);
@@ -71,6 +88,7 @@ const files = {
   gz: file('step.pt.trace.json.gz', gzipSync(trace(BASE))),
   nobase: file('nobase.pt.trace.json', trace(null)),
   loop: file('loop.pt.trace.json', loopTrace(6000)),
+  counters: file('counters.pt.trace.json', traceWithCounters()),
   // ~14 MB decoded: a restart point every MiB of it on the first read.
   loopGz: file('loopgz.pt.trace.json.gz', gzipSync(loopTrace(42000))),
   csv: file('trace.csv', recording()),
@@ -213,6 +231,19 @@ test('a .json.gz trace dropped with its recording: native --json byte for byte',
   await dropFiles([files.csv, files.gz]);
   assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
   assert.equal(`${await page.textContent('#result-json')}\n`, nativeJoin(files.gz));
+});
+
+test('a trace that carries power counters, with its recording: the recording wins, the two compared, native --json byte for byte', async () => {
+  await page.setInputFiles('#file-input', [files.counters, files.csv]);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.counters));
+  const r = JSON.parse(text);
+  assert.equal(r.power_source, 'telemetry');
+  assert.equal(r.trace_counters.devices[0].pid, 'GPU 0 Counters');
+  assert.equal(r.trace_counters.non_finite_values, 1);
+  assert.equal(r.trace_counters.comparison[0].disagree, true);
+  assert.ok(r.join_warnings.some((w) => /differ by more than 10% or 5 W/.test(w)), r.join_warnings.join('\n'));
 });
 
 test('the form\'s options are the CLI\'s: --min-gap-ms, --clock-offset-ms, --gpu-map', async () => {

@@ -20,6 +20,7 @@
 use alloc::vec::Vec;
 use core::ops::Range;
 
+use super::counters::{CounterSample, TraceCounters, counter_sample};
 use super::gaps::{GapFinder, GapOptions, GapsFound, is_busy_category, span_ns, time_span_ns};
 use crate::json::{Event, IdField, NumField};
 
@@ -108,6 +109,7 @@ fn replay_one(k: &Kept, text: &[u8], f: &mut impl FnMut(&Event<'_>)) {
         id: IdField::Missing,
         scope: IdField::Missing,
         quoted_times: 0,
+        arg: crate::json::ArgValue::Missing,
     });
 }
 
@@ -245,6 +247,8 @@ pub struct FirstPass {
     base_time_problem: Option<crate::json::BaseTimeProblem>,
     /// The byte ranges, when tracked.
     ranges: Option<ByteRanges>,
+    /// The trace's power and utilization counters.
+    counters: TraceCounters,
 }
 
 /// What the first pass found.
@@ -258,6 +262,8 @@ pub struct FirstPassResult {
     pub annotations: Option<KeptAnnotations>,
     /// The byte ranges, when tracked ([`FirstPass::track_ranges`]).
     pub ranges: Option<ByteRanges>,
+    /// The trace's power and utilization counters, when it has any ([`super::counters`]).
+    pub counters: Option<TraceCounters>,
 }
 
 impl FirstPassResult {
@@ -345,6 +351,7 @@ impl FirstPass {
             base_time_ns: None,
             base_time_problem: None,
             ranges: None,
+            counters: TraceCounters::default(),
         }
     }
 
@@ -437,7 +444,16 @@ impl FirstPass {
         }
         if is_relevant(e) {
             self.add_relevant(e);
+        } else if let Some(c) = counter_sample(e) {
+            self.counters.add(&c);
         }
+    }
+
+    /// Adds a power or utilization counter sample ([`counter_sample`]), for a caller that
+    /// copied it out of the event (the batches of the scan threads).
+    #[inline]
+    pub fn add_counter(&mut self, c: &CounterSample) {
+        self.counters.add(c);
     }
 
     /// Widens the trace's time span (spans of several events may be merged first: it is a min
@@ -504,6 +520,7 @@ impl FirstPass {
             base_time_ns: self.base_time_ns,
             annotations: self.kept,
             ranges: self.ranges,
+            counters: self.counters.seen().then_some(self.counters),
         }
     }
 }

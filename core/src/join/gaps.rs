@@ -312,6 +312,7 @@ mod tests {
             id: IdField::Missing,
             scope: IdField::Missing,
             quoted_times: 0,
+            arg: crate::json::ArgValue::Missing,
         }
     }
 

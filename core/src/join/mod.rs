@@ -16,6 +16,7 @@
 
 pub mod annotation_energy;
 pub mod clock;
+pub mod counters;
 pub mod first_pass;
 pub mod gaps;
 pub mod names;
@@ -42,6 +43,7 @@ pub use clock::{
     Alignment, AlignmentError, AlignmentSource, FixedDecimal, GpuMap, GpuMapError, NsDecimal, NsMs,
     OffsetError, TsUs, alignment_error, parse_offset_ms,
 };
+pub use counters::{CountersFound, TraceCounters, TraceCountersReport};
 pub use error::JoinError;
 pub use first_pass::{
     ByteRange, ByteRanges, FirstPass, FirstPassResult, KeptAnnotations, Resume, SecondPassStep,
@@ -196,6 +198,14 @@ pub struct JoinReport {
     /// ([`NO_GPU_READINGS`]); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_energy_note: Option<&'static str>,
+    /// Where the GPU figures came from, when the trace carries power or utilization counters:
+    /// `"trace_counters"` (no recording given) or `"telemetry"` (the recording wins); absent
+    /// otherwise, and when neither gives a figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_source: Option<&'static str>,
+    /// The trace's own power and utilization counters ([`counters`]), when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_counters: Option<TraceCountersReport>,
 }
 
 /// The second pass.
@@ -208,6 +218,8 @@ pub struct JoinPass<'r> {
     host: PauseHost,
     energy: Option<AnnotationEnergyAcc<'r>>,
     warnings: Vec<String>,
+    /// The trace's counters, and whether they are the recording.
+    counters: Option<(CountersFound, bool)>,
 }
 
 impl<'r> JoinPass<'r> {
@@ -294,7 +306,15 @@ impl<'r> JoinPass<'r> {
             host,
             energy,
             warnings,
+            counters: None,
         })
+    }
+
+    /// The trace's own counters: `used` when they are the pass's recording (given to
+    /// [`with_recording`](Self::with_recording) as it, with the one-to-one GPU map, since they
+    /// are keyed by trace device); otherwise, with a recording, they are compared with it.
+    pub fn set_trace_counters(&mut self, found: CountersFound, used: bool) {
+        self.counters = Some((found, used));
     }
 
     /// Adds one event.
@@ -316,6 +336,7 @@ impl<'r> JoinPass<'r> {
             host,
             energy,
             mut warnings,
+            counters,
         } = self;
         let rec = rec.as_deref();
         let alignment = align.map(|a| alignment_report(&a, &found, rec, &mut warnings));
@@ -442,6 +463,10 @@ impl<'r> JoinPass<'r> {
                 1 << 16
             ));
         }
+        let (power_source, trace_counters) = match counters {
+            Some((cf, used)) => counters_report(cf, used, &found, rec, align, &opts, &mut warnings),
+            None => (None, None),
+        };
         JoinReport {
             alignment,
             pause_devices,
@@ -449,6 +474,8 @@ impl<'r> JoinPass<'r> {
             annotation_energy,
             join_warnings: warnings,
             gpu_energy_note,
+            power_source,
+            trace_counters,
         }
     }
 }
@@ -500,4 +527,71 @@ fn alignment_report(
         overlap_ms,
         trace_covered_share: share,
     }
+}
+
+/// `power_source` and `trace_counters` of the report: which source gave the figures, the
+/// counters' device mapping and counts, and, with a recording as well, the two compared over
+/// each device's busy span.
+fn counters_report(
+    cf: CountersFound,
+    used: bool,
+    found: &GapsFound,
+    rec: Option<&Recording>,
+    align: Option<Alignment>,
+    opts: &JoinOptions,
+    warnings: &mut Vec<String>,
+) -> (Option<&'static str>, Option<TraceCountersReport>) {
+    let mut report = cf.report;
+    report.used = used;
+    let source = if used {
+        Some("trace_counters")
+    } else if rec.is_some() {
+        Some("telemetry")
+    } else {
+        None
+    };
+    if let (false, Some(rec), Some(crec), Some(a)) = (used, rec, cf.recording.as_deref(), align) {
+        for d in &found.devices {
+            let g = opts.gpu_map.gpu_index(d.device);
+            let (Some(ts), Some(cs)) = (rec.slot(g), crec.slot(d.device)) else {
+                continue;
+            };
+            let (Some(t0), Some(t1)) = (a.unix_ns(d.busy_start_ns), a.unix_ns(d.busy_end_ns))
+            else {
+                continue;
+            };
+            let avg = |w: &recording::GpuWindowJoin| {
+                let p = &w.acc.power;
+                (p.covered_ns > 0).then(|| p.integral / (p.covered_ns as f64 / 1e9))
+            };
+            let tw = avg(&rec.window(ts, t0, t1));
+            let cw = avg(&crec.window(cs, t0, t1));
+            report.comparison.push(counters::CounterComparison {
+                device: d.device,
+                gpu_index: g,
+                start_ts_us: NsDecimal(d.busy_start_ns),
+                end_ts_us: NsDecimal(d.busy_end_ns),
+                telemetry_avg_power_w: tw,
+                counters_avg_power_w: cw,
+                disagree: matches!((tw, cw), (Some(t), Some(c)) if counters::disagree(t, c)),
+            });
+        }
+    }
+    if !used && rec.is_none() {
+        let why = if !cf.aligned {
+            "the trace has no baseTimeNanoseconds (give --clock-offset-ms)"
+        } else {
+            "none of their samples is usable"
+        };
+        warnings.push(format!(
+            "the trace carries power/utilization counters, but they give no figures: {why}"
+        ));
+    } else if !used {
+        warnings.push(
+            "the trace carries power/utilization counters too: the recording (--telemetry) is used; trace_counters compares the two"
+                .into(),
+        );
+    }
+    report.warnings(warnings);
+    (source, Some(report))
 }

@@ -366,6 +366,86 @@ impl RecordingBuilder {
     }
 }
 
+/// One GPU's readings for [`Recording::from_series`], on the Unix clock and in time order.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SeriesGpu {
+    /// The GPU's key (its `gpu_index` to the windows).
+    pub key: i64,
+    /// Power, (Unix ns, W), finite.
+    pub power: Vec<(i64, f64)>,
+    /// Utilization, (Unix ns, %).
+    pub util: Vec<(i64, f64)>,
+}
+
+impl Recording {
+    /// A recording from readings that did not come from a trace.csv (the trace's own counters,
+    /// [`counters`](super::counters)), so that their windows are those of a recording: the same
+    /// accumulator, the same verdicts. Each GPU's idle floor is the one a trace.csv gives whose
+    /// SAMPLE rows are these power readings, all GPUs merged in time order (ties: GPU order),
+    /// with the Unix time as `t_mono_ns`.
+    pub(crate) fn from_series(gpus: Vec<SeriesGpu>, max_gap_ns: i64) -> Recording {
+        let mut floors = IdleFloors::new();
+        let mut next = alloc::vec![0usize; gpus.len()];
+        let mut samples = 0u64;
+        loop {
+            // The earliest head: GPUs are few, a scan of the heads is enough.
+            let mut best: Option<(i64, usize)> = None;
+            for (k, g) in gpus.iter().enumerate() {
+                if let Some(&(t, _)) = g.power.get(next[k])
+                    && best.is_none_or(|b| t < b.0)
+                {
+                    best = Some((t, k));
+                }
+            }
+            let Some((t, k)) = best else {
+                break;
+            };
+            let power_w = gpus[k].power[next[k]].1;
+            next[k] += 1;
+            samples += 1;
+            floors.push(&ParsedRow {
+                kind: ParsedKind::Sample,
+                t_mono_ns: t,
+                gpu_index: Some(gpus[k].key),
+                power_w: Some(power_w),
+                ..ParsedRow::default()
+            });
+        }
+        let mut span: Option<(i64, i64)> = None;
+        let mut readings = 0u64;
+        for g in &gpus {
+            for v in [&g.power, &g.util] {
+                readings += v.len() as u64;
+                if let (Some(a), Some(b)) = (v.first(), v.last()) {
+                    span = Some(span.map_or((a.0, b.0), |(x, y)| (x.min(a.0), y.max(b.0))));
+                }
+            }
+        }
+        Recording {
+            gpus: gpus
+                .into_iter()
+                .map(|g| RecGpu {
+                    key: Some(g.key),
+                    power: g.power,
+                    util: g.util,
+                    ..RecGpu::default()
+                })
+                .collect(),
+            summaries: floors.end(),
+            max_gap_ns,
+            power_source: PowerSource::Unknown,
+            span_ns: span,
+            samples,
+            samples_without_wall: 0,
+            first_line_without_wall: None,
+            dropped_gpu_samples: 0,
+            bad_power: 0,
+            first_bad_power_line: None,
+            gpu_readings: readings,
+        }
+    }
+}
+
 /// The fields of a row the recording reads, each parsed once: what [`IdleFloors`] needs (as
 /// [`ParsedRow::from_row`] gives it) and the series' utilization and energy counter. The
 /// columns only the analyzer's windows and warnings read are not parsed.

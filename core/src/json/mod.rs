@@ -15,7 +15,8 @@
 //! - strings with escapes, `\u` surrogate pairs and raw control characters (tolerated, counted).
 //!
 //! Only `ph`, `cat`, `name` (into fixed buffers sized from [`Limits`](crate::Limits)), `ts`,
-//! `dur`, `pid`, `tid`, `id` and `scope` are extracted; `args` and every other field are
+//! `dur`, `pid`, `tid`, `id` and `scope` are extracted, and, of a counter event (`"ph":"C"`), the
+//! number in its `args` ([`Event::arg`], [`ArgsSniff`]); `args` and every other field are
 //! skipped without copying. Skipped values are not validated beyond bracket and string
 //! balance. A malformed event is skipped and counted when the scanner can find its closing
 //! brace; malformed structure outside events is a [`ScanError`] with the byte offset. Memory is
@@ -43,10 +44,12 @@
 //! assert_eq!(durations_ns, [flinch_core::json::NumField::Ns(2000)]);
 //! ```
 
+mod args;
 mod classify;
 mod decimal;
 mod scanner;
 
+pub use args::{ArgValue, ArgsSniff};
 pub use decimal::parse_us_to_ns;
 pub use scanner::EventScanner;
 
@@ -138,6 +141,10 @@ pub struct Event<'a> {
     /// count, as Perfetto counts them; the reference skips (`dur`) or fails on (`ts`) them, so
     /// the summary states how many there were.
     pub quoted_times: u8,
+    /// The number in a counter event's `args` (`"ph":"C"`; [`ArgValue::Missing`] for every
+    /// other phase): the value under the empty key `""` (PyTorch's profiler) or the first
+    /// member's (flinch-trace's own counters), read as the scanner skips the object.
+    pub arg: ArgValue,
 }
 
 /// [`Event::quoted_times`]: `ts` was a numeric string.

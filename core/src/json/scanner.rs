@@ -13,8 +13,8 @@ use self::resumable::St;
 use self::strings::Esc;
 use super::decimal::parse_us_to_ns;
 use super::{
-    ElementBoundary, Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan, ScanEnd, ScanError,
-    ScanErrorKind, ScanWarnings,
+    ArgValue, ArgsSniff, ElementBoundary, Event, IdField, NumField, QUOTED_DUR, QUOTED_TS, Scan,
+    ScanEnd, ScanError, ScanErrorKind, ScanWarnings,
 };
 use crate::Limits;
 
@@ -44,6 +44,8 @@ enum Field {
     Tid,
     Id,
     Scope,
+    /// `args`: skipped, and read for its number when the event is a counter.
+    Args,
     Other,
     /// Fast path only: a learned gap that ends at the event's closing brace.
     End,
@@ -122,6 +124,14 @@ pub struct EventScanner<S = DefaultStorage> {
     base_time_problem: Option<super::BaseTimeProblem>,
     /// Which of `ts`/`dur` came from a numeric string ([`QUOTED_TS`], [`QUOTED_DUR`]).
     quoted_times: u8,
+    /// The `args` object being skipped is read for its number ([`ArgsSniff`]).
+    sniffing: bool,
+    sniff: ArgsSniff,
+    /// The number of the event's `args` (returned for a counter event only).
+    arg: ArgValue,
+    /// Fast path: where the last `args` object of the event lies in the chunk (its `{` and
+    /// the index after its `}`).
+    fast_args: Option<(usize, usize)>,
     // fast path: gaps learned per (`ph` column, preceding field)
     gaps: [Gap; GAP_ROWS * GAP_COLS],
 }
@@ -206,6 +216,10 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             base_time_ns: None,
             base_time_problem: None,
             quoted_times: 0,
+            sniffing: false,
+            sniff: ArgsSniff::new(),
+            arg: ArgValue::Missing,
+            fast_args: None,
             gaps: [Gap::EMPTY; GAP_ROWS * GAP_COLS],
         }
     }
@@ -258,6 +272,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             id: self.id,
             scope: self.scope,
             quoted_times: self.quoted_times,
+            arg: if &self.ph[..] == b"C" {
+                self.arg
+            } else {
+                ArgValue::Missing
+            },
         }
     }
 
@@ -381,7 +400,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                 self.ph.clear();
                 let _ = self.ph.extend_from_slice(&text[..k]);
             }
-            Field::Cat | Field::Name | Field::Other | Field::End => {}
+            Field::Cat | Field::Name | Field::Args | Field::Other | Field::End => {}
         }
         true
     }
@@ -404,7 +423,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             Field::Tid => self.tid = IdField::Missing,
             Field::Id => self.id = IdField::Missing,
             Field::Scope => self.scope = IdField::Missing,
-            Field::Other | Field::End => {}
+            Field::Args | Field::Other | Field::End => {}
         }
     }
 }
@@ -421,6 +440,7 @@ fn classify(key: &[u8]) -> Field {
         b"tid" => Field::Tid,
         b"id" => Field::Id,
         b"scope" => Field::Scope,
+        b"args" => Field::Args,
         _ => Field::Other,
     }
 }

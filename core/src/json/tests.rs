@@ -18,6 +18,7 @@ struct Owned {
     pid: IdField,
     tid: IdField,
     id: IdField,
+    arg: ArgValue,
 }
 
 impl Owned {
@@ -31,6 +32,7 @@ impl Owned {
             pid: e.pid,
             tid: e.tid,
             id: e.id,
+            arg: e.arg,
         }
     }
 }
@@ -254,7 +256,9 @@ impl Gen {
             pid: IdField::Missing,
             tid: IdField::Missing,
             id: IdField::Missing,
+            arg: ArgValue::Missing,
         };
+        let mut args = ArgValue::Missing;
         let mut keys: Vec<u8> = vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
         // Shuffle, then drop some.
         for k in (1..keys.len()).rev() {
@@ -341,8 +345,25 @@ impl Gen {
                         _ => e.id = v,
                     }
                 }
+                8 => {
+                    // The number a counter's `args` gives, by `ArgsSniff` over the bytes after
+                    // the `{` (its own tests hold it to the JSON rules).
+                    let at = self.out.len();
+                    self.skipped_value(0);
+                    args = match self.out[at] {
+                        b'{' => {
+                            let mut sniff = ArgsSniff::new();
+                            sniff.push(&self.out[at + 1..]);
+                            sniff.finish()
+                        }
+                        _ => ArgValue::Missing,
+                    };
+                }
                 _ => self.skipped_value(0),
             }
+        }
+        if e.ph == b"C" {
+            e.arg = args;
         }
         self.ws();
         self.out.push(b'}');
@@ -1133,4 +1154,38 @@ fn learned_gaps_are_taken_only_where_parsing_agrees() {
         let whole = check_splits(doc.as_bytes(), 2, 5);
         assert!(whole.end.complete, "{variant}");
     }
+}
+
+/// Counter events as PyTorch's profiler writes them (string `pid`, the value under `""`) and as
+/// flinch-trace's `--perfetto` writes them (`{"W": v}`), interleaved with kernels whose `args`
+/// hold numbers too: each counter's number is read, in every split, whatever the key order; no
+/// other event carries one. Bad values are told apart.
+#[test]
+fn counter_args_in_every_split() {
+    let doc = br#"{"traceEvents":[
+{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"":5,"grid":[1,2]}},
+{"ph":"C","name":"Power (W)","pid":"GPU 0 Counters","ts":10.5,"args":{"":212.5}},
+{"name":"SM Active (%)","args":{"":37},"pid":"GPU 0 Counters","ts":11,"ph":"C"},
+{"ph":"C","cat":"flinch_telemetry","name":"GPU 0 power","pid":1,"tid":0,"ts":12.000,"args":{"W":99.25}},
+{"ph":"C","name":"Power (W)","pid":"GPU 1 Counters","ts":13,"args":{"":NaN}},
+{"ph":"C","name":"Power (W)","pid":"GPU 1 Counters","ts":14,"args":{"":"x"}},
+{"ph":"C","name":"Power (W)","pid":"GPU 1 Counters","ts":15},
+{"ph":"i","name":"m","pid":0,"ts":16,"args":{"":1}}
+]}"#;
+    let want = [
+        ArgValue::Missing,
+        ArgValue::Number(212.5),
+        ArgValue::Number(37.0),
+        ArgValue::Number(99.25),
+        ArgValue::NotFinite,
+        ArgValue::NotNumber,
+        ArgValue::Missing,
+        ArgValue::Missing,
+    ];
+    for_each_split(doc, 50, 31, |chunks| {
+        let out = run_chunks(chunks, Limits::NATIVE);
+        assert!(out.error.is_none() && out.end.complete);
+        let got: Vec<ArgValue> = out.events.iter().map(|e| e.arg).collect();
+        assert_eq!(got, want);
+    });
 }

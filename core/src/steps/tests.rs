@@ -37,6 +37,7 @@ impl Gen {
             id: IdField::Missing,
             scope: IdField::Missing,
             quoted_times: 0,
+            arg: crate::json::ArgValue::Missing,
         }
     }
 }

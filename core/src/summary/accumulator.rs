@@ -1102,6 +1102,7 @@ mod tests {
                     scope: IdField::Missing,
                     quoted_times: e.quoted_times
                         & (if ts { QUOTED_TS } else { 0 } | if dur { QUOTED_DUR } else { 0 }),
+                    arg: crate::json::ArgValue::Missing,
                 });
                 let key = (e.cat.map(<[u8]>::to_vec), e.name.map(<[u8]>::to_vec));
                 memoized.add_batched(&e, memos.entry(key).or_default());

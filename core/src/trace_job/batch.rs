@@ -11,6 +11,7 @@ use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::join::counters::{CounterSample, counter_sample};
 use crate::join::first_pass::{self, host_span_ns};
 use crate::join::gaps::time_span_ns;
 use crate::join::{FirstPass, Resume};
@@ -156,6 +157,8 @@ pub struct EventBatch {
 struct JoinSide {
     span: Option<(i64, i64)>,
     events: Vec<(u32, IdField)>,
+    /// The power and utilization counter samples (`join::counters`), in order.
+    counters: Vec<CounterSample>,
     ranges: Vec<JoinRange>,
 }
 
@@ -191,6 +194,8 @@ impl EventBatch {
                 Box::new(JoinSide {
                     span: None,
                     events: Vec::with_capacity(BATCH_EVENTS),
+                    // Grown once to the most a batch holds, then kept through the ring.
+                    counters: Vec::new(),
                     ranges: Vec::with_capacity(BATCH_EVENTS.div_ceil(JOIN_RANGE_EVENTS)),
                 })
             }),
@@ -264,6 +269,8 @@ impl EventBatch {
             }
             if first_pass::is_relevant(e) {
                 j.events.push((self.recs.len() as u32, e.pid));
+            } else if let Some(c) = counter_sample(e) {
+                j.counters.push(c);
             }
         }
         let (ph, ph_byte) = match e.ph {
@@ -351,6 +358,7 @@ impl EventBatch {
                 id: IdField::Missing,
                 scope: IdField::Missing,
                 quoted_times: r.kinds >> 4,
+                arg: crate::json::ArgValue::Missing,
             };
             summary.add_batched(&e, memo);
         }
@@ -415,10 +423,14 @@ impl EventBatch {
                 id: IdField::Missing,
                 scope: IdField::Missing,
                 quoted_times: r.kinds >> 4,
+                arg: crate::json::ArgValue::Missing,
             });
         }
         for r in &j.ranges[next.min(j.ranges.len())..] {
             begin(first, r);
+        }
+        for c in &j.counters {
+            first.add_counter(c);
         }
     }
 
@@ -442,6 +454,7 @@ impl EventBatch {
         if let Some(j) = &mut self.join {
             j.span = None;
             j.events.clear();
+            j.counters.clear();
             j.ranges.clear();
         }
     }
@@ -523,6 +536,7 @@ mod tests {
                     id: IdField::Int(i as i64),
                     scope: IdField::Missing,
                     quoted_times: rng(4) as u8,
+                    arg: crate::json::ArgValue::Missing,
                 };
                 direct.add(&e);
                 batch.push(&e);

@@ -14,6 +14,7 @@
 //! `flinch_core::join::recording`), the merged file, and the text tables.
 use std::path::{Path, PathBuf};
 
+use flinch_core::join::counters::CounterPid;
 use flinch_core::join::{
     Alignment, AlignmentSource, JoinOptions, JoinReport, Recording, alignment_error, join_options,
 };
@@ -37,7 +38,7 @@ pub struct JoinArgs {
           value_parser = crate::values::count)]
     top_pauses: usize,
     /// A recording (trace.csv) of the same run: adds telemetry to each pause and energy per
-    /// annotation name.
+    /// annotation name. Without it, the trace's own GPU power counters do, when it has them.
     #[arg(long, value_name = "CSV")]
     telemetry: Option<PathBuf>,
     /// Unix ms of trace ts 0 when the trace has no baseTimeNanoseconds, else a correction added
@@ -179,6 +180,26 @@ pub fn render(r: &JoinReport) -> String {
             a.trace_covered_share
                 .map(|c| format!(", recording covers {:.1}% of the trace", c * 100.0))
                 .unwrap_or_default()
+        );
+    }
+    if let (Some(source), Some(c)) = (r.power_source, &r.trace_counters) {
+        let devices: Vec<String> = c
+            .devices
+            .iter()
+            .map(|d| match &d.pid {
+                CounterPid::Text(t) => format!("\"{t}\" -> device {}", d.device),
+                CounterPid::Int(p) => format!("pid {p} -> device {}", d.device),
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  power: {}; the trace's counters: {}",
+            if source == "trace_counters" {
+                "from the trace's counters"
+            } else {
+                "from the recording"
+            },
+            devices.join(", ")
         );
     }
     for d in &r.pause_devices {

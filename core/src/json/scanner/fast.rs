@@ -9,8 +9,9 @@
 //! brace: that path is the reference, and the tests hold the two to the same results.
 
 use super::{EventScanner, Field, WORD_CAP, classify, quoted_bit};
+use crate::json::args::read_args;
 use crate::json::classify::{CLASS, DELIM, STR, WS, find, load, skip_container, skip_str};
-use crate::json::{IdField, NumField};
+use crate::json::{ArgValue, IdField, NumField};
 
 /// Fast path: the first index at or after `i` that is not whitespace, `None` at the end of
 /// the input.
@@ -170,11 +171,20 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     /// Reads the event whose `{` is at `start` when it lies wholly inside `s` and holds nothing
     /// that needs a warning or an escape decoded; returns the index after its `}`. `None`
     /// means "use the resumable path from the brace" (nothing was counted).
-    #[inline]
+    #[inline(always)]
     pub(super) fn fast_event(&mut self, s: &[u8], start: usize) -> Option<usize> {
         self.in_fast = true;
+        self.fast_args = None;
         let r = self.fast_event_inner(s, start);
         self.in_fast = false;
+        // A counter's number is read once the event is whole, whatever the key order: only
+        // a counter's `args` is parsed, every other event's is skipped as before.
+        if r.is_some() && self.ph.len() == 1 && self.ph[0] == b'C' {
+            self.arg = match self.fast_args {
+                Some((a, b)) => read_args(&s[a + 1..b]),
+                None => ArgValue::Missing,
+            };
+        }
         r
     }
 
@@ -215,6 +225,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
             match field {
                 Field::End => return Some(i),
                 Field::Other => i = skip_value_fast(s, i)?,
+                Field::Args => {
+                    let from = i;
+                    i = skip_value_fast(s, i)?;
+                    if s[from] == b'{' {
+                        self.fast_args = Some((from, i));
+                    }
+                }
                 Field::Cat | Field::Name => {
                     if s[i] != b'"' {
                         return None;
@@ -382,7 +399,7 @@ pub(super) fn known_key(s: &[u8], i: usize) -> Option<(Field, usize, bool)> {
             (b"tid\": ", Field::Tid),
             (b"ts\": ", Field::Ts),
             (b"dur\": ", Field::Dur),
-            (b"args\": ", Field::Other),
+            (b"args\": ", Field::Args),
             (b"id\": ", Field::Id),
             (b"scope\": ", Field::Scope),
         ];

@@ -7,7 +7,7 @@
 
 use super::{EventScanner, Field, Target, parse_int};
 use crate::json::classify::{CLASS, DELIM, SKIP, STR, WS, find};
-use crate::json::{IdField, NumField, Scan, ScanError, ScanErrorKind};
+use crate::json::{ArgValue, ArgsSniff, IdField, NumField, Scan, ScanError, ScanErrorKind};
 
 /// First index at or after `i` that is not whitespace, or `input.len()`.
 #[inline(always)]
@@ -96,9 +96,18 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     continue;
                 }
                 St::Skip => {
-                    match self.skip(input, i) {
+                    let from = i;
+                    let end = self.skip(input, i);
+                    if self.sniffing {
+                        self.sniff.push(&input[from..end.unwrap_or(n)]);
+                    }
+                    match end {
                         Some(j) => i = j,
                         None => return Ok((Scan::NeedsInput, n)),
+                    }
+                    if self.sniffing {
+                        self.sniffing = false;
+                        self.arg = self.sniff.finish();
                     }
                     if self.skip_ret == St::ArrCommaOrEnd {
                         self.in_event = false;
@@ -258,7 +267,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                     let f = self.field;
                     match b {
                         b'"' => match f {
-                            Field::Other => i = self.begin_skip(b, i, St::EvCommaOrEnd),
+                            Field::Other | Field::Args => {
+                                i = self.begin_skip(b, i, St::EvCommaOrEnd);
+                            }
                             Field::Cat => {
                                 self.begin_str(Target::Cat);
                                 i += 1;
@@ -275,10 +286,18 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
                         b'{' | b'[' => {
                             self.clear_field(f);
                             i = self.begin_skip(b, i, St::EvCommaOrEnd);
+                            // Read for a counter's number whatever the key order (`ph` may
+                            // come later); `event()` returns it for a counter only.
+                            if b == b'{' && f == Field::Args {
+                                self.sniffing = true;
+                                self.sniff = ArgsSniff::new();
+                            }
                         }
                         b'}' | b',' | b']' | b':' => self.recover(),
                         _ => match f {
-                            Field::Other => i = self.begin_skip(b, i, St::EvCommaOrEnd),
+                            Field::Other | Field::Args => {
+                                i = self.begin_skip(b, i, St::EvCommaOrEnd);
+                            }
                             Field::Cat | Field::Name => {
                                 self.clear_field(f);
                                 i = self.begin_skip(b, i, St::EvCommaOrEnd);
@@ -324,6 +343,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
         self.id = IdField::Missing;
         self.scope = IdField::Missing;
         self.quoted_times = 0;
+        self.sniffing = false;
+        self.arg = ArgValue::Missing;
         self.st = St::EvKeyOrEnd;
     }
 
@@ -344,6 +365,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> EventScanner<S> {
     /// offending byte (the skipper reads it).
     fn recover(&mut self) {
         self.warnings.malformed_events += 1;
+        self.sniffing = false;
         self.skip_depth = 1;
         self.skip_in_str = false;
         self.skip_esc = false;
