@@ -1019,14 +1019,28 @@ impl Job for TraceJob {
         match self.phase {
             Phase::Done(mut r) => {
                 if let Some(found) = self.steps.take() {
+                    // Without a recording, the trace's counters are it (as for the pauses),
+                    // keyed by trace device.
+                    let counters = self
+                        .counters
+                        .as_ref()
+                        .and_then(|c| c.recording.as_deref())
+                        .filter(|_| self.rec.is_none());
+                    let by_device = self.options.join.as_ref().map(|setup| JoinOptions {
+                        gpu_map: GpuMap::default(),
+                        ..setup.options.clone()
+                    });
                     let view =
                         r.join
                             .as_ref()
                             .zip(self.options.join.as_ref())
                             .map(|(report, setup)| crate::steps::JoinView {
                                 report,
-                                options: &setup.options,
-                                recording: self.rec.as_deref(),
+                                options: match (counters, &by_device) {
+                                    (Some(_), Some(o)) => o,
+                                    _ => &setup.options,
+                                },
+                                recording: self.rec.as_deref().or(counters),
                             });
                     r.steps = Some(found.report(view));
                 }

@@ -320,3 +320,36 @@ fn bad_counters_are_counted_and_stated() {
     assert_eq!(figures(&v), figures(&want));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `--steps` with the join: each step's energy from the trace's counters equals the same
+/// samples given as `--telemetry` (the step view reads the join's recording, whichever it is).
+#[test]
+fn steps_take_their_energy_from_the_counters_as_from_the_recording() {
+    let d = tmpdir("counters-steps");
+    let csv = write(&d, "trace.csv", recording().as_bytes());
+    let plain = write(&d, "t.json", trace(0, false).as_bytes());
+    let (csv, plain) = (csv.to_str().unwrap(), plain.to_str().unwrap());
+    let with_rec = json(&run(&[
+        "trace",
+        plain,
+        "--telemetry",
+        csv,
+        "--steps",
+        "--json",
+    ]));
+    let alone = json(&run(&["trace", plain, "--pauses", "--steps", "--json"]));
+    assert_eq!(alone["power_source"], "trace_counters");
+    let energies = |v: &Value| -> Vec<Value> {
+        v["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| serde_json::json!([s["gpu_energy_j"], s["avg_power_w"], s["verdict"]]))
+            .collect()
+    };
+    let want = energies(&with_rec);
+    assert_eq!(want.len(), 1);
+    assert!(want[0][0].as_f64().unwrap() > 0.0, "{want:?}");
+    assert_eq!(energies(&alone), want);
+    let _ = std::fs::remove_dir_all(&d);
+}
