@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 
-scripts/setup.sh --browser
+scripts/setup.sh --browser --torch
 
 step() { printf '\n== test: %s\n' "$*"; }
 
@@ -57,6 +57,12 @@ target/py-env/bin/pip install -q --disable-pip-version-check --force-reinstall -
 FLINCH_TRACE_BIN=target/debug/flinch-trace target/py-env/bin/python -m pytest -q -p no:cacheprovider python/tests
 # And in a fresh virtual environment: nothing but pip, which fetches the build backend itself.
 python/tests/fresh_venv.sh target/debug/flinch-trace
+
+step "real PyTorch (CPU, target/torch-env): trace --steps against a naive oracle on fresh and kept traces; record --torch-profile"
+cargo build -p flinch-trace
+FLINCH_BIN=target/debug/flinch-trace tests/torch/run.sh
+cargo build -p flinch-py # the Python API part of record_profile.sh loads target/debug/lib_native.so
+FLINCH_BIN=target/debug/flinch-trace tests/torch/record_profile.sh
 
 step "Prometheus scrapes record --metrics (tests/record/prometheus.sh; skipped loudly without prometheus unless CI=true)"
 cargo build -p flinch-trace

@@ -285,12 +285,13 @@ pub fn perfetto_path(trace: &Path) -> PathBuf {
 
 /// The trace command the report runs, for one trace and the recording.
 pub fn report_argv(trace: &Path, csv: &Path) -> Vec<OsString> {
-    // SEAM(steps): when `trace --steps` (docs/steps.md) is on this branch, add "--steps" here:
-    // the report then leads with the step summary and its outliers, and energy per step.
+    // With the step view (docs/steps.md): the step summary, the outlier steps and energy per
+    // step after the pauses.
     vec![
         trace.into(),
         "--telemetry".into(),
         csv.into(),
+        "--steps".into(),
         "--perfetto".into(),
         perfetto_path(trace).into(),
     ]
