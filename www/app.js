@@ -108,6 +108,7 @@ function showProgress(bytes, total) {
 function analyze(file, window, sidecar) {
   const options = { kind: 'auto', limits: 'page', source: file.name };
   if (window) Object.assign(options, window);
+  if (!window && !/\.csv(\.gz)?$/i.test(file.name)) Object.assign(options, stepOptions());
   if (!window) recording = null;
   showJob(file, options, sidecar);
   if (workerReady) run(file, options, sidecar);
@@ -131,8 +132,16 @@ function showJob(file, options, sidecar) {
     $('#trace-result').hidden = true;
     $('#runs-result').hidden = true;
     $('#join-result').hidden = true;
+    $('#steps-result').hidden = true;
     $('#output').hidden = true;
   }
+}
+
+/// The step view's options of the form (`--steps`, `--step-name`), for a trace.
+function stepOptions() {
+  const name = $('#step-name').value.trim();
+  if (name) return { steps: true, step_name: name };
+  return $('#steps-toggle').checked ? { steps: true } : {};
 }
 
 /// Joins a trace with its recording (`flinch-trace trace TRACE --telemetry CSV --json`), with
@@ -143,6 +152,7 @@ function analyzeJoin(trace, recordingFile, sidecar) {
   if ($('#min-gap-ms').value !== '' && minGap !== 100) join.min_gap_ms = minGap;
   if ($('#clock-offset-ms').value.trim()) join.clock_offset_ms = $('#clock-offset-ms').value.trim();
   if ($('#gpu-map').value.trim()) join.gpu_map = $('#gpu-map').value.trim();
+  Object.assign(join, stepOptions());
   const names = [trace, recordingFile, sidecar].filter(Boolean).map((f) => f.name);
   const job = { name: names.join(' + '), trace, recording: recordingFile };
   const options = { kind: 'join', source: trace.name, join };
@@ -242,6 +252,78 @@ function render(result, options, msg) {
   else if (isTraceSummary(result)) renderTrace(result);
   else if (options.start) renderWindow(result);
   else renderRecording(result);
+  if (result && Array.isArray(result.steps)) renderSteps(result);
+}
+
+/// The step parts, in the breakdown's priority order (docs/steps.md).
+const STEP_PARTS = ['kernel', 'memcpy', 'memset', 'communication', 'runtime', 'dataloader', 'cpu_exec', 'other'];
+
+/// The step view: the summary line, one stacked bar per step (its breakdown, to the scale of the
+/// longest step), outliers marked; a click on a step shows its parts against the median step.
+function renderSteps(r) {
+  $('#steps-result').hidden = false;
+  const steps = r.steps;
+  const s = r.step_summary || {};
+  const d = s.duration_ms || {};
+  const outliers = s.outliers || [];
+  $('#steps-overview').textContent = steps.length === 0
+    ? (s.note || 'No step matched.')
+    : `${steps.length} steps (${s.pattern || ''}): median ${num(d.median)} ms, p90 ${num(d.p90)} ms, ` +
+      `max ${num(d.max)} ms; ${outliers.length} outlier${outliers.length === 1 ? '' : 's'}` +
+      (outliers.length ? `: ${outliers.map((o) => `#${o.index} ${o.largest_part} +${num(o.largest_part_excess_ms)} ms`).join(', ')}` : '') +
+      '.';
+  $('#steps-legend').replaceChildren(...STEP_PARTS.flatMap((p) => [el('span', { class: `key part-${p}` }), `${p} `]));
+  const longest = Math.max(1e-9, ...steps.map((st) => st.duration_ms));
+  const byIndex = new Map(outliers.map((o) => [o.index, o]));
+  $('#step-bars').replaceChildren(...steps.map((st, k) => {
+    const parts = st.breakdown_ms || {};
+    const segs = STEP_PARTS.filter((p) => parts[p] > 0).map((p) =>
+      el('div', { class: `seg part-${p}`, style: `width:${(100 * parts[p]) / longest}%`, title: `${p} ${num(parts[p])} ms` }));
+    const row = el('div', { class: `bar-row step-row${st.outlier ? ' outlier' : ''}`, 'data-k': String(k), tabindex: '0' },
+      el('div', { class: 'bar-label', title: st.name }, st.outlier ? `#${st.index} (outlier)` : `#${st.index}`),
+      el('div', { class: 'bar-track stacked' }, ...segs),
+      el('div', { class: 'bar-figures' }, `${num(st.duration_ms)} ms` +
+        (st.gpu_energy_j != null ? ` · ${num(st.gpu_energy_j)} J` : '')));
+    const show = () => showStep(st, s, byIndex.get(st.index));
+    row.addEventListener('click', show);
+    row.addEventListener('keydown', (e) => { if (e.key === 'Enter') show(); });
+    return row;
+  }));
+  $('#step-detail').hidden = true;
+}
+
+/// One step's details: each part against the median step's, its energy, and for an outlier its
+/// top host ops and the pauses inside it.
+function showStep(st, summary, outlier) {
+  const median = summary.breakdown_ms_median || {};
+  const rows = STEP_PARTS.map((p) => el('tr', {}, el('td', {}, p),
+    el('td', { class: 'n' }, num((st.breakdown_ms || {})[p])), el('td', { class: 'n' }, num(median[p]))));
+  const detail = $('#step-detail');
+  const parts = [
+    el('h3', {}, `${st.name}: ${num(st.duration_ms)} ms from ${st.start_ts_us} µs${st.outlier ? ' (outlier)' : ''}`),
+    el('table', { class: 'step-parts' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'part'), el('th', {}, 'ms'), el('th', {}, 'median step, ms'))),
+      el('tbody', {}, ...rows)),
+  ];
+  if (st.gpu_energy_j != null) {
+    parts.push(el('p', {}, `GPU energy ${num(st.gpu_energy_j)} J (± ${num(st.energy_bound_j)} J), ` +
+      `${num(st.avg_power_w)} W average, verdict ${typeof st.verdict === 'string' ? st.verdict : verdictText(st.verdict)}` + (st.resolvable === false ? ' (shorter than the counter\'s update period)' : '')));
+  }
+  if (outlier) {
+    parts.push(el('p', {}, `Largest part: ${outlier.largest_part}, +${num(outlier.largest_part_excess_ms)} ms against the median step.`));
+    const ops = outlier.top_host_ops || [];
+    if (ops.length) {
+      parts.push(el('table', { class: 'step-ops' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'top host ops'), el('th', {}, 'ms'), el('th', {}, 'n'))),
+        el('tbody', {}, ...ops.map((o) => el('tr', {}, el('td', { class: 'op-name', title: o.name }, o.name),
+          el('td', { class: 'n' }, num(o.time_ms)), el('td', { class: 'n' }, num(o.n)))))));
+    }
+    for (const p of outlier.pauses || []) {
+      parts.push(el('p', {}, `GPU pause on device ${p.device}: ${num(p.duration_ms)} ms`));
+    }
+  }
+  detail.replaceChildren(...parts);
+  detail.hidden = false;
 }
 
 function isTraceSummary(r) {

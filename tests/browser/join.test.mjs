@@ -227,6 +227,20 @@ test('pauses late in a long .json.gz trace: the second read restarts inflating a
   await page.fill('#min-gap-ms', '100');
 });
 
+test('a trace and its recording with Steps ticked: native --telemetry --steps --json byte for byte', async () => {
+  await page.check('#steps-toggle');
+  await page.setInputFiles('#file-input', [files.json, files.csv]);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeJoin(files.json, ['--steps']));
+  const r = JSON.parse(text);
+  assert.equal(r.steps.length, 1);
+  assert.ok(r.steps[0].gpu_energy_j > 0);
+  assert.equal(await page.locator('.step-row').count(), 1);
+  assert.match(await page.textContent('.step-row .bar-figures'), / J$/);
+  await page.uncheck('#steps-toggle');
+});
+
 test('a .json.gz trace dropped with its recording: native --json byte for byte', async () => {
   await dropFiles([files.csv, files.gz]);
   assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
