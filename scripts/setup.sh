@@ -38,11 +38,11 @@ else
   "$NVTX_ENV/bin/pip" install -q --disable-pip-version-check nvtx==0.2.17 nvidia-nvtx==13.5.25
 fi
 
-step "Python wheel tests: a venv at target/py-env with pytest, dask[bag], distributed and ray (python/tests, docs/python.md)"
+step "Python wheel tests: a venv at target/py-env with pytest, dask[bag], distributed, ray and pandas (python/tests, docs/python.md)"
 PY_ENV="${FLINCH_PY_ENV:-target/py-env}"
-PY_PINS=(pytest==9.2.0 "dask[bag]==2026.8.0" distributed==2026.8.0 ray==2.60.0)
-if "$PY_ENV/bin/python" -c 'import pytest, dask.bag, distributed, ray' 2>/dev/null; then
-  echo "present: $PY_ENV ($("$PY_ENV/bin/pip" list 2>/dev/null | grep -iE '^(pytest|dask|distributed|ray) ' | xargs))"
+PY_PINS=(pytest==9.2.0 "dask[bag]==2026.8.0" distributed==2026.8.0 ray==2.60.0 pandas==3.1.1)
+if "$PY_ENV/bin/python" -c 'import pytest, dask.bag, distributed, ray, pandas' 2>/dev/null; then
+  echo "present: $PY_ENV ($("$PY_ENV/bin/pip" list 2>/dev/null | grep -iE '^(pytest|dask|distributed|ray|pandas) ' | xargs))"
 else
   if ! python3 -m venv --clear "$PY_ENV"; then
     sudo=""
