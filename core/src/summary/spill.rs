@@ -161,6 +161,24 @@ impl<'a> MergedIntervals<'a> {
     /// The next disjoint interval of the union without taking it; `Err` when a run cannot be
     /// read back.
     pub(crate) fn peek(&mut self, spill: &mut dyn IntervalSpill) -> Result<Option<Interval>, ()> {
+        if self.cursors.is_empty() {
+            // No run retired (the common case): the live union alone, read in place.
+            if self.ready.is_none()
+                && let Some(&first) = self.live.get(self.live_pos)
+            {
+                let mut cur = first;
+                self.live_pos += 1;
+                while let Some(iv) = self.live.get(self.live_pos) {
+                    if iv.start_ns > cur.end_ns {
+                        break;
+                    }
+                    cur.end_ns = cur.end_ns.max(iv.end_ns);
+                    self.live_pos += 1;
+                }
+                self.ready = Some(cur);
+            }
+            return Ok(self.ready);
+        }
         if !self.started {
             self.start(spill)?;
         }
