@@ -9,8 +9,10 @@ pub mod job;
 pub mod kind;
 pub mod shift;
 pub mod side;
+#[cfg(test)]
+mod tests;
 
-pub use compare::{CompareOptions, DiffResult, OpDiff, OpStatus};
+pub use compare::{CompareOptions, DiffResult, OpCounts, OpDiff, OpStatus};
 pub use job::{A, B, DiffError, DiffJob, DiffOptions, TELEMETRY_A, TELEMETRY_B};
 pub use kind::{InputKind, SNIFF_BYTES, input_kind};
 pub use shift::{StepShift, step_shift, step_shift_sorted};

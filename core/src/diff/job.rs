@@ -89,6 +89,13 @@ pub enum DiffError {
         /// The summary's first warning, with the offset.
         message: String,
     },
+    /// A document with no trace event and no summary's first key.
+    NoEvents {
+        /// The input as named.
+        source: String,
+        /// Its decoded length.
+        bytes: u64,
+    },
     /// A recording was given with a summary.
     RecordingWithSummary {
         /// The input as named.
@@ -113,6 +120,10 @@ impl fmt::Display for DiffError {
             DiffError::Truncated { source, message } => {
                 write!(f, "{source}: {message}: a diff needs the whole trace")
             }
+            DiffError::NoEvents { source, bytes } => write!(
+                f,
+                "{source}: no trace event in its {bytes} bytes: neither a trace nor a summary with its mergeable section (trace --json --mergeable, merge --json)"
+            ),
             DiffError::RecordingWithSummary { source } => write!(
                 f,
                 "{source}: a summary has no clock to join a recording with: give the trace"
@@ -364,9 +375,21 @@ impl DiffJob {
                     let message = r.summary.warnings.first().cloned().unwrap_or_default();
                     let message = message
                         .strip_suffix(": summarized from what was read")
-                        .unwrap_or(&message)
-                        .to_string();
+                        .unwrap_or(&message);
+                    // A plain file's cut has no offset of its own: where its bytes ended.
+                    let message = if message.contains(" byte ") {
+                        message.to_string()
+                    } else {
+                        alloc::format!(
+                            "{message} (the input ends at byte {})",
+                            r.summary.totals.bytes
+                        )
+                    };
                     return Err(DiffError::Truncated { source, message });
+                }
+                if r.summary.totals.events == 0 {
+                    let bytes = r.summary.totals.bytes;
+                    return Err(DiffError::NoEvents { source, bytes });
                 }
                 Side::of_trace(source, r)
             }
