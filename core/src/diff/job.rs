@@ -391,7 +391,9 @@ impl DiffJob {
                     let bytes = r.summary.totals.bytes;
                     return Err(DiffError::NoEvents { source, bytes });
                 }
-                Side::of_trace(source, r)
+                let mut side = Side::of_trace(source, r);
+                side.min_gap_ms = Some(self.options.join.gaps.min_gap_ns as f64 / 1e6);
+                side
             }
             Current::Summary { job, .. } => {
                 let merged = job.finish().map_err(DiffError::Summary)?;

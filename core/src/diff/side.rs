@@ -89,7 +89,7 @@ pub struct Side {
     pub p50_relative_error: f64,
     /// Per device (ascending), a trace's pauses; `None` for a summary.
     pub pauses: Option<Vec<(i64, DevicePauses)>>,
-    /// The join's minimum pause, ms (a trace).
+    /// The join's minimum pause, ms (a trace; set by the job from its options).
     pub min_gap_ms: Option<f64>,
     /// Energy per annotation, with a recording.
     pub energy: Option<Vec<SideEnergy>>,
@@ -222,7 +222,6 @@ type JoinParts = (
 );
 
 fn join_parts(j: JoinReport, warnings: &mut Vec<String>) -> JoinParts {
-    let min_gap = j.pause_devices.first().map(|d| d.min_gap_ms);
     let pauses = j
         .pause_devices
         .iter()
@@ -252,5 +251,5 @@ fn join_parts(j: JoinReport, warnings: &mut Vec<String>) -> JoinParts {
     if energy.is_some() {
         warnings.extend(j.join_warnings);
     }
-    (Some(pauses), min_gap, energy)
+    (Some(pauses), None, energy)
 }
