@@ -181,9 +181,23 @@ fn input(
     }
 }
 
-/// The kind from the first decoded bytes (a pass stopped early; a regular file is read again).
+/// The kind from the first decoded bytes: a plain regular file's first 4 KiB by a positioned
+/// read, a `.gz` through a pass of two small buffers stopped early (a few KiB inflated, not the
+/// reader's usual 4 MiB ahead).
 fn sniff(file: &InputFile) -> Result<InputKind, String> {
-    let mut pass = file.read()?;
+    #[cfg(unix)]
+    if let Some((f, len)) = file.seekable() {
+        use std::os::unix::fs::FileExt;
+        let mut prefix = vec![0u8; SNIFF_BYTES.min(len as usize)];
+        if f.read_exact_at(&mut prefix, 0).is_ok() && !flinch_core::gzip::is_gzip(&prefix) {
+            return Ok(input_kind(&prefix, prefix.len() as u64 == len).unwrap_or(InputKind::Trace));
+        }
+    }
+    let small = crate::input::InputOptions {
+        buffers: 2,
+        buffer_bytes: SNIFF_BYTES,
+    };
+    let mut pass = file.read_with(small)?;
     let mut prefix = Vec::with_capacity(SNIFF_BYTES);
     // A read error or a cut ends the look: the trace's own read names it where it meets it.
     while let Ok(Some(chunk)) = pass.next_chunk() {

@@ -195,9 +195,14 @@ fn diff_json(
     min_gap_ms: Option<f64>,
 ) -> PyResult<String> {
     let exactness = exactness_of(exactness)?;
-    for p in [Some(&a), Some(&b), telemetry_a.as_ref(), telemetry_b.as_ref()]
-        .into_iter()
-        .flatten()
+    for p in [
+        Some(&a),
+        Some(&b),
+        telemetry_a.as_ref(),
+        telemetry_b.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
     {
         check_path(p, false)?;
     }
