@@ -330,3 +330,85 @@ fn bad_input_exits_1_with_the_offset_and_usage_exits_2() {
         assert_eq!(code, 2, "{args:?}: {err}");
     }
 }
+
+/// A trace with `baseTimeNanoseconds` and `steps` `ProfilerStep#N` annotations of 100 ms, with a
+/// kernel in each; and a recording at 10 ms of constant power `power_w` over it.
+fn timed_run(steps: u64, power_w: u32) -> (String, String) {
+    let base_ns: u64 = 1_700_000_000_000_000_000;
+    let mut t = String::from(
+        "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 1700000000000000000, \"traceEvents\": [\n",
+    );
+    for i in 0..steps {
+        let ts_us = 1_000 + i * 100_000;
+        if i > 0 {
+            t.push_str(",\n");
+        }
+        t.push_str(&format!(
+            "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{i}\", \"pid\": 100, \"tid\": 1, \"ts\": {ts_us}, \"dur\": 100000}},\n\
+             {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": {}, \"dur\": 50000}}",
+            ts_us + 10
+        ));
+    }
+    t.push_str("\n]}\n");
+    let mut csv = String::from("t_mono_ns,t_wall_ns,row_type,label,gpu_power_W\n");
+    let end_ns = (1_000 + steps * 100_000 + 50_000) * 1000;
+    let mut ns = 0;
+    while ns <= end_ns {
+        csv.push_str(&format!("{ns},{},SAMPLE,,{power_w}\n", base_ns + ns));
+        ns += 10_000_000;
+    }
+    (t, csv)
+}
+
+#[test]
+fn recordings_give_the_energy_per_annotation_in_a_and_b() {
+    let dir = tmpdir("energy");
+    let (ta, ca) = timed_run(5, 100);
+    let (tb, cb) = timed_run(5, 150);
+    let a = write(&dir, "a.json", ta.as_bytes());
+    let b = write(&dir, "b.json", tb.as_bytes());
+    let csv_a = write(&dir, "a.csv", ca.as_bytes());
+    let csv_b = write(&dir, "b.csv", cb.as_bytes());
+    let r = diff_json(
+        &a,
+        &b,
+        &[
+            "--telemetry-a",
+            csv_a.to_str().unwrap(),
+            "--telemetry-b",
+            csv_b.to_str().unwrap(),
+        ],
+    );
+    let rows = r["energy"].as_array().expect("an energy section");
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    for row in rows {
+        // 100 ms at a constant 100 W and 150 W.
+        let (ja, jb) = (
+            row["gpu_energy_j_a"].as_f64().unwrap(),
+            row["gpu_energy_j_b"].as_f64().unwrap(),
+        );
+        assert!(
+            (ja - 10.0).abs() < 1e-9 && (jb - 15.0).abs() < 1e-9,
+            "{row}"
+        );
+        assert!(
+            (row["delta_j"].as_f64().unwrap() - 5.0).abs() < 1e-9,
+            "{row}"
+        );
+    }
+    // The same with one recording only: no energy section.
+    let r = diff_json(&a, &b, &["--telemetry-a", csv_a.to_str().unwrap()]);
+    assert!(r.get("energy").is_none(), "{r}");
+    // The text names it.
+    let text = ok(bin()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .arg("--telemetry-a")
+        .arg(&csv_a)
+        .arg("--telemetry-b")
+        .arg(&csv_b)
+        .output()
+        .unwrap());
+    assert!(text.contains("GPU energy per annotation"), "{text}");
+}
