@@ -108,6 +108,29 @@ pub fn step_shift_sorted(a: &[u64], b: &[u64]) -> Option<StepShift> {
     })
 }
 
+impl StepShift {
+    /// The verdict's words for the step times: `median step 16.700 ms vs 17.800 ms (-6.2 %, 95 %
+    /// CI -9.0 % to -3.1 %)` (B's median first), prefixed `no significant change: ` when the
+    /// interval crosses zero or there is none.
+    pub fn verdict_words(&self) -> alloc::string::String {
+        let ci = match self.ci95_pct {
+            Some([lo, hi]) => alloc::format!("95 % CI {lo:+.1} % to {hi:+.1} %"),
+            None => alloc::string::String::from("too few steps for a 95 % interval"),
+        };
+        let words = alloc::format!(
+            "median step {:.3} ms vs {:.3} ms ({:+.1} %, {ci})",
+            self.median_ms_b,
+            self.median_ms_a,
+            self.change_pct
+        );
+        if self.significant {
+            words
+        } else {
+            alloc::format!("no significant change: {words}")
+        }
+    }
+}
+
 /// numpy's median of sorted values, ns (exact below 2^53).
 fn median_sorted(v: &[u64]) -> f64 {
     let n = v.len();
@@ -367,6 +390,22 @@ mod tests {
         assert_eq!(s.method, "normal");
         assert!(s.significant && s.change_pct > 90.0 && s.change_pct < 110.0);
         check_against_oracle(&a[..120], &b[..90]);
+    }
+
+    #[test]
+    fn verdict_words_say_no_significant_change_when_the_interval_crosses_zero() {
+        let a: Vec<u64> = (0..22).map(|i| 17_800_000 + (i % 5) * 100_000).collect();
+        let b: Vec<u64> = a.iter().map(|&x| x - 1_100_000).collect();
+        let s = step_shift(&a, &b).unwrap();
+        let w = s.verdict_words();
+        assert!(
+            w.starts_with("median step 16.900 ms vs 18.000 ms (-6.1 %, 95 % CI -"),
+            "{w}"
+        );
+        let w = step_shift(&a, &a).unwrap().verdict_words();
+        assert!(w.starts_with("no significant change: median step"), "{w}");
+        let w = step_shift(&a[..2], &b[..2]).unwrap().verdict_words();
+        assert!(w.ends_with("too few steps for a 95 % interval)"), "{w}");
     }
 
     #[test]
