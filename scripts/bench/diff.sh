@@ -27,7 +27,7 @@ for shape in plain with_stack; do
 done
 
 cpu() { # label, command: CPU and wall of REPS runs
-    /usr/bin/time -f "$1: %e s wall, %U user + %S sys" bash -c "for _ in \$(seq $REPS); do $2 >/dev/null; done"
+    /usr/bin/time -f "$1: %e s wall, %U user + %S sys" bash -c "for _ in \$(seq $REPS); do { $2; } >/dev/null; done"
 }
 for _ in $(seq "$RUNS"); do
     for shape in plain with_stack; do
