@@ -71,7 +71,8 @@ pub struct SideInfo {
     pub events: u64,
     /// Some input ended early.
     pub truncated: bool,
-    /// `exact` (a trace) or `histogram` (a summary).
+    /// `exact` (a trace), `histogram` (a summary), or `approximate` (a trace past its
+    /// summary's limits: see the warnings).
     pub p50: &'static str,
     /// Bound on the p50s' relative error (0 for exact).
     pub p50_relative_error: f64,
@@ -285,9 +286,10 @@ fn info(s: &Side) -> SideInfo {
         ranks: s.ranks,
         events: s.events,
         truncated: s.truncated,
-        p50: match s.kind {
-            InputKind::Trace => "exact",
-            InputKind::Summary => "histogram",
+        p50: match (s.kind, s.p50_approximate) {
+            (InputKind::Summary, _) => "histogram",
+            (InputKind::Trace, false) => "exact",
+            (InputKind::Trace, true) => "approximate",
         },
         p50_relative_error: s.p50_relative_error,
         busy_union_summed_over_ranks: s.ranks > 1,

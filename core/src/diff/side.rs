@@ -85,8 +85,10 @@ pub struct Side {
     pub duration_sum_ns: u128,
     /// Every op with a duration, by (category, name).
     pub ops: Vec<SideOp>,
-    /// Bound on the p50s' relative error (0: exact).
+    /// Bound on the p50s' relative error (0: exact, or none stated).
     pub p50_relative_error: f64,
+    /// Some p50 is not exact (a summary's histograms; a trace's sketches past its limits).
+    pub p50_approximate: bool,
     /// Per device (ascending), a trace's pauses; `None` for a summary.
     pub pauses: Option<Vec<(i64, DevicePauses)>>,
     /// The join's minimum pause, ms (a trace; set by the job from its options).
@@ -130,6 +132,17 @@ impl Side {
         categories.sort_by(|x, y| x.name.cmp(&y.name));
         let mut warnings = s.warnings;
         let ops_folded = s.approximations.is_some_and(|a| a.ops_folded_into_other);
+        // Past the summary's limits (`--bounded`'s sketches, a file that cannot be read again),
+        // its approximations are the diff's too: stated as the summary states them.
+        let mut p50_approximate = false;
+        if let Some(a) = &s.approximations {
+            p50_approximate = a.ops_with_sketched_stats > 0 || a.listed_ops_without_percentiles > 0;
+            if let Ok(text) = serde_json::to_string(a) {
+                warnings.push(alloc::format!(
+                    "the trace's summary is approximate past its limits (docs/trace-exactness.md): {text}"
+                ));
+            }
+        }
         let (pauses, min_gap_ms, energy) = match r.join {
             Some(j) => join_parts(j, &mut warnings),
             None => (None, None, None),
@@ -144,7 +157,12 @@ impl Side {
             busy_union_ns: s.totals.busy_union_ns,
             duration_sum_ns: s.totals.duration_sum_ns.max(0) as u128,
             ops,
-            p50_relative_error: 0.0,
+            p50_relative_error: if p50_approximate {
+                s.approximations.map_or(0.0, |a| a.quantile_relative_error)
+            } else {
+                0.0
+            },
+            p50_approximate,
             pauses,
             min_gap_ms,
             energy,
@@ -206,6 +224,7 @@ impl Side {
             duration_sum_ns: state.ranks.iter().map(|r| r.duration_sum_ns).sum(),
             ops,
             p50_relative_error: relative_error(scale),
+            p50_approximate: true,
             pauses: None,
             min_gap_ms: None,
             energy: None,

@@ -313,3 +313,35 @@ fn bad_inputs_are_errors_naming_the_input_and_offset() {
     let e = err.expect("refused").to_string();
     assert!(e.contains("b.json: a summary has no clock"), "{e}");
 }
+
+#[test]
+fn a_summary_past_its_limits_makes_the_diff_say_so() {
+    let t = trace_json(&run(8, 40, 1, None, false));
+    let mut o = opts();
+    // Room for a few durations only: the ops move to sketches.
+    o.limits = crate::Limits {
+        max_exact_values: 16,
+        ..crate::Limits::BOUNDED
+    };
+    let r = drive(o, &[t.as_bytes()], &[t.as_bytes()]).unwrap();
+    assert_eq!((r.a.p50, r.b.p50), ("approximate", "approximate"));
+    // No room even for a sketch: the p50s are null, as the summary's own.
+    assert!(
+        r.a.p50_relative_error > 0.0
+            || r.ops.iter().any(|o| o.a.as_ref().unwrap().p50_us.is_none())
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.starts_with("a: the trace's summary is approximate")),
+        "{:?}",
+        r.warnings
+    );
+    // Sums stay exact: nothing moved.
+    assert!(r.ops.iter().all(|o| o.delta_sum_ms == 0.0));
+    assert!(r.verdict.starts_with("B vs A: no significant change"));
+    // Within the limits: exact, no such warning.
+    let r = drive(opts(), &[t.as_bytes()], &[t.as_bytes()]).unwrap();
+    assert_eq!(r.a.p50, "exact");
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
