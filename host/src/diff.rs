@@ -123,7 +123,12 @@ fn telemetry_path(req: &DiffRequest, side: usize) -> Result<&Path, String> {
 
 /// A file's bytes, decoded, to the job as they come.
 fn stream(job: &mut DiffJob, path: &Path) -> Result<(), String> {
-    let file = InputFile::open(path, Passes::One)?;
+    stream_from(job, &InputFile::open(path, Passes::One)?, path)
+}
+
+/// [`stream`] of an input opened already (a FIFO is opened once: a second open would wait for a
+/// writer that has gone).
+fn stream_from(job: &mut DiffJob, file: &InputFile, path: &Path) -> Result<(), String> {
     let mut input = file.read()?;
     job.decoded(input.is_gzip());
     loop {
@@ -153,11 +158,11 @@ fn input(
     threads: Option<usize>,
 ) -> Result<(), String> {
     let name = path.display().to_string();
-    let file = InputFile::open(path, Passes::Several)?;
-    if file.seekable().is_none() {
-        // A FIFO or pipe: read once, as it comes.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        // A FIFO or pipe: opened once and read once, as it comes.
         return stream(job, path);
     }
+    let file = InputFile::open(path, Passes::Several)?;
     match sniff(&file)? {
         InputKind::Trace => {
             let tj = job.start_trace().map_err(|e| e.to_string())?;
