@@ -75,6 +75,8 @@ extern crate std;
 #[cfg(feature = "alloc")]
 pub mod analyzer;
 pub mod csv;
+#[cfg(feature = "alloc")]
+pub mod diff;
 pub mod energy;
 pub mod exactness;
 pub mod gzip;

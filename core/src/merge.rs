@@ -20,6 +20,7 @@ pub mod histogram;
 mod job;
 mod one_line;
 mod render;
+pub(crate) use render::percentiles_us;
 mod state;
 
 use alloc::string::{String, ToString};

@@ -87,6 +87,16 @@ pub struct JoinSetup {
 }
 
 impl JoinSetup {
+    /// Whether the join may read the trace again after its first read: a pause to list, a
+    /// recording (its annotation spans, when their copy overflows), or a whole second read. Its
+    /// first pass alone (the pauses counted, none listed: `diff`) never does, so a driver may
+    /// read the trace as it would without the join.
+    pub fn may_read_again(&self) -> bool {
+        self.whole_second_read
+            || self.options.pauses.max_pauses_per_device > 0
+            || !matches!(self.recording, RecordingSource::None)
+    }
+
     /// The join with `options`, a recording from `recording`, and the most byte ranges.
     pub fn new(options: JoinOptions, recording: RecordingSource) -> JoinSetup {
         JoinSetup {

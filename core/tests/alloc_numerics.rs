@@ -162,3 +162,19 @@ fn sketches_and_bounded_windows_do_not_allocate_per_value() {
     });
     assert_eq!(n, 0);
 }
+
+/// The step comparison over sorted durations: the normal route (more than 50 steps a side)
+/// allocates nothing; the exact route one table of `m * n / 2 + 1` counts, whatever the data.
+#[test]
+fn step_shift_allocates_at_most_its_one_table() {
+    use flinch_core::diff::step_shift_sorted;
+    let a: Vec<u64> = (0..400u64).map(|i| 1_000_000 + i * 997 % 50_000).collect();
+    let mut a = a;
+    a.sort_unstable();
+    let b: Vec<u64> = a.iter().map(|x| x + 20_000).collect();
+    let mut got = None;
+    assert_eq!(allocations_in(|| got = step_shift_sorted(&a, &b)), 0);
+    assert!(got.unwrap().significant);
+    let (a, b) = (&a[..40], &b[..30]);
+    assert_eq!(allocations_in(|| got = step_shift_sorted(a, b)), 1);
+}

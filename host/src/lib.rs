@@ -9,6 +9,7 @@
 //! presentation.
 
 pub mod analyze;
+pub mod diff;
 pub mod exact_io;
 pub mod input;
 pub mod merge;

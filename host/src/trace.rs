@@ -102,7 +102,13 @@ pub fn first_read(
     }
     #[cfg(not(unix))]
     let _ = threads;
-    let join = job.options().join.is_some();
+    // A join that never reads the trace again (its pauses counted, none listed) reads it as
+    // the summary alone does.
+    let join = job
+        .options()
+        .join
+        .as_ref()
+        .is_some_and(|j| j.may_read_again());
     // For the join, a .gz keeps restart points on this read for its second (`ranges`).
     let bytes = if join {
         input.read_indexed()?

@@ -6,6 +6,7 @@
 //! once, in `flinch-core`.
 
 pub mod analyze;
+pub mod diff;
 /// The std driver's input and output files, re-exported so that `crate::input` and
 /// `crate::output` name them here as before.
 pub use flinch_host::{input, output};

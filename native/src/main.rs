@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use flinch_trace::{analyze, mark, merge, record, summarize, trace, web};
+use flinch_trace::{analyze, diff, mark, merge, record, summarize, trace, web};
 
 /// Is the GPU computing or waiting? Measure it.
 #[derive(Parser)]
@@ -22,6 +22,8 @@ enum Cmd {
     Trace(trace::Args),
     /// Merge per-rank trace summaries (`trace --json --mergeable` outputs) into one.
     Merge(merge::Args),
+    /// Compare two runs (traces or summaries): what got faster or slower.
+    Diff(diff::Args),
     /// Duration, GPU energy, utilization and a compute-or-waiting verdict between marks of a trace.csv.
     Analyze(analyze::Args),
     /// Summarize a benchmark runs folder (host telemetry, requests, traces).
@@ -56,13 +58,14 @@ fn main() -> ExitCode {
     flinch_trace::output::ignore_file_size_signal();
     if matches!(
         cli.cmd,
-        Cmd::Trace(_) | Cmd::Merge(_) | Cmd::Analyze(_) | Cmd::Summarize(_)
+        Cmd::Trace(_) | Cmd::Merge(_) | Cmd::Diff(_) | Cmd::Analyze(_) | Cmd::Summarize(_)
     ) {
         default_sigpipe();
     }
     let result = match cli.cmd {
         Cmd::Trace(a) => trace::run(a),
         Cmd::Merge(a) => merge::run(a),
+        Cmd::Diff(a) => diff::run(a),
         Cmd::Analyze(a) => analyze::run(a),
         Cmd::Summarize(a) => summarize::run(a),
         Cmd::Record(a) => record::run(*a),

@@ -28,6 +28,8 @@ __all__ = [
     "summarize",
     "merge",
     "merge_json",
+    "diff",
+    "diff_json",
     "mark",
     "window",
     "profile",
@@ -93,6 +95,54 @@ def steps_json(
     """``steps`` as the command line's JSON text."""
     return _native.steps_json(
         os.fspath(trace), None if telemetry is None else os.fspath(telemetry), step_name
+    )
+
+
+def diff(
+    a: PathLike,
+    b: PathLike,
+    telemetry_a: Optional[PathLike] = None,
+    telemetry_b: Optional[PathLike] = None,
+    top: Optional[int] = None,
+    exactness: str = "native",
+    threshold_pct: Optional[float] = None,
+    min_gap_ms: Optional[float] = None,
+) -> Dict[str, Any]:
+    """``flinch-trace diff A B --json`` as a dict: run B compared with run A (docs/diff.md).
+
+    ``a`` and ``b``: traces (``.json``, ``.json.gz``) or summaries with their mergeable section
+    (``trace_summary(..., mergeable=True)`` written to a file, or a ``merge`` output).
+    ``telemetry_a`` / ``telemetry_b``: recordings (trace.csv) of the runs, for energy per
+    annotation. ``top``: ops listed (default ``DEFAULT_TOP``); ``exactness`` as in
+    ``trace_summary``; ``threshold_pct``: the verdict's threshold (default 1); ``min_gap_ms``:
+    the shortest GPU pause counted (default 100).
+    """
+    return json.loads(
+        diff_json(a, b, telemetry_a, telemetry_b, top, exactness, threshold_pct, min_gap_ms)
+    )
+
+
+def diff_json(
+    a: PathLike,
+    b: PathLike,
+    telemetry_a: Optional[PathLike] = None,
+    telemetry_b: Optional[PathLike] = None,
+    top: Optional[int] = None,
+    exactness: str = "native",
+    threshold_pct: Optional[float] = None,
+    min_gap_ms: Optional[float] = None,
+) -> str:
+    """``diff`` as the command line's JSON text."""
+    opt = lambda p: None if p is None else os.fspath(p)  # noqa: E731
+    return _native.diff_json(
+        os.fspath(a),
+        os.fspath(b),
+        opt(telemetry_a),
+        opt(telemetry_b),
+        top,
+        exactness,
+        threshold_pct,
+        min_gap_ms,
     )
 
 

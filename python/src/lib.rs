@@ -1,5 +1,5 @@
 //! `flinch_trace._native`: the wheel's compiled module. Each function calls the library function
-//! the command line calls (`flinch_host::{trace, analyze, runs}`, and for the merge
+//! the command line calls (`flinch_host::{trace, analyze, runs, diff}`, and for the merge
 //! `flinch_core::merge`'s merge job over the texts), so the JSON text is the same bytes;
 //! `flinch_trace/__init__.py` turns it into dicts. The work runs with the GIL released
 //! (`Python::detach`), and a panic inside it
@@ -79,16 +79,7 @@ fn trace_summary_json(
     exactness: &str,
     mergeable: bool,
 ) -> PyResult<String> {
-    let exactness = match exactness {
-        "native" => Exactness::Native,
-        "bounded" => Exactness::Bounded,
-        "exact" => Exactness::Exact,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "exactness must be 'native', 'bounded' or 'exact', not {other:?}"
-            )));
-        }
-    };
+    let exactness = exactness_of(exactness)?;
     check_path(&path, false)?;
     let opts = SummaryOptions {
         top: top.unwrap_or(DEFAULT_TOP_OPS),
@@ -211,6 +202,68 @@ fn merge_json(py: Python<'_>, summaries: Vec<String>, top: Option<usize>) -> PyR
     })
 }
 
+/// `diff A B --json [--telemetry-a CSV] [--telemetry-b CSV] [--top N] [--threshold-pct P]
+/// [--min-gap-ms MS] [--bounded | --exact]` as text: `flinch_host::diff::json`, the CLI's.
+#[pyfunction]
+#[pyo3(signature = (a, b, telemetry_a = None, telemetry_b = None, top = None,
+                    exactness = "native", threshold_pct = None, min_gap_ms = None))]
+#[allow(clippy::too_many_arguments)] // one per command-line option
+fn diff_json(
+    py: Python<'_>,
+    a: PathBuf,
+    b: PathBuf,
+    telemetry_a: Option<PathBuf>,
+    telemetry_b: Option<PathBuf>,
+    top: Option<usize>,
+    exactness: &str,
+    threshold_pct: Option<f64>,
+    min_gap_ms: Option<f64>,
+) -> PyResult<String> {
+    let exactness = exactness_of(exactness)?;
+    for p in [
+        Some(&a),
+        Some(&b),
+        telemetry_a.as_ref(),
+        telemetry_b.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        check_path(p, false)?;
+    }
+    let mut req = flinch_host::diff::DiffRequest::new(a, b);
+    req.telemetry = [telemetry_a, telemetry_b];
+    req.exactness = exactness;
+    if let Some(top) = top {
+        req.top = top;
+    }
+    if let Some(p) = threshold_pct {
+        if !(p.is_finite() && (0.0..=100.0).contains(&p)) {
+            return Err(PyValueError::new_err(format!(
+                "threshold_pct must be from 0 to 100, not {p}"
+            )));
+        }
+        req.threshold_pct = p;
+    }
+    req.join = flinch_core::join::join_options(min_gap_ms, 0, None, None)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    detached(py, || {
+        flinch_host::diff::json(&req).map_err(|e| format!("flinch-trace diff: {e}"))
+    })
+}
+
+/// `"native"`, `"bounded"` or `"exact"`.
+fn exactness_of(name: &str) -> PyResult<Exactness> {
+    match name {
+        "native" => Ok(Exactness::Native),
+        "bounded" => Ok(Exactness::Bounded),
+        "exact" => Ok(Exactness::Exact),
+        other => Err(PyValueError::new_err(format!(
+            "exactness must be 'native', 'bounded' or 'exact', not {other:?}"
+        ))),
+    }
+}
+
 /// The compiled half of `flinch_trace`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -219,6 +272,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analyze_json, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_json, m)?)?;
     m.add_function(wrap_pyfunction!(merge_json, m)?)?;
+    m.add_function(wrap_pyfunction!(diff_json, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_TOP", DEFAULT_TOP_OPS)?;
     Ok(())

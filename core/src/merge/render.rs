@@ -129,7 +129,7 @@ fn ns_to_us(ns: u128) -> f64 {
 
 /// numpy-linear percentiles of an op's durations in µs from its histogram: each rank's value is
 /// its bucket's (clamped to the exact range), ranks 0 and n - 1 the exact min and max.
-fn percentiles_us(op: &OpSum, scale: u8) -> [Option<f64>; 4] {
+pub(crate) fn percentiles_us(op: &OpSum, scale: u8) -> [Option<f64>; 4] {
     let Some(h) = &op.histogram else {
         return [None; 4];
     };

@@ -785,6 +785,7 @@ impl TraceSummary {
                 name,
                 duration_sum_us: ns_to_us(acc.dur_sum_ns),
                 duration_us: stats,
+                duration_sum_ns: acc.dur_sum_ns,
             });
         }
         let mut phase_counts: Vec<(String, u64)> = Vec::new();

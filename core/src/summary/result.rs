@@ -93,6 +93,10 @@ pub struct OpRow {
     pub duration_sum_us: f64,
     /// The `stats` of the op's durations in µs.
     pub duration_us: Stats,
+    /// The same sum, exact integer ns (not in the JSON, which has the reference's keys; the
+    /// diff compares ops by it, docs/diff.md).
+    #[serde(skip)]
+    pub duration_sum_ns: i128,
 }
 
 /// Event counts by `ph`, serialized as an object in phase order.

@@ -57,7 +57,7 @@ impl Decode {
     /// The layer of the trace's first read: keeping restart points when the join may read
     /// ranges of it again.
     pub(super) fn for_trace(options: &super::TraceJobOptions) -> Decode {
-        if options.join.is_some() {
+        if options.join.as_ref().is_some_and(|j| j.may_read_again()) {
             Decode::keeping_restart_points()
         } else {
             Decode::new()
