@@ -2,13 +2,12 @@
 //! recording whose truth is known (docs/join.md): pause lengths and host overlaps in exact ns,
 //! the pause energy equal to `analyze --json`'s `energy_edge_j` for the same window, the summary
 //! keys unchanged, and the errors.
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
 use serde_json::Value;
 
 mod common;
-use common::{bin, repo, tmpdir};
+use common::{json, repo, run, tmpdir, write};
 
 const BASE: i64 = 1_764_000_000_000_000_000;
 const MONO_SKEW: i64 = 1_763_999_000_000_000_000;
@@ -70,30 +69,11 @@ fn recording() -> String {
     s
 }
 
-fn write(d: &Path, name: &str, text: &str) -> PathBuf {
-    let p = d.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn pauses_telemetry_and_analyze_agree() {
     let d = tmpdir("agree");
-    let t = write(&d, "trace.json", &trace(Some(BASE)));
-    let c = write(&d, "trace.csv", &recording());
+    let t = write(&d, "trace.json", trace(Some(BASE)));
+    let c = write(&d, "trace.csv", recording());
     let (t, c) = (t.to_str().unwrap(), c.to_str().unwrap());
     let v = json(&run(&["trace", t, "--telemetry", c, "--json"]));
     assert_eq!(v["alignment"]["source"], "baseTimeNanoseconds");
@@ -160,8 +140,8 @@ fn pauses_telemetry_and_analyze_agree() {
 #[test]
 fn clock_offset_gpu_map_and_errors() {
     let d = tmpdir("offset");
-    let t0 = write(&d, "nobase.json", &trace(None));
-    let c = write(&d, "trace.csv", &recording());
+    let t0 = write(&d, "nobase.json", trace(None));
+    let c = write(&d, "trace.csv", recording());
     let (t0, c) = (t0.to_str().unwrap(), c.to_str().unwrap());
     // No base: a clear error naming the option, exit 1.
     let out = run(&["trace", t0, "--telemetry", c, "--json"]);
@@ -183,7 +163,7 @@ fn clock_offset_gpu_map_and_errors() {
         .unwrap();
     assert!((e - 72.56).abs() < 1e-9, "{e}");
     // A skewed base corrected by a negative offset.
-    let ts = write(&d, "skew.json", &trace(Some(BASE + 2_500_000)));
+    let ts = write(&d, "skew.json", trace(Some(BASE + 2_500_000)));
     let v = json(&run(&[
         "trace",
         ts.to_str().unwrap(),
@@ -367,8 +347,8 @@ fn real_traces_base_and_pauses() {
 #[test]
 fn perfetto_merge_reads_back() {
     let d = tmpdir("perfetto");
-    let t = write(&d, "trace.json", &trace(Some(BASE)));
-    let c = write(&d, "trace.csv", &recording());
+    let t = write(&d, "trace.json", trace(Some(BASE)));
+    let c = write(&d, "trace.csv", recording());
     let (t, c) = (t.to_str().unwrap(), c.to_str().unwrap());
     let original: Value = serde_json::from_str(&trace(Some(BASE))).unwrap();
     let plain = json(&run(&["trace", t, "--pauses", "--json"]));
@@ -463,7 +443,7 @@ fn perfetto_merge_reads_back() {
         );
     }
     // Without an alignment, or onto the trace itself: errors.
-    let nobase = write(&d, "nobase.json", &trace(None));
+    let nobase = write(&d, "nobase.json", trace(None));
     let out = run(&[
         "trace",
         nobase.to_str().unwrap(),
@@ -497,7 +477,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 #[test]
 fn perfetto_from_a_cut_trace_is_valid_json_with_a_note() {
     let d = tmpdir("perfetto-cut");
-    let c = write(&d, "trace.csv", &recording());
+    let c = write(&d, "trace.csv", recording());
     let c = c.to_str().unwrap();
     // Many events, so that the cut falls well inside the events array.
     let mut evs: Vec<String> = (0..4000)
@@ -594,8 +574,8 @@ fn perfetto_from_a_cut_trace_is_valid_json_with_a_note() {
 #[test]
 fn perfetto_skips_rows_outside_the_trace_clock() {
     let d = tmpdir("perfetto-range");
-    let t = write(&d, "trace.json", &trace(Some(-9_000_000_000_000_000_000)));
-    let c = write(&d, "trace.csv", &recording());
+    let t = write(&d, "trace.json", trace(Some(-9_000_000_000_000_000_000)));
+    let c = write(&d, "trace.csv", recording());
     let out = d.join("merged.json");
     let r = run(&[
         "trace",
@@ -642,7 +622,7 @@ fn epoch_scale_timestamps_print_exactly() {
     let t = write(
         &d,
         "epoch.json",
-        &format!("{{\"traceEvents\":[{}]}}", evs.join(",")),
+        format!("{{\"traceEvents\":[{}]}}", evs.join(",")),
     );
     let out = run(&["trace", t.to_str().unwrap(), "--pauses", "--json"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -667,7 +647,7 @@ fn epoch_scale_timestamps_print_exactly() {
 #[test]
 fn base_time_errors_say_what_was_found() {
     let d = tmpdir("basetext");
-    let c = write(&d, "trace.csv", &recording());
+    let c = write(&d, "trace.csv", recording());
     let c = c.to_str().unwrap();
     let body = trace(None);
     let with = |v: &str| {
@@ -695,7 +675,7 @@ fn base_time_errors_say_what_was_found() {
             "baseTimeNanoseconds is 17640000000000000000, past the i64 range",
         ),
     ] {
-        let t = write(&d, "t.json", &with(v));
+        let t = write(&d, "t.json", with(v));
         let t = t.to_str().unwrap();
         for extra in [&[][..], &["--perfetto", d.join("m.json").to_str().unwrap()]] {
             let mut args = vec!["trace", t, "--telemetry", c, "--json"];
@@ -706,7 +686,7 @@ fn base_time_errors_say_what_was_found() {
             assert!(err.contains(said), "{v} {extra:?}: {err}");
         }
     }
-    let t = write(&d, "t.json", &trace(Some(BASE)));
+    let t = write(&d, "t.json", trace(Some(BASE)));
     let out = run(&[
         "trace",
         t.to_str().unwrap(),
@@ -743,7 +723,7 @@ fn min_gap_zero_lists_every_idle_gap_and_no_empty_one() {
     let t = write(
         &d,
         "t.json",
-        &format!("{{\"traceEvents\":[\n{}\n]}}\n", evs.join(",\n")),
+        format!("{{\"traceEvents\":[\n{}\n]}}\n", evs.join(",\n")),
     );
     let v = json(&run(&[
         "trace",
@@ -783,7 +763,7 @@ fn min_gap_zero_lists_every_idle_gap_and_no_empty_one() {
 #[test]
 fn non_finite_power_in_a_pause_is_counted_and_left_out_as_analyze_does() {
     let d = tmpdir("nonfinite");
-    let t = write(&d, "trace.json", &trace(Some(BASE)));
+    let t = write(&d, "trace.json", trace(Some(BASE)));
     // Three readings inside the 724 ms pause (at 1.80, 1.81 and 1.82 s) are not numbers.
     let mut text = String::new();
     let mut bad_lines = Vec::new();
@@ -872,7 +852,7 @@ fn a_recording_without_gpu_readings_says_why_once() {
     let t = write(
         &d,
         "t.json",
-        &format!(
+        format!(
             "{{\"traceEvents\":[\n{}\n],\"baseTimeNanoseconds\":1795987818000000000}}\n",
             evs.join(",\n")
         ),

@@ -2,13 +2,11 @@
 //! JSON keys after the summary's, the text output, the exit status of a bad pattern (2), a
 //! trace without a matching step (an empty list and a note, exit 0), and with a recording the
 //! joined pauses inside the slow step.
-use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::Value;
 
 mod common;
-use common::{bin, tmpdir};
+use common::{json, run, tmpdir, write};
 
 const BASE: i64 = 1_764_000_000_000_000_000;
 
@@ -65,29 +63,10 @@ fn trace() -> String {
     )
 }
 
-fn write(d: &Path, name: &str, text: &str) -> PathBuf {
-    let p = d.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn steps_json_text_and_errors() {
     let d = tmpdir("steps");
-    let t = write(&d, "t.json", &trace());
+    let t = write(&d, "t.json", trace());
     let t = t.to_str().unwrap();
     let out = run(&["trace", t, "--steps", "--json"]);
     let v = json(&out);

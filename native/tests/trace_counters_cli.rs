@@ -3,13 +3,11 @@
 //! counters alone equal those of the same samples given as `--telemetry`, on every read route
 //! (small plain, gzip, a large plain file scanned on threads); bad counters counted, never a
 //! panic.
-use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::Value;
 
 mod common;
-use common::{bin, tmpdir};
+use common::{json, run, tmpdir, write};
 
 const BASE: i64 = 1_764_000_000_000_000_000;
 const STEP_NS: i64 = 10_000_000;
@@ -144,25 +142,6 @@ fn recording() -> String {
     s
 }
 
-fn write(d: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let p = d.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -235,7 +214,7 @@ fn counters_alone_give_the_recordings_figures_on_every_route() {
         let x = exact_energy_j(p["device"].as_i64().unwrap(), t0, t1);
         assert!((e - x).abs() <= 1e-9 * x, "{e} {x}");
     }
-    let gz = write(&d, "t.json.gz", &gzip(small.as_bytes()));
+    let gz = write(&d, "t.json.gz", gzip(small.as_bytes()));
     // Over 16 MiB, plain: scanned in segments on threads.
     let big = write(&d, "big.json", trace(200_000, false).as_bytes());
     assert!(std::fs::metadata(&big).unwrap().len() > 16 << 20);

@@ -3,8 +3,8 @@
 // Each test file is its own crate and uses a subset of these, so the rest would warn there.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The repository root (the fixtures under `tests/`, `examples/`, `scripts/`).
 pub fn repo() -> PathBuf {
@@ -28,4 +28,26 @@ pub fn tmpdir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Writes `bytes` to `d/name`; its path.
+pub fn write(d: &Path, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    let p = d.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// The binary run with `args`, to its end.
+pub fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+/// A successful run's stdout as JSON (its stderr in the failure).
+pub fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
