@@ -4,7 +4,9 @@
 #      products, a 2 s sleep between marks, matrix products again): compute or waiting, and the energy,
 #   2. a real PyTorch (Kineto) GPU trace (HolisticTraceAnalysis rank-0, MIT licence, tests/traces/),
 #   3. a real recording from a machine without a GPU (examples/host-only: the GPU columns are empty, only the
-#      spans between marks are measured).
+#      spans between marks are measured),
+#   4. a real PyTorch CPU training loop recorded and profiled by `record --torch-profile` (examples/torch-cpu,
+#      made without a GPU: the step view's host parts, no energy): where each step's time went, the slow steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -25,3 +27,6 @@ $ft trace --top 12 tests/traces/HolisticTraceAnalysis/rank-0.Apr_03_18_51_38.110
 
 say "3. A real recording from a machine without a GPU (examples/host-only): the spans between its marks"
 $ft analyze --csv examples/host-only/trace.csv --spans
+
+say "4. A real PyTorch CPU run under record --torch-profile (examples/torch-cpu; made without a GPU, so no energy)"
+$ft trace --top 5 examples/torch-cpu/trace.torch.json.gz --telemetry examples/torch-cpu/trace.csv --steps
