@@ -40,10 +40,13 @@ pub struct PauseOptions {
     pub max_within: usize,
 }
 
+/// Pauses listed per device by default (`--top-pauses`; the page's `top_pauses`).
+pub const DEFAULT_TOP_PAUSES: usize = 50;
+
 impl Default for PauseOptions {
     fn default() -> Self {
         PauseOptions {
-            max_pauses_per_device: 50,
+            max_pauses_per_device: DEFAULT_TOP_PAUSES,
             max_host_keys: 64,
             host_top: 10,
             max_within: 8,

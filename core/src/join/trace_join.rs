@@ -73,7 +73,7 @@ impl TraceJoin {
     pub fn new(o: TraceJoinOptions) -> Result<TraceJoin, JoinError> {
         let opts = join_options(
             o.min_gap_ms,
-            o.top_pauses.unwrap_or(50),
+            o.top_pauses.unwrap_or(super::DEFAULT_TOP_PAUSES),
             o.clock_offset_ms.as_deref(),
             o.gpu_map.as_deref(),
         )?;

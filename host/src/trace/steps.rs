@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use flinch_core::job::Job;
-use flinch_core::join::{Recording, RecordingBuilder, RecordingOptions, join_options};
+use flinch_core::join::{
+    DEFAULT_TOP_PAUSES, Recording, RecordingBuilder, RecordingOptions, join_options,
+};
 use flinch_core::steps::StepPattern;
 use flinch_core::summary::DEFAULT_TOP_OPS;
 use flinch_core::trace_job::{JoinSetup, RecordingSource, TraceJob, TraceJobOptions};
@@ -50,9 +52,6 @@ pub fn read_recording(path: &Path, passes: Passes) -> Result<(Recording, InputFi
         .map(|r| (r, file))
         .map_err(|e| format!("{}: {e}", path.display()))
 }
-
-/// Pauses listed per device by default (`--top-pauses`).
-pub const DEFAULT_TOP_PAUSES: usize = 50;
 
 /// Why [`steps_json`] failed.
 #[derive(Debug)]

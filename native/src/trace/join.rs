@@ -34,7 +34,7 @@ pub struct JoinArgs {
           value_parser = crate::values::min_gap_ms)]
     min_gap_ms: Option<f64>,
     /// Pauses listed per device, longest first.
-    #[arg(long, default_value_t = flinch_host::trace::steps::DEFAULT_TOP_PAUSES, value_name = "N", allow_hyphen_values = true,
+    #[arg(long, default_value_t = flinch_core::join::DEFAULT_TOP_PAUSES, value_name = "N", allow_hyphen_values = true,
           value_parser = crate::values::count)]
     top_pauses: usize,
     /// A recording (trace.csv) of the same run: adds telemetry to each pause and energy per
