@@ -3,7 +3,9 @@
 """A fixed CPU training loop that times its own iterations (scripts/bench/torch-profile.sh).
 
 Usage: torch-loop.py [--steps 300] [--skip 30] [--width 512] [--threads 1]
-Prints one JSON line: the median, mean and p90 iteration time in ms over the iterations after --skip.
+Prints one JSON line: the median, mean and p90 iteration time in ms over the iterations after --skip, and the
+median CPU time of the loop's own thread per iteration (`median_cpu_ms`): wall time moves with whatever else the
+machine runs, the thread's CPU time only with what happens inside the process and its caches.
 """
 import argparse
 import json
@@ -29,13 +31,14 @@ def main():
     )
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x, y = torch.randn(128, a.width), torch.randn(128, a.width)
-    times = []
+    times, cpu = [], []
     for _ in range(a.steps):
-        t = time.perf_counter_ns()
+        t, c = time.perf_counter_ns(), time.thread_time_ns()
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
+        cpu.append(time.thread_time_ns() - c)
         times.append(time.perf_counter_ns() - t)
     ms = sorted(v / 1e6 for v in times[a.skip:])
     print(json.dumps({
@@ -43,6 +46,7 @@ def main():
         "median_ms": statistics.median(ms),
         "mean_ms": statistics.fmean(ms),
         "p90_ms": ms[int(0.9 * (len(ms) - 1))],
+        "median_cpu_ms": statistics.median(v / 1e6 for v in cpu[a.skip:]),
     }))
 
 

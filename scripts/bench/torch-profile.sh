@@ -2,14 +2,15 @@
 # Overhead of `record --torch-profile` (docs/torch-profile.md, "Overhead"): the iteration time of one
 # fixed CPU training loop (torch-loop.py, 1 torch thread) run
 #   none     : alone;
-#   record   : under `record` alone, sampling every 10 ms (no GPU here: host and RAPL only);
+#   record   : under `record` alone, sampling every 10 ms (no GPU here, RAPL off: the host alone);
 #   outside  : under `record --torch-profile=100000,0,1` (the profiler started and stepped on every
 #              optimizer step, but never past its wait phase);
 #   inside   : under `record --torch-profile=0,0,100000` (every measured iteration in the active window).
-# ROUNDS rounds (default 5), the configurations interleaved; prints each run's median and the median of
-# the medians per configuration, with the machine's load before and after.
+# ROUNDS rounds (default 5), the configurations interleaved; prints each run's medians (wall and the loop's
+# thread CPU time per step) and, per configuration, the median over rounds and the per-round ratio to the loop
+# alone, with the machine's load before and after.
 # Env: FLINCH_BIN (default target/debug/flinch-trace; a release build is the fair one), FLINCH_TORCH_ENV
-# (default target/torch-env), ROUNDS, STEPS (default 300).
+# (default target/torch-env), ROUNDS, STEPS (default 300), PIN (1: recorder and loop on CPUs of their own).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${FLINCH_BIN:-target/debug/flinch-trace}"
@@ -19,30 +20,45 @@ STEPS="${STEPS:-300}"
 LOOP="scripts/bench/torch-loop.py"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 
-echo "machine: $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg); binary: $BIN"
+echo "machine: $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg); binary: $BIN; PIN=${PIN:-0}"
+# PIN=1: the recorder on CPU 0 and the loop on CPU 1 (a GPU host has cores to spare for the recorder; this
+# 2-core VM has one); otherwise both float.
+rec_pin=() loop_pin=()
+if [[ "${PIN:-0}" == 1 ]]; then rec_pin=(taskset -c 0); loop_pin=(taskset -c 1); fi
 run() {
   local cfg=$1 out="$work/$1"
   case $cfg in
-    none) "$PY" "$LOOP" --steps "$STEPS" ;;
-    record) "$BIN" record --no-rapl --interval-ms 10 --out "$out.csv" -- "$PY" "$LOOP" --steps "$STEPS" 2>/dev/null ;;
-    outside) "$BIN" record --no-rapl --interval-ms 10 --torch-profile=100000,0,1 --no-report --out "$out.csv" -- \
-               "$PY" "$LOOP" --steps "$STEPS" 2>/dev/null ;;
-    inside) "$BIN" record --no-rapl --interval-ms 10 --torch-profile=0,0,100000 --no-report --out "$out.csv" -- \
-              "$PY" "$LOOP" --steps "$STEPS" 2>/dev/null ;;
+    none) "${loop_pin[@]}" "$PY" "$LOOP" --steps "$STEPS" ;;
+    record) "${rec_pin[@]}" "$BIN" record --no-rapl --interval-ms 10 --out "$out.csv" -- \
+              "${loop_pin[@]}" "$PY" "$LOOP" --steps "$STEPS" 2>/dev/null ;;
+    outside) "${rec_pin[@]}" "$BIN" record --no-rapl --interval-ms 10 --torch-profile=100000,0,1 --no-report \
+               --out "$out.csv" -- "${loop_pin[@]}" "$PY" "$LOOP" --steps "$STEPS" 2>/dev/null ;;
+    inside) "${rec_pin[@]}" "$BIN" record --no-rapl --interval-ms 10 --torch-profile=0,0,100000 --no-report \
+              --out "$out.csv" -- "${loop_pin[@]}" "$PY" "$LOOP" --steps "$STEPS" 2>/dev/null ;;
   esac
 }
-declare -A med
+: >"$work/rounds.jsonl"
 for r in $(seq "$ROUNDS"); do
   for cfg in none record outside inside; do
-    m=$(run $cfg | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["median_ms"])')
-    med[$cfg]="${med[$cfg]:-} $m"
-    printf 'round %d %-8s median %.4f ms\n' "$r" "$cfg" "$m"
+    line=$(run $cfg | tail -n 1)
+    printf '{"round": %d, "cfg": "%s", "res": %s}\n' "$r" "$cfg" "$line" >>"$work/rounds.jsonl"
+    printf 'round %d %-8s %s\n' "$r" "$cfg" "$line"
   done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-base=""
-for cfg in none record outside inside; do
-  mm=$(printf '%s\n' ${med[$cfg]} | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
-  [[ -n "$base" ]] || base=$mm
-  awk -v c="$cfg" -v m="$mm" -v b="$base" 'BEGIN {printf "%-8s median of medians %.4f ms  (%+.2f %% vs none)\n", c, m, 100*(m-b)/b}'
-done
+# Per configuration: the median over rounds of each run's median wall and thread-CPU time per step, and the
+# per-round ratio to the loop alone in the same round (median, min, max), since rounds differ in load.
+"$PY" - "$work/rounds.jsonl" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = {}
+for r in rows:
+    by.setdefault(r["cfg"], {})[r["round"]] = r["res"]
+for key, label in (("median_ms", "wall"), ("median_cpu_ms", "thread CPU")):
+    for cfg in ("none", "record", "outside", "inside"):
+        runs = by[cfg]
+        mm = statistics.median(v[key] for v in runs.values())
+        ratios = sorted(runs[k][key] / by["none"][k][key] for k in runs)
+        print(f"{label:<10} {cfg:<8} median of medians {mm:.4f} ms  ratio to none: median {statistics.median(ratios):.4f}"
+              f" (rounds {ratios[0]:.4f}-{ratios[-1]:.4f})")
+PY
