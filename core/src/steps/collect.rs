@@ -153,13 +153,16 @@ impl StepCollector {
     /// One complete (`X`) event whose kind is known.
     #[inline]
     pub fn add_kind(&mut self, kind: Kind, name: Option<&[u8]>, ts: NumField, dur: NumField) {
-        if kind == Kind::None {
-            return;
-        }
         // As the join's spans (`join::gaps::span_ns`): a non-negative `dur`, the end saturated.
-        let (NumField::Ns(start_ns), NumField::Ns(dur_ns)) = (ts, dur) else {
-            return;
-        };
+        if let (NumField::Ns(start_ns), NumField::Ns(dur_ns)) = (ts, dur) {
+            self.add_span(kind, name, start_ns, dur_ns);
+        }
+    }
+
+    /// One complete event of `kind` at `start_ns` lasting `dur_ns` (ignored when negative).
+    /// `name` is read only for a step.
+    #[inline]
+    pub(crate) fn add_span(&mut self, kind: Kind, name: Option<&[u8]>, start_ns: i64, dur_ns: i64) {
         if dur_ns < 0 {
             return;
         }
@@ -167,27 +170,30 @@ impl StepCollector {
         match kind {
             Kind::None => {}
             Kind::Step => self.add_step(name.unwrap_or(b""), start_ns, end_ns),
-            Kind::Class(p, host) => {
-                match &mut self.unions[p as usize] {
-                    ClassUnion::Memory(u) => u.insert(start_ns, end_ns),
-                    ClassUnion::Spilling(u) => {
-                        u.insert(start_ns, end_ns, true);
-                        if u.live_len() > self.budget {
-                            u.retire(self.spill.as_deref_mut().map(|s| s as _));
-                        }
-                    }
+            Kind::Class(p, host) => self.add_class(p, host, start_ns, end_ns),
+        }
+    }
+
+    #[inline]
+    fn add_class(&mut self, p: Part, host: u32, start_ns: i64, end_ns: i64) {
+        match &mut self.unions[p as usize] {
+            ClassUnion::Memory(u) => u.insert(start_ns, end_ns),
+            ClassUnion::Spilling(u) => {
+                u.insert(start_ns, end_ns, true);
+                if u.live_len() > self.budget {
+                    u.retire(self.spill.as_deref_mut().map(|s| s as _));
                 }
-                if p.is_cpu_op() && end_ns > start_ns {
-                    if self.host.len() < self.max_host {
-                        self.host.push(HostSpan {
-                            start_ns,
-                            end_ns,
-                            name: host,
-                        });
-                    } else {
-                        self.dropped_host += 1;
-                    }
-                }
+            }
+        }
+        if p.is_cpu_op() && end_ns > start_ns {
+            if self.host.len() < self.max_host {
+                self.host.push(HostSpan {
+                    start_ns,
+                    end_ns,
+                    name: host,
+                });
+            } else {
+                self.dropped_host += 1;
             }
         }
     }

@@ -158,6 +158,12 @@ impl<'a> MergedIntervals<'a> {
         }))
     }
 
+    /// The union as one sorted list of disjoint intervals in memory, when no run was retired
+    /// and nothing was read yet: a reader can then walk it in place, with nothing to merge.
+    pub(crate) fn in_place(&self) -> Option<&'a [Interval]> {
+        (self.cursors.is_empty() && self.live_pos == 0 && self.ready.is_none()).then_some(self.live)
+    }
+
     /// The next disjoint interval of the union without taking it; `Err` when a run cannot be
     /// read back.
     pub(crate) fn peek(&mut self, spill: &mut dyn IntervalSpill) -> Result<Option<Interval>, ()> {

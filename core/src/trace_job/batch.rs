@@ -376,22 +376,26 @@ impl EventBatch {
         } = self;
         step_kinds.clear();
         step_kinds.resize(pairs.len(), None);
+        // As `StepCollector::add`: only complete events with both times in ns and `dur >= 0`
+        // count, and only theirs are looked up.
+        const TIMES_NS: u8 = NS | NS << 2;
         for r in recs.iter() {
-            if r.ph_byte != b'X' || r.ph.len != u32::MAX {
+            if r.ph_byte != b'X'
+                || r.ph.len != u32::MAX
+                || r.kinds & 0xF != TIMES_NS
+                || r.dur_ns < 0
+            {
                 continue;
             }
-            let Some(&(c, n)) = pairs.get(r.pair as usize) else {
+            let Some(slot) = step_kinds.get_mut(r.pair as usize) else {
                 continue;
             };
-            let name = str_in(text, n);
-            let kind = *step_kinds[r.pair as usize]
-                .get_or_insert_with(|| steps.kind(str_in(text, c), name));
-            steps.add_kind(
-                kind,
-                name,
-                num_field(r.kinds, r.ts_ns),
-                num_field(r.kinds >> 2, r.dur_ns),
-            );
+            let (c, n) = pairs[r.pair as usize];
+            let kind = *slot.get_or_insert_with(|| steps.kind(str_in(text, c), str_in(text, n)));
+            // Most events of a trace profiled with stacks are `python_function`s: of no class.
+            if kind != Kind::None {
+                steps.add_span(kind, str_in(text, n), r.ts_ns, r.dur_ns);
+            }
         }
     }
 
