@@ -70,6 +70,8 @@ pub struct SideEnergy {
 pub struct SideSteps {
     /// The step pattern, as the output names it.
     pub pattern: String,
+    /// Each step's index (`ProfilerStep#N`'s N, else its ordinal).
+    pub indices: Vec<u64>,
     /// Each step's length, ns.
     pub durations_ns: Vec<u64>,
     /// Each step's parts, ns, indexed by [`crate::steps::Part`].
@@ -108,6 +110,7 @@ impl SideSteps {
             .count();
         SideSteps {
             pattern: s.pattern,
+            indices: report.steps.iter().map(|e| e.index).collect(),
             durations_ns: report.steps.iter().map(|e| e.duration_ns).collect(),
             parts_ns: report.steps.iter().map(|e| e.parts_ns).collect(),
             energy_j: power.then(|| {

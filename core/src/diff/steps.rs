@@ -54,14 +54,21 @@ pub struct PartDiff {
     /// B's mean per step less A's, ms (the ranking's key).
     pub delta_mean_ms: f64,
     /// In how many steps it moved: the steps of the side where the part is larger (`moved_in`)
-    /// whose value stands out against the other side's steps by the steps' outlier rule.
+    /// whose value stands out against the other side's steps by the steps' outlier rule, by
+    /// more than the other side's spread of whole steps (3 × 1.4826 × their MAD).
     pub steps_moved: usize,
     /// `b` (the part grew: B's steps counted against A's) or `a` (it shrank: A's steps
     /// counted against B's).
     pub moved_in: &'static str,
     /// The steps of that side.
     pub of_steps: usize,
+    /// The indices of the steps that moved (that side's), the first [`MOVED_LISTED`] in time
+    /// order.
+    pub moved_steps: Vec<u64>,
 }
+
+/// Steps listed per part in [`PartDiff::moved_steps`].
+pub const MOVED_LISTED: usize = 10;
 
 /// The energy per step in A and B (steps with an energy only).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -127,6 +134,9 @@ pub fn steps_diff(a: &SideSteps, b: &SideSteps) -> Option<StepsDiff> {
         let ms: Vec<f64> = v.iter().map(|&x| x as f64 / 1e6).collect();
         robust::median(&ms).unwrap_or(0.0)
     };
+    // A part's move within a side's step-to-step spread is not counted in any step.
+    let noise = |d: &[u64]| robust::median_ns(d).map_or(0.0, |m| robust::spread_ns(d, m));
+    let (noise_a, noise_b) = (noise(&a.durations_ns), noise(&b.durations_ns));
     let mut med_a = [0.0; PARTS];
     let mut med_b = [0.0; PARTS];
     // (|total_b * n_a - total_a * n_b|, the part's row): the mean's change over n_a * n_b.
@@ -141,10 +151,12 @@ pub fn steps_diff(a: &SideSteps, b: &SideSteps) -> Option<StepsDiff> {
         let cross_a = total_a * nb as u128;
         let cross_b = total_b * na as u128;
         let grew = cross_b >= cross_a;
-        let (moved, of) = if grew {
-            (moved_past(&cb, &ca), nb)
+        let (moved, of, listed) = if grew {
+            let (k, l) = moved_past(&cb, &ca, noise_a, &b.indices);
+            (k, nb, l)
         } else {
-            (moved_past(&ca, &cb), na)
+            let (k, l) = moved_past(&ca, &cb, noise_b, &a.indices);
+            (k, na, l)
         };
         let m = |v: &[u64]| robust::median_ns(v).unwrap_or(0.0);
         rows.push((
@@ -161,6 +173,7 @@ pub fn steps_diff(a: &SideSteps, b: &SideSteps) -> Option<StepsDiff> {
                 steps_moved: moved,
                 moved_in: if grew { "b" } else { "a" },
                 of_steps: of,
+                moved_steps: listed,
             },
         ));
     }
@@ -180,9 +193,25 @@ pub fn steps_diff(a: &SideSteps, b: &SideSteps) -> Option<StepsDiff> {
     })
 }
 
-/// How many of `larger`'s values stand out against `other`'s by the steps' outlier rule.
-fn moved_past(larger: &[u64], other: &[u64]) -> usize {
-    Fence::of(other).map_or(0, |f| larger.iter().filter(|&&v| f.above(v)).count())
+/// How many of `larger`'s values stand out against `other`'s by the steps' outlier rule, by
+/// more than `noise_ns` (the other side's spread of whole steps), and the first
+/// [`MOVED_LISTED`] of their `indices`.
+fn moved_past(larger: &[u64], other: &[u64], noise_ns: f64, indices: &[u64]) -> (usize, Vec<u64>) {
+    let Some(f) = Fence::of(other) else {
+        return (0, Vec::new());
+    };
+    let f = f.at_least(noise_ns);
+    let mut listed = Vec::new();
+    let mut k = 0;
+    for (&v, &i) in larger.iter().zip(indices) {
+        if f.above(v) {
+            k += 1;
+            if listed.len() < MOVED_LISTED {
+                listed.push(i);
+            }
+        }
+    }
+    (k, listed)
 }
 
 fn energy_diff(a: &[Option<f64>], b: &[Option<f64>]) -> Option<StepEnergyDiff> {
@@ -254,9 +283,18 @@ impl StepsDiff {
             } else {
                 format!("{:+.3} ms a step", p.delta_mean_ms)
             };
+            let which: Vec<String> = p.moved_steps.iter().map(|i| format!("#{i}")).collect();
+            let more = if p.steps_moved > p.moved_steps.len() {
+                ", ..."
+            } else {
+                ""
+            };
             line.push_str(&format!(
-                "; {} {change} in {} of {} steps",
-                p.part, p.steps_moved, p.of_steps
+                "; {} {change} in {} of {} steps ({}{more})",
+                p.part,
+                p.steps_moved,
+                p.of_steps,
+                which.join(", ")
             ));
         }
         line

@@ -259,6 +259,8 @@ fn a_stall_in_k_steps_is_found_in_those_steps() {
         assert_eq!(p.part, "dataloader");
         assert_eq!(p.delta_total_ms, 2.0 * stall as f64 / 1e6);
         assert_eq!((p.steps_moved, p.moved_in, p.of_steps), (2, "b", 22));
+        // ProfilerStep#k is the k-th step.
+        assert_eq!(p.moved_steps, STALLED);
         // The other parts are B's own (the same seed): no change at all.
         assert!(s.parts[1..].iter().all(|p| p.delta_total_ms == 0.0));
         // Two slow steps of 22 do not move the median step: no significant change, and the
@@ -272,7 +274,7 @@ fn a_stall_in_k_steps_is_found_in_those_steps() {
         );
         assert!(
             r.verdict
-                .ends_with("; dataloader +500.000 ms in 2 of 22 steps"),
+                .ends_with("; dataloader +500.000 ms in 2 of 22 steps (#3, #11)"),
             "{}",
             r.verdict
         );
@@ -292,9 +294,10 @@ fn a_stall_in_k_steps_is_found_in_those_steps() {
     check_against_generated(&s, &gb, &ga);
     assert_eq!(s.parts[0].part, "dataloader");
     assert_eq!((s.parts[0].steps_moved, s.parts[0].moved_in), (2, "a"));
+    assert_eq!(s.parts[0].moved_steps, STALLED);
     assert!(
         r.verdict
-            .ends_with("; dataloader -500.000 ms in 2 of 22 steps")
+            .ends_with("; dataloader -500.000 ms in 2 of 22 steps (#3, #11)")
     );
 }
 
@@ -323,6 +326,14 @@ fn an_op_made_2x_slower_is_a_significant_change() {
     // The kernel part grew in every step; the verdict says so, with no "no significant".
     assert_eq!(s.parts[0].part, "kernel");
     assert_eq!((s.parts[0].steps_moved, s.parts[0].of_steps), (20, 20));
+    // The first ten listed, the rest said.
+    assert_eq!(s.parts[0].moved_steps, (0..10).collect::<Vec<u64>>());
+    assert!(
+        r.verdict
+            .contains("(#0, #1, #2, #3, #4, #5, #6, #7, #8, #9, ...)"),
+        "{}",
+        r.verdict
+    );
     assert!(
         r.verdict.starts_with("B vs A: median step "),
         "{}",
