@@ -55,7 +55,8 @@ pub struct PartDiff {
     pub delta_mean_ms: f64,
     /// In how many steps it moved: the steps of the side where the part is larger (`moved_in`)
     /// whose value stands out against the other side's steps by the steps' outlier rule, by
-    /// more than the other side's spread of whole steps (3 × 1.4826 × their MAD).
+    /// more than the other side's spread of whole steps (3 × 1.4826 × their MAD), and lies
+    /// above all of them.
     pub steps_moved: usize,
     /// `b` (the part grew: B's steps counted against A's) or `a` (it shrank: A's steps
     /// counted against B's).
@@ -194,17 +195,18 @@ pub fn steps_diff(a: &SideSteps, b: &SideSteps) -> Option<StepsDiff> {
 }
 
 /// How many of `larger`'s values stand out against `other`'s by the steps' outlier rule, by
-/// more than `noise_ns` (the other side's spread of whole steps), and the first
-/// [`MOVED_LISTED`] of their `indices`.
+/// more than `noise_ns` (the other side's spread of whole steps), and lie above every one of
+/// `other`'s (so a side compared with itself moved in no step); the first [`MOVED_LISTED`] of
+/// their `indices`.
 fn moved_past(larger: &[u64], other: &[u64], noise_ns: f64, indices: &[u64]) -> (usize, Vec<u64>) {
-    let Some(f) = Fence::of(other) else {
+    let (Some(f), Some(&max)) = (Fence::of(other), other.iter().max()) else {
         return (0, Vec::new());
     };
     let f = f.at_least(noise_ns);
     let mut listed = Vec::new();
     let mut k = 0;
     for (&v, &i) in larger.iter().zip(indices) {
-        if f.above(v) {
+        if v > max && f.above(v) {
             k += 1;
             if listed.len() < MOVED_LISTED {
                 listed.push(i);
@@ -323,7 +325,7 @@ pub fn compare_steps(
                 }
                 if s.unresolvable > 0 {
                     warnings.push(format!(
-                        "{tag}: {} of {} steps are shorter than the power reading's update period: their energies are interpolations (docs/steps.md)",
+                        "{tag}: {} of {} steps are not resolvable (shorter than the power reading's update period, or it is unknown): their energies are interpolations (docs/steps.md)",
                         s.unresolvable,
                         s.durations_ns.len()
                     ));
