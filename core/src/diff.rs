@@ -2,13 +2,17 @@
 //! mergeable section; the job ([`DiffJob`]) reads A then B through the trace job or the merge
 //! job, keeps only the figures compared ([`side`]), and compares them ([`compare`]): categories,
 //! ops matched by (category, name) and ranked by the change of their duration sum, the join's
-//! pauses, energy per annotation with recordings, and a verdict line. [`shift`] is the step
+//! pauses, energy per annotation with recordings, the steps ([`steps`], `--steps`), and a
+//! verdict line. [`shift`] is the step
 //! times' comparison (Hodges-Lehmann, with its distribution-free 95 % interval).
 pub mod compare;
 pub mod job;
 pub mod kind;
 pub mod shift;
 pub mod side;
+pub mod steps;
+#[cfg(test)]
+mod steps_tests;
 #[cfg(test)]
 mod tests;
 
@@ -16,4 +20,5 @@ pub use compare::{CompareOptions, DiffResult, OpCounts, OpDiff, OpStatus};
 pub use job::{A, B, DiffError, DiffJob, DiffOptions, TELEMETRY_A, TELEMETRY_B};
 pub use kind::{InputKind, SNIFF_BYTES, input_kind};
 pub use shift::{StepShift, step_shift, step_shift_sorted};
-pub use side::Side;
+pub use side::{Side, SideSteps};
+pub use steps::{PartDiff, StepEnergyDiff, StepsDiff, WorkEnergy};

@@ -256,6 +256,8 @@ impl StepsFound {
                 breakdown_ms: Breakdown::from_ns(&s.parts_ns),
                 outlier: outlier[i],
                 energy,
+                duration_ns: s.dur_ns,
+                parts_ns: s.parts_ns,
             });
         }
         self.host.sort_unstable_by_key(|h| h.start_ns);

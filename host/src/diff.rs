@@ -40,6 +40,8 @@ pub struct DiffRequest {
     pub threshold_pct: f64,
     /// The join's options (its minimum pause).
     pub join: JoinOptions,
+    /// `--steps` / `--step-name`: the steps compared, named by this pattern.
+    pub steps: Option<flinch_core::steps::StepPattern>,
 }
 
 impl DiffRequest {
@@ -55,6 +57,7 @@ impl DiffRequest {
             top: c.top,
             threshold_pct: c.threshold_pct,
             join: JoinOptions::default(),
+            steps: None,
         }
     }
 
@@ -64,6 +67,7 @@ impl DiffRequest {
         o.join = self.join.clone();
         o.compare.top = self.top;
         o.compare.threshold_pct = self.threshold_pct;
+        o.steps = self.steps.clone();
         o.recordings = self.telemetry.clone().map(|p| {
             p.map(|p| RecordingOptions {
                 power_source: crate::sidecar::power_source(&p).unwrap_or(PowerSource::Unknown),

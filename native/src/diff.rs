@@ -1,4 +1,4 @@
-//! `flinch-trace diff A B [--telemetry-a CSV] [--telemetry-b CSV] [--json] [--top N]`: two
+//! `flinch-trace diff A B [--telemetry-a CSV] [--telemetry-b CSV] [--steps] [--json] [--top N]`: two
 //! runs compared (docs/diff.md). The comparison is the core's diff job
 //! (`flinch_core::diff::DiffJob`), driven over the files by `flinch_host::diff`; this holds the
 //! command line and prints: the verdict line, then the category and top-change tables, or the
@@ -27,6 +27,14 @@ pub struct Args {
     /// A recording of run B.
     #[arg(long, value_name = "CSV")]
     telemetry_b: Option<PathBuf>,
+    /// Compare the training steps too (docs/steps.md, docs/diff.md): the median step with a
+    /// 95 % interval, the breakdown, the parts that moved, energy per step with power.
+    #[arg(long)]
+    steps: bool,
+    /// With --steps: the steps' annotation name, exact or a glob with `*` (default
+    /// `ProfilerStep#<N>`); implies --steps.
+    #[arg(long, value_name = "PATTERN")]
+    step_name: Option<String>,
     /// Print the comparison as JSON.
     #[arg(long)]
     json: bool,
@@ -80,6 +88,10 @@ pub fn request(args: &Args) -> Result<DiffRequest, CmdError> {
     req.threshold_pct = args.threshold_pct;
     req.join = flinch_core::join::join_options(args.min_gap_ms, 0, None, None)
         .map_err(|e| CmdError::Usage(format!("flinch-trace diff: {e}")))?;
+    let mut o = flinch_core::diff::DiffOptions::new(String::new(), String::new());
+    o.set_steps(args.steps, args.step_name.as_deref())
+        .map_err(|e| CmdError::Usage(format!("flinch-trace diff: {e}")))?;
+    req.steps = o.steps;
     Ok(req)
 }
 
@@ -110,6 +122,9 @@ pub fn render_text(r: &DiffResult) -> String {
         "  A: {} ({:?}), B: {} ({:?})",
         r.a.source, r.a.kind, r.b.source, r.b.kind
     );
+    if let Some(st) = &r.steps {
+        render_steps(&mut s, st.as_ref());
+    }
     let _ = writeln!(
         s,
         "\n  {:>14} {:>14} {:>12} {:>9}  {:>14} {:>14} {:>12}  category",
@@ -213,4 +228,85 @@ pub fn render_text(r: &DiffResult) -> String {
         let _ = writeln!(s, "  warning: {w}");
     }
     s
+}
+
+/// The steps' block: the step times and their interval, the breakdowns side by side, the parts
+/// that moved, the energy per step.
+fn render_steps(s: &mut String, st: Option<&flinch_core::diff::StepsDiff>) {
+    let Some(st) = st else {
+        let _ = writeln!(s, "\n  steps: none compared (see the warnings)");
+        return;
+    };
+    let t = &st.time;
+    let ci = t.ci95_pct.map_or_else(
+        || "no interval (fewer than 4 steps a side)".to_string(),
+        |[lo, hi]| format!("95 % CI {lo:+.1} % to {hi:+.1} %"),
+    );
+    let _ = writeln!(
+        s,
+        "\n  steps ({}): A {} steps, median {:.3} ms; B {} steps, median {:.3} ms",
+        st.pattern, t.n_a, t.median_ms_a, t.n_b, t.median_ms_b
+    );
+    let _ = writeln!(
+        s,
+        "  shift {:+.3} ms ({:+.1} %, {ci}; Hodges-Lehmann, {}){}",
+        t.shift_ms,
+        t.change_pct,
+        t.method,
+        if t.significant {
+            ""
+        } else {
+            ": no significant change"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  {:>12} {:>12} {:>12} {:>14} {:>9}  part",
+        "median_A_ms", "median_B_ms", "delta_ms", "delta_total_ms", "moved"
+    );
+    for p in &st.parts {
+        let _ = writeln!(
+            s,
+            "  {:>12.3} {:>12.3} {:>+12.3} {:>+14.3} {:>9}  {}",
+            p.median_ms_a,
+            p.median_ms_b,
+            p.delta_median_ms,
+            p.delta_total_ms,
+            format!(
+                "{}/{}{}",
+                p.steps_moved,
+                p.of_steps,
+                p.moved_in.to_uppercase()
+            ),
+            p.part
+        );
+    }
+    if let Some(e) = &st.energy {
+        let ci = e.ci95_pct.map_or_else(
+            || "no interval".to_string(),
+            |[lo, hi]| format!("95 % CI {lo:+.1} % to {hi:+.1} %"),
+        );
+        let _ = writeln!(
+            s,
+            "  energy per step: A median {:.3} J ({} steps), B median {:.3} J ({} steps): shift {:+.3} J ({:+.1} %, {ci}){}",
+            e.median_j_a,
+            e.n_a,
+            e.median_j_b,
+            e.n_b,
+            e.shift_j,
+            e.change_pct,
+            if e.significant {
+                ""
+            } else {
+                ": no significant change"
+            }
+        );
+        if let Some(w) = &e.per_step {
+            let _ = writeln!(
+                s,
+                "  energy of the same {} steps: A {:.3} J ({:.3} J a step), B {:.3} J ({:.3} J a step), {:+.1} %",
+                w.steps, w.total_j_a, w.per_step_j_a, w.total_j_b, w.per_step_j_b, w.change_pct
+            );
+        }
+    }
 }

@@ -107,6 +107,8 @@ def diff(
     exactness: str = "native",
     threshold_pct: Optional[float] = None,
     min_gap_ms: Optional[float] = None,
+    steps: bool = False,
+    step_name: Optional[str] = None,
 ) -> Dict[str, Any]:
     """``flinch-trace diff A B --json`` as a dict: run B compared with run A (docs/diff.md).
 
@@ -115,10 +117,16 @@ def diff(
     ``telemetry_a`` / ``telemetry_b``: recordings (trace.csv) of the runs, for energy per
     annotation. ``top``: ops listed (default ``DEFAULT_TOP``); ``exactness`` as in
     ``trace_summary``; ``threshold_pct``: the verdict's threshold (default 1); ``min_gap_ms``:
-    the shortest GPU pause counted (default 100).
+    the shortest GPU pause counted (default 100). ``steps=True`` (``--steps``): the training
+    steps compared too, the ``steps`` key (median step with its 95 % interval, the breakdowns,
+    the parts that moved, energy per step); ``step_name``: their annotation's name or glob
+    (``--step-name``; implies ``steps``).
     """
     return json.loads(
-        diff_json(a, b, telemetry_a, telemetry_b, top, exactness, threshold_pct, min_gap_ms)
+        diff_json(
+            a, b, telemetry_a, telemetry_b, top, exactness, threshold_pct, min_gap_ms,
+            steps, step_name,
+        )
     )
 
 
@@ -131,6 +139,8 @@ def diff_json(
     exactness: str = "native",
     threshold_pct: Optional[float] = None,
     min_gap_ms: Optional[float] = None,
+    steps: bool = False,
+    step_name: Optional[str] = None,
 ) -> str:
     """``diff`` as the command line's JSON text."""
     opt = lambda p: None if p is None else os.fspath(p)  # noqa: E731
@@ -143,6 +153,8 @@ def diff_json(
         exactness,
         threshold_pct,
         min_gap_ms,
+        steps,
+        step_name,
     )
 
 

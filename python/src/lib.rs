@@ -203,10 +203,12 @@ fn merge_json(py: Python<'_>, summaries: Vec<String>, top: Option<usize>) -> PyR
 }
 
 /// `diff A B --json [--telemetry-a CSV] [--telemetry-b CSV] [--top N] [--threshold-pct P]
-/// [--min-gap-ms MS] [--bounded | --exact]` as text: `flinch_host::diff::json`, the CLI's.
+/// [--min-gap-ms MS] [--bounded | --exact] [--steps] [--step-name PATTERN]` as text:
+/// `flinch_host::diff::json`, the CLI's.
 #[pyfunction]
 #[pyo3(signature = (a, b, telemetry_a = None, telemetry_b = None, top = None,
-                    exactness = "native", threshold_pct = None, min_gap_ms = None))]
+                    exactness = "native", threshold_pct = None, min_gap_ms = None,
+                    steps = false, step_name = None))]
 #[allow(clippy::too_many_arguments)] // one per command-line option
 fn diff_json(
     py: Python<'_>,
@@ -218,6 +220,8 @@ fn diff_json(
     exactness: &str,
     threshold_pct: Option<f64>,
     min_gap_ms: Option<f64>,
+    steps: bool,
+    step_name: Option<String>,
 ) -> PyResult<String> {
     let exactness = exactness_of(exactness)?;
     for p in [
@@ -247,6 +251,11 @@ fn diff_json(
     }
     req.join = flinch_core::join::join_options(min_gap_ms, 0, None, None)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // The pattern as the CLI's `--step-name` takes it (a pattern implies the steps).
+    let mut o = flinch_core::diff::DiffOptions::new(String::new(), String::new());
+    o.set_steps(steps, step_name.as_deref())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    req.steps = o.steps;
     detached(py, || {
         flinch_host::diff::json(&req).map_err(|e| format!("flinch-trace diff: {e}"))
     })

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import flinch_trace
 import pytest
 
-from conftest import bundled_traces, cli_json, run_cli
+from conftest import REPO, bundled_traces, cli_json, run_cli
 
 #: Real traces from several producers, compared in pairs (each with the next).
 TRACES = [p for p in bundled_traces() if p.parent.name == "HolisticTraceAnalysis"][:4]
@@ -54,3 +56,39 @@ def test_errors(tmp_path):
         flinch_trace.diff(TRACES[0], TRACES[1], exactness="approximately")
     with pytest.raises(ValueError, match="threshold_pct"):
         flinch_trace.diff(TRACES[0], TRACES[1], threshold_pct=101)
+
+
+#: The real PyTorch pair: B's data loader stalled in known steps (tests/fixtures/torch/README.md).
+TORCH = REPO / "tests" / "fixtures" / "torch"
+
+
+def test_steps_are_the_cli_diff_steps(cli):
+    a, b = TORCH / "diff_a.json.gz", TORCH / "diff_b_stall.json.gz"
+    got = flinch_trace.diff(a, b, steps=True)
+    assert got == cli_json(cli, "diff", str(a), str(b), "--json", "--steps")
+    truth = json.loads((TORCH / "diff_b_stall.truth.json").read_text())
+    part = got["steps"]["parts"][0]
+    assert (part["part"], part["moved_in"]) == ("dataloader", "b")
+    assert part["moved_steps"] == truth["stall_steps"]
+    assert isinstance(got["steps"]["significant"], bool)
+    assert len(got["steps"]["ci95_pct"]) == 2
+    # A pattern implies the steps, as --step-name.
+    got = flinch_trace.diff(a, b, step_name="ProfilerStep#*")
+    assert got == cli_json(cli, "diff", str(a), str(b), "--json", "--step-name", "ProfilerStep#*")
+    assert got["steps"]["pattern"] == "ProfilerStep#*"
+    # Without steps: no steps key, as the CLI without --steps.
+    plain = flinch_trace.diff(a, b)
+    assert "steps" not in plain
+    assert plain == cli_json(cli, "diff", str(a), str(b), "--json")
+    with pytest.raises(ValueError, match="step-name"):
+        flinch_trace.diff(a, b, step_name="")
+
+
+def test_a_summary_has_no_steps(cli, tmp_path):
+    a = TORCH / "diff_a.json.gz"
+    s = tmp_path / "s.json"
+    s.write_text(run_cli(cli, "trace", str(a), "--json", "--mergeable").stdout)
+    got = flinch_trace.diff(a, s, steps=True)
+    assert got == cli_json(cli, "diff", str(a), str(s), "--json", "--steps")
+    assert got["steps"] is None
+    assert any(w.startswith("b: a summary has no steps") for w in got["warnings"])

@@ -9,7 +9,10 @@
 #      holds, and `trace --json` reads them whole;
 #   4. when `$FLINCH_BIN trace --help` lists `--steps`: `trace T --steps --json` on the fresh trace and on the
 #      fixtures against the oracle (check_steps.py compare). Without `--steps` it fails, unless
-#      FLINCH_TORCH_ALLOW_NO_STEPS=1.
+#      FLINCH_TORCH_ALLOW_NO_STEPS=1;
+#   5. `diff A B --steps --json` (docs/diff.md) of the fixtures' pair (B's data loader stalled in known steps)
+#      and of a fresh pair whose B has wider layers (check_diff.py): the direction, the parts and ops that
+#      moved.
 # Env: FLINCH_BIN (default target/debug/flinch-trace), FLINCH_TORCH_ENV (default target/torch-env, made by
 # scripts/dev/torch-env.sh), FLINCH_PY_ENV (the pytest venv, default target/py-env),
 # FLINCH_TORCH_KEEP=DIR keeps the fresh trace and outputs there.
@@ -77,7 +80,7 @@ python3 "$HERE/check_steps.py" summary "$work/fresh.trace.json" "$fresh" || die 
 
 # 3. The fixtures: the oracle reproduces its goldens, the truth holds, trace --json reads them.
 shopt -s nullglob
-fixtures=("$FIX"/*.json.gz)
+fixtures=("$FIX"/steps_*.json.gz)
 [[ ${#fixtures[@]} -gt 0 ]] || die "no fixtures in $FIX"
 for f in "${fixtures[@]}"; do
   base="${f%.json.gz}"; name=$(basename "$base")
@@ -108,4 +111,18 @@ else
     die "$msg (set FLINCH_TORCH_ALLOW_NO_STEPS=1 to run the rest alone)"
   fi
 fi
+# 5. diff --steps of two runs changed in a known way.
+say "diff --steps: the fixtures' pair (stalled data loader)"
+"$BIN" diff "$FIX/diff_a.json.gz" "$FIX/diff_b_stall.json.gz" --steps --json > "$work/diff_stall.json" \
+  || die "$BIN diff --steps on the fixtures' pair failed"
+python3 "$HERE/check_diff.py" stall "$work/diff_stall.json" "$FIX/diff_b_stall.truth.json" || die "diff: stalled pair"
+say "diff --steps: a fresh pair, B with wider layers (hidden 1024 against 512)"
+for side in a:512 b:1024; do
+  "$TORCH_PY" -W ignore "$HERE/make_steps_trace.py" "$work/wide_${side%%:*}.json" --stall "" --sleep "" \
+    --active 16 --hidden "${side##*:}" 2> "$work/make.stderr" \
+    || { cat "$work/make.stderr" >&2; die "make_steps_trace.py failed"; }
+done
+"$BIN" diff "$work/wide_a.json" "$work/wide_b.json" --steps --json > "$work/diff_wide.json" \
+  || die "$BIN diff --steps on the wider pair failed"
+python3 "$HERE/check_diff.py" wider "$work/diff_wide.json" || die "diff: wider pair"
 say "all passed"

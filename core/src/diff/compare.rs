@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::kind::InputKind;
 use super::side::{DevicePauses, Side, SideEnergy, SideOp};
+use super::steps::{StepsDiff, compare_steps};
 
 /// How the comparison is made.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,6 +39,10 @@ pub struct DiffResult {
     pub a: SideInfo,
     /// Input B.
     pub b: SideInfo,
+    /// With `--steps`: the steps compared (null when a side is a summary or has no step);
+    /// absent without `--steps`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Option<StepsDiff>>,
     /// Every category together.
     pub totals: CategoryDiff,
     /// Per category (by name; a category missing on one side counts 0 there).
@@ -303,8 +308,8 @@ struct Ranked<'x> {
     abs_ns: u128,
 }
 
-/// A compared with B.
-pub fn compare(a: &Side, b: &Side, opts: &CompareOptions) -> DiffResult {
+/// A compared with B; `steps`: the steps were asked for (`--steps`).
+pub fn compare(a: &Side, b: &Side, opts: &CompareOptions, steps: bool) -> DiffResult {
     let mut categories = Vec::new();
     merge_by(
         &a.categories,
@@ -388,11 +393,16 @@ pub fn compare(a: &Side, b: &Side, opts: &CompareOptions) -> DiffResult {
         }
     }
 
-    let verdict = verdict(a, b, verdict_op.as_ref(), ops_moved, opts);
+    let steps = steps.then(|| compare_steps(a.steps.as_ref(), b.steps.as_ref(), &mut warnings));
+    let verdict = match steps.as_ref().and_then(Option::as_ref) {
+        Some(s) => s.verdict(),
+        None => verdict(a, b, verdict_op.as_ref(), ops_moved, opts),
+    };
     DiffResult {
         verdict,
         a: info(a),
         b: info(b),
+        steps,
         totals,
         categories,
         ops,

@@ -25,6 +25,7 @@ use crate::gzip::{GzError, MaybeGz};
 use crate::job::{Job, Need};
 use crate::join::{JoinOptions, RecordingOptions};
 use crate::merge::{MergeJob, MergeJobError};
+use crate::steps::{PatternError, StepPattern};
 use crate::trace_job::{
     JoinSetup, RECORDING, RecordingSource, TRACE, TraceJob, TraceJobError, TraceJobOptions,
 };
@@ -54,6 +55,9 @@ pub struct DiffOptions {
     pub recordings: [Option<RecordingOptions>; 2],
     /// The comparison.
     pub compare: CompareOptions,
+    /// `--steps`: the steps of both traces compared, named by this pattern (`--step-name`;
+    /// [`StepPattern::default`] is `ProfilerStep#<N>`). `None`: no `steps` section.
+    pub steps: Option<StepPattern>,
 }
 
 impl DiffOptions {
@@ -66,7 +70,21 @@ impl DiffOptions {
             join: JoinOptions::default(),
             recordings: [None, None],
             compare: CompareOptions::default(),
+            steps: None,
         }
+    }
+
+    /// The steps compared, as the CLI's `--steps` and `--step-name PATTERN` (a pattern implies
+    /// the steps) and the page's `"steps"` / `"step_name"` options.
+    ///
+    /// # Errors
+    /// A pattern [`StepPattern::parse`] refuses.
+    pub fn set_steps(&mut self, steps: bool, step_name: Option<&str>) -> Result<(), PatternError> {
+        self.steps = match step_name {
+            Some(text) => Some(StepPattern::parse(text)?),
+            None => steps.then(StepPattern::default),
+        };
+        Ok(())
     }
 }
 
@@ -223,7 +241,7 @@ impl DiffJob {
             // Every op: each one's p50 is then the summary's exact one.
             top: usize::MAX,
             mergeable: false,
-            steps: None,
+            steps: self.options.steps.clone(),
             join: Some(JoinSetup::new(join, recording)),
         })
     }
@@ -407,7 +425,12 @@ impl DiffJob {
         self.decoded = None;
         self.current = self.fresh();
         if self.side == 2 {
-            let result = compare(&self.sides[0], &self.sides[1], &self.options.compare);
+            let result = compare(
+                &self.sides[0],
+                &self.sides[1],
+                &self.options.compare,
+                self.options.steps.is_some(),
+            );
             self.result = Some(Box::new(result));
             self.sides.clear();
         }

@@ -113,21 +113,36 @@ impl StepShift {
     /// CI -9.0 % to -3.1 %)` (B's median first), prefixed `no significant change: ` when the
     /// interval crosses zero or there is none.
     pub fn verdict_words(&self) -> alloc::string::String {
-        let ci = match self.ci95_pct {
-            Some([lo, hi]) => alloc::format!("95 % CI {lo:+.1} % to {hi:+.1} %"),
-            None => alloc::string::String::from("too few steps for a 95 % interval"),
-        };
-        let words = alloc::format!(
-            "median step {:.3} ms vs {:.3} ms ({:+.1} %, {ci})",
-            self.median_ms_b,
-            self.median_ms_a,
-            self.change_pct
-        );
-        if self.significant {
-            words
-        } else {
-            alloc::format!("no significant change: {words}")
-        }
+        shift_words(
+            "median step",
+            "ms",
+            [self.median_ms_b, self.median_ms_a],
+            self.change_pct,
+            self.ci95_pct,
+            self.significant,
+        )
+    }
+}
+
+/// The words of a shift: `{label} {b:.3} {unit} vs {a:.3} {unit} ({change:+.1} %, 95 % CI
+/// {lo:+.1} % to {hi:+.1} %)`, prefixed `no significant change: ` unless `significant`.
+pub fn shift_words(
+    label: &str,
+    unit: &str,
+    [b, a]: [f64; 2],
+    change_pct: f64,
+    ci95_pct: Option<[f64; 2]>,
+    significant: bool,
+) -> alloc::string::String {
+    let ci = match ci95_pct {
+        Some([lo, hi]) => alloc::format!("95 % CI {lo:+.1} % to {hi:+.1} %"),
+        None => alloc::string::String::from("too few steps for a 95 % interval"),
+    };
+    let words = alloc::format!("{label} {b:.3} {unit} vs {a:.3} {unit} ({change_pct:+.1} %, {ci})");
+    if significant {
+        words
+    } else {
+        alloc::format!("no significant change: {words}")
     }
 }
 

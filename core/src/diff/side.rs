@@ -9,6 +9,7 @@ use super::kind::InputKind;
 use crate::join::JoinReport;
 use crate::merge::MergeState;
 use crate::merge::histogram::relative_error;
+use crate::steps::{PARTS, StepsReport};
 use crate::trace_job::TraceJobResult;
 
 /// One category of one side.
@@ -64,6 +65,67 @@ pub struct SideEnergy {
     pub gpu_energy_j: Option<f64>,
 }
 
+/// A trace's steps, as the diff compares them (exact ns, in time order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SideSteps {
+    /// The step pattern, as the output names it.
+    pub pattern: String,
+    /// Each step's index (`ProfilerStep#N`'s N, else its ordinal).
+    pub indices: Vec<u64>,
+    /// Each step's length, ns.
+    pub durations_ns: Vec<u64>,
+    /// Each step's parts, ns, indexed by [`crate::steps::Part`].
+    pub parts_ns: Vec<[u64; PARTS]>,
+    /// With power known (a recording, or the trace's power counters): each step's GPU energy,
+    /// J (`None` for a step no reading touches).
+    pub energy_j: Option<Vec<Option<f64>>>,
+    /// Steps with an energy shorter than an update period of the power reading.
+    pub unresolvable: usize,
+    /// The steps' own warnings, and their breakdown's error bound past the limits, ms.
+    pub warnings: Vec<String>,
+}
+
+impl SideSteps {
+    /// From the trace job's step report.
+    pub fn of(report: StepsReport) -> SideSteps {
+        let s = report.step_summary;
+        let power = report.steps.iter().any(|e| e.energy.is_some());
+        let mut warnings = s.warnings;
+        if let Some(a) = &s.approximations
+            && a.breakdown_error_bound_ms > 0.0
+        {
+            warnings.push(alloc::format!(
+                "the steps' breakdown is approximate past max_step_intervals: every part of every step within {} ms",
+                a.breakdown_error_bound_ms
+            ));
+        }
+        let unresolvable = report
+            .steps
+            .iter()
+            .filter(|e| {
+                e.energy
+                    .as_ref()
+                    .is_some_and(|x| x.gpu_energy_j.is_some() && !x.resolvable)
+            })
+            .count();
+        SideSteps {
+            pattern: s.pattern,
+            indices: report.steps.iter().map(|e| e.index).collect(),
+            durations_ns: report.steps.iter().map(|e| e.duration_ns).collect(),
+            parts_ns: report.steps.iter().map(|e| e.parts_ns).collect(),
+            energy_j: power.then(|| {
+                report
+                    .steps
+                    .iter()
+                    .map(|e| e.energy.as_ref().and_then(|x| x.gpu_energy_j))
+                    .collect()
+            }),
+            unresolvable,
+            warnings,
+        }
+    }
+}
+
 /// The figures of one side.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Side {
@@ -97,6 +159,8 @@ pub struct Side {
     pub energy: Option<Vec<SideEnergy>>,
     /// Ops folded into `"(other)"` past the op limit.
     pub ops_folded: bool,
+    /// A trace's steps, when asked for (`None` for a summary).
+    pub steps: Option<SideSteps>,
     /// What the reader should know (the summary's and the join's warnings).
     pub warnings: Vec<String>,
 }
@@ -167,6 +231,7 @@ impl Side {
             min_gap_ms,
             energy,
             ops_folded,
+            steps: r.steps.map(SideSteps::of),
             warnings,
         }
     }
@@ -229,6 +294,7 @@ impl Side {
             min_gap_ms: None,
             energy: None,
             ops_folded: state.ops_folded_into_other,
+            steps: None,
             warnings,
         }
     }

@@ -208,7 +208,7 @@ fn a_run_against_itself_has_no_significant_change() {
 }
 
 /// A trace's summary with its mergeable section, as `trace --json --mergeable` prints it.
-fn summary_of(trace: &str) -> String {
+pub(super) fn summary_of(trace: &str) -> String {
     let mut job = crate::trace_job::TraceJob::new(crate::trace_job::TraceJobOptions {
         source: "r0".into(),
         limits: crate::Limits::NATIVE,

@@ -90,6 +90,12 @@ pub struct StepEntry {
     /// With power known (`--telemetry`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub energy: Option<StepEnergy>,
+    /// Length, ns (exact; not printed: `duration_ms` is).
+    #[serde(skip)]
+    pub duration_ns: u64,
+    /// The parts, ns, indexed by [`Part`] (exact; they sum to `duration_ns`).
+    #[serde(skip)]
+    pub parts_ns: [u64; PARTS],
 }
 
 /// Median, p90 (numpy-linear) and max of a figure over the steps.

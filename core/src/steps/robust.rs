@@ -44,16 +44,51 @@ pub fn median_ns(values: &[u64]) -> Option<f64> {
 /// Which durations (ns) are outliers: `d - m > max(3 × 1.4826 × MAD, 0.10 × m)`, with `m` the
 /// median and `MAD` the median of `|d - m|`. Only slow steps stand out.
 pub fn outliers(durations_ns: &[u64]) -> Vec<bool> {
-    let Some(m) = median_ns(durations_ns) else {
+    let Some(fence) = Fence::of(durations_ns) else {
         return Vec::new();
     };
-    let dev: Vec<f64> = durations_ns.iter().map(|&d| (d as f64 - m).abs()).collect();
-    let mad = median(&dev).unwrap_or(0.0);
-    let threshold = (MAD_DEVIATIONS * MAD_SCALE * mad).max(MIN_EXCESS_SHARE * m);
-    durations_ns
-        .iter()
-        .map(|&d| d as f64 - m > threshold)
-        .collect()
+    durations_ns.iter().map(|&d| fence.above(d)).collect()
+}
+
+/// `3 × 1.4826 × MAD` of `values_ns` about their median `m`, ns: the spread past which a value
+/// stands out.
+pub fn spread_ns(values_ns: &[u64], m: f64) -> f64 {
+    let dev: Vec<f64> = values_ns.iter().map(|&d| (d as f64 - m).abs()).collect();
+    MAD_DEVIATIONS * MAD_SCALE * median(&dev).unwrap_or(0.0)
+}
+
+/// The outlier rule over a set of values (ns): its median `m` and the excess past it that
+/// stands out, `max(3 × 1.4826 × MAD, 0.10 × m)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fence {
+    /// The median, ns.
+    pub median_ns: f64,
+    /// The excess over the median that stands out, ns.
+    pub threshold_ns: f64,
+}
+
+impl Fence {
+    /// The fence of `values_ns`; `None` when empty.
+    pub fn of(values_ns: &[u64]) -> Option<Fence> {
+        let m = median_ns(values_ns)?;
+        Some(Fence {
+            median_ns: m,
+            threshold_ns: spread_ns(values_ns, m).max(MIN_EXCESS_SHARE * m),
+        })
+    }
+
+    /// The fence with its threshold at least `floor_ns`.
+    pub fn at_least(self, floor_ns: f64) -> Fence {
+        Fence {
+            threshold_ns: self.threshold_ns.max(floor_ns),
+            ..self
+        }
+    }
+
+    /// `v` stands out (is past the fence) against these values.
+    pub fn above(&self, v: u64) -> bool {
+        v as f64 - self.median_ns > self.threshold_ns
+    }
 }
 
 #[cfg(test)]
