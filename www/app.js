@@ -5,6 +5,9 @@
 // Measurements for tests and users: body data-wasm-memory-before-bytes / data-wasm-memory-bytes
 // (WebAssembly memory size before and after a run), data-bytes, data-seconds.
 
+import { el, num } from './dom.js';
+import { initCompare, offerCompare, renderDiff } from './compare.js';
+
 const $ = (sel) => document.querySelector(sel);
 const body = document.body;
 
@@ -133,6 +136,7 @@ function showJob(file, options, sidecar) {
     $('#runs-result').hidden = true;
     $('#join-result').hidden = true;
     $('#steps-result').hidden = true;
+    $('#diff-result').hidden = true;
     $('#output').hidden = true;
   }
 }
@@ -173,10 +177,22 @@ function analyzeRuns(runs, files) {
   else pending = { file: job, options };
 }
 
+/// Compares two runs (`flinch-trace diff A B --json`): `job` and `options` from compare.js.
+function analyzeDiff(job, options) {
+  recording = null;
+  showJob(job, options);
+  if (workerReady) run(job, options);
+  else pending = { file: job, options };
+}
+
 function run(file, options, sidecar) {
   current = { file, options, t0: performance.now(), sidecar };
   if (options.kind === 'runs') {
     worker.analysis.postMessage({ type: 'summarize', runs: options.source, files: file.files });
+    return;
+  }
+  if (options.kind === 'diff') {
+    worker.analysis.postMessage({ type: 'diff', options: options.diff, files: file.files, sidecars: file.sidecars });
     return;
   }
   if (options.kind === 'join') {
@@ -225,7 +241,8 @@ function finish(msg) {
 }
 
 function fail(message, bytes) {
-  const where = current ? `${current.file.name}: ` : '';
+  // A comparison's errors name their file themselves (the core's message).
+  const where = current && current.options.kind !== 'diff' ? `${current.file.name}: ` : '';
   showError(`${where}${message}`);
   status('The analysis failed.');
   if ($('#cancel')) $('#cancel').disabled = true;
@@ -247,6 +264,7 @@ function cancel() {
 // only draws what is there and never recomputes a figure.
 
 function render(result, options, msg) {
+  if (options.kind === 'diff') return renderDiff(result);
   if (options.kind === 'runs') renderRuns(result, msg.message);
   else if (options.kind === 'join') renderJoin(result, msg.timeline ? JSON.parse(msg.timeline) : null);
   else if (isTraceSummary(result)) renderTrace(result);
@@ -328,23 +346,6 @@ function showStep(st, summary, outlier) {
 
 function isTraceSummary(r) {
   return r && typeof r === 'object' && 'largest_ops_by_duration_sum' in r;
-}
-
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'class') e.className = v;
-    else if (k === 'style') e.style.cssText = v;
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) e.append(c instanceof Node ? c : String(c ?? ''));
-  return e;
-}
-
-function num(x, digits = 3) {
-  if (x === null || x === undefined) return 'n/a';
-  if (typeof x !== 'number') return String(x);
-  return Number.isInteger(x) ? x.toLocaleString('en-US') : x.toLocaleString('en-US', { maximumFractionDigits: digits });
 }
 
 function usToText(us) {
@@ -768,7 +769,10 @@ function pick(files) {
   if (!files.length) return;
   current = null;
   if (files.length === 1) analyze(files[0], null);
-  else if (csv.length !== 1 || sidecars.length > 1 || traces.length > 1 || files.length < 2) {
+  else if (traces.length === 2 && files.length === 2) {
+    offerCompare(traces);
+    status('Two traces: A and B of the comparison below. Swap them if needed, then Compare.');
+  } else if (csv.length !== 1 || sidecars.length > 1 || traces.length > 1 || files.length < 2) {
     fail('drop one file, or one trace with one trace.csv (named .csv or .csv.gz) to join them; ' +
       'a trace.csv may come with its sidecar (trace.csv.meta.json)');
   } else if (sidecar && sidecar.name !== `${csv[0].name}.meta.json`) {
@@ -847,6 +851,14 @@ $('#window-form').addEventListener('submit', (ev) => {
   const start = $('#start-mark').value;
   const end = $('#end-mark').value;
   if (current && start && end) analyze(current.file, { start, end }, current.sidecar);
+});
+
+initCompare({
+  start: analyzeDiff,
+  fail: (message) => {
+    current = null;
+    fail(message);
+  },
 });
 
 startWorker();

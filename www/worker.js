@@ -7,13 +7,16 @@
 //      {type: 'join', options, recording, trace, sidecar?}   (Files; options: TraceJoinOptions in
 //      core/src/join/options.rs; the core reads the recording, then the trace once, or again:
 //      whole, or for a plain trace only the byte ranges the core names)
+//      {type: 'diff', options, files, sidecars}   (options: DiffJobOptions in core/src/diff/options.rs;
+//      files: {a, b, 'a.telemetry'?, 'b.telemetry'?}, Files by the names the core's diff job asks for;
+//      sidecars: {a?, b?}, each recording's .meta.json)
 // A sidecar's power source is read by the core's rule (the CLI's) into the `power_source` option.
 // Out: {type: 'ready', memoryBytes}
-//      {type: 'progress', bytes, total}   (summarize, join)
+//      {type: 'progress', bytes, total}   (summarize, join, diff)
 //      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes, message?, timeline?, powerSource?}
 //      {type: 'error', message, bytes, fatal?}  (fatal: the analyzer could not load)
 // Cancel = the page terminates both workers and starts fresh ones.
-import init, { Analyzer, RunsFolder, TraceJoin, sidecarPowerSource } from './pkg/flinch_wasm.js';
+import init, { Analyzer, Diff, RunsFolder, TraceJoin, sidecarPowerSource } from './pkg/flinch_wasm.js';
 import { simdNote } from './simd.js';
 
 let wasm;
@@ -187,10 +190,80 @@ async function join(options, files) {
   }
 }
 
+/// Two runs compared (`flinch-trace diff A B --json`): the core names each file it reads next (A's
+/// recording, A, B's recording, B) and, where it needs only parts of one again, their byte ranges.
+async function diff(options, files, sidecars) {
+  await ready;
+  const memoryBeforeBytes = memoryBytes();
+  const t0 = performance.now();
+  let total = Object.values(files).reduce((n, f) => n + (f ? f.size : 0), 0);
+  let bytes = 0;
+  let lastPost = 0;
+  let d = null;
+  const sources = [];
+  try {
+    for (const side of ['a', 'b']) {
+      if (sidecars[side] && options[`telemetry_${side}`]) {
+        const source = await sidecarSource(sidecars[side]);
+        options = { ...options, [`telemetry_${side}`]: { power_source: source } };
+        sources.push(`${side.toUpperCase()} ${source}`);
+      }
+    }
+    d = new Diff(JSON.stringify(options));
+    const give = async (blob) => {
+      const reader = blob.stream().getReader();
+      for (;;) {
+        let chunk;
+        try {
+          chunk = await reader.read();
+        } catch (e) {
+          // The core fails the job with this message, naming the file (readError throws it).
+          d.readError(e && e.message ? e.message : String(e));
+          throw e;
+        }
+        if (chunk.done) break;
+        d.write(chunk.value);
+        bytes += chunk.value.length;
+        const now = performance.now();
+        if (now - lastPost > 100) {
+          lastPost = now;
+          postMessage({ type: 'progress', bytes, total });
+        }
+      }
+    };
+    const reads = {};
+    for (let next = d.nextFile(); next !== undefined; next = d.nextFile()) {
+      const file = files[next];
+      if (!file) throw new Error(`the comparison needs ${next}, which was not given`);
+      reads[next] = (reads[next] || 0) + 1;
+      const ranges = d.wantedRanges();
+      if (ranges) {
+        for (let k = 0; k < ranges.length; k += 2) total += ranges[k + 1] - ranges[k];
+        for (let k = 0; k < ranges.length; k += 2) {
+          d.seek(ranges[k]);
+          await give(file.slice(ranges[k], ranges[k + 1]));
+        }
+      } else {
+        if (reads[next] > 1) total += file.size;
+        await give(file);
+      }
+      d.endFile();
+    }
+    const json = d.resultJson();
+    const seconds = (performance.now() - t0) / 1000;
+    const powerSource = sources.length ? sources.join(', ') : undefined;
+    postMessage({ type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes(), powerSource });
+  } catch (e) {
+    postMessage({ type: 'error', message: e && e.message ? e.message : String(e), bytes });
+  } finally {
+    if (d) d.free();
+  }
+}
+
 onmessage = (ev) => {
   if (ev.data.type === 'analyze') analyze(ev.data.options, ev.data.port, ev.data.sidecar);
   else if (ev.data.type === 'summarize') summarize(ev.data.runs, ev.data.files);
   else if (ev.data.type === 'join') {
     join(ev.data.options, { recording: ev.data.recording, trace: ev.data.trace, sidecar: ev.data.sidecar });
-  }
+  } else if (ev.data.type === 'diff') diff(ev.data.options, ev.data.files, ev.data.sidecars);
 };

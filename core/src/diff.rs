@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod job;
 pub mod kind;
+pub mod options;
 pub mod shift;
 pub mod side;
 pub mod steps;
@@ -19,6 +20,7 @@ mod tests;
 pub use compare::{CompareOptions, DiffResult, OpCounts, OpDiff, OpStatus};
 pub use job::{A, B, DiffError, DiffJob, DiffOptions, TELEMETRY_A, TELEMETRY_B};
 pub use kind::{InputKind, SNIFF_BYTES, input_kind};
+pub use options::{DiffJobOptions, DiffOptionError, TelemetryJson};
 pub use shift::{StepShift, step_shift, step_shift_sorted};
 pub use side::{Side, SideSteps};
 pub use steps::{PartDiff, StepEnergyDiff, StepsDiff, WorkEnergy};

@@ -115,8 +115,7 @@ pub fn run(req: &DiffRequest) -> Result<DiffResult, String> {
 /// # Errors
 /// As [`run`].
 pub fn json(req: &DiffRequest) -> Result<String, String> {
-    let r = run(req)?;
-    serde_json::to_string_pretty(&r).map_err(|e| e.to_string())
+    run(req)?.to_json().map_err(|e| e.to_string())
 }
 
 fn telemetry_path(req: &DiffRequest, side: usize) -> Result<&Path, String> {

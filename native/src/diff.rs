@@ -65,8 +65,8 @@ pub struct Args {
 fn threshold_pct(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
-        .filter(|p| p.is_finite() && (0.0..=100.0).contains(p))
-        .ok_or_else(|| "expected a percentage from 0 to 100".to_string())
+        .filter(|&p| flinch_core::diff::options::threshold_pct_ok(p))
+        .ok_or_else(|| flinch_core::diff::options::THRESHOLD_PCT_EXPECTED.to_string())
 }
 
 /// The request of these arguments.
@@ -100,8 +100,7 @@ pub fn run(args: Args) -> CmdResult {
     let req = request(&args)?;
     let r = flinch_host::diff::run(&req).map_err(|e| format!("flinch-trace diff: {e}"))?;
     if args.json {
-        let text =
-            serde_json::to_string_pretty(&r).map_err(|e| format!("flinch-trace diff: {e}"))?;
+        let text = r.to_json().map_err(|e| format!("flinch-trace diff: {e}"))?;
         println!("{text}");
     } else {
         print!("{}", render_text(&r));

@@ -1,9 +1,10 @@
-//! flinch-wasm: the thin wasm-bindgen adapter over [`flinch_core::analyzer`] and
-//! [`flinch_core::runs`] used by `www/`.
+//! flinch-wasm: the thin wasm-bindgen adapter over [`flinch_core::analyzer`],
+//! [`flinch_core::runs`], [`flinch_core::join`] and [`flinch_core::diff`] used by `www/`.
 //!
 //! Every exported method is a one-liner over the core; the one piece of glue is
 //! [`to_js_error`], which turns a core error into a JS `Error` carrying the core's message.
 use flinch_core::analyzer::{Analyzer as CoreAnalyzer, AnalyzerOptions, Inflater as CoreInflater};
+use flinch_core::diff::{DiffJob, DiffJobOptions};
 use flinch_core::gzip::GzError;
 use flinch_core::job::{Job, Need};
 use flinch_core::join::{NextFile, TraceJoin as CoreTraceJoin};
@@ -276,6 +277,116 @@ impl TraceJoin {
     pub fn timeline_json(&self, buckets: usize) -> Option<String> {
         self.inner.timeline_json(buckets)
     }
+}
+
+/// Two runs compared (`flinch-trace diff A B [--telemetry-a CSV] [--telemetry-b CSV] --json`,
+/// the core's diff job): `new Diff(optionsJson)`, then while `nextFile()` names a file (`"a"`,
+/// `"b"`, `"a.telemetry"`, `"b.telemetry"`, in the order the job asks): `write(chunk)`...
+/// `endFile()`, or, where `wantedRanges()` lists byte ranges of that file, `seek(start)` and
+/// their bytes only, then `endFile()`; then `resultJson()`. Bytes are the files' as stored
+/// (`.gz` is inflated by the core, told by its magic).
+#[wasm_bindgen]
+pub struct Diff {
+    job: Option<DiffJob>,
+    /// The file the job last named: the one its ranges are of.
+    file: String,
+    json: Option<String>,
+}
+
+#[wasm_bindgen]
+impl Diff {
+    /// A diff with options as JSON (see `DiffJobOptions` in flinch-core).
+    #[wasm_bindgen(constructor)]
+    pub fn new(options_json: &str) -> Result<Diff, JsError> {
+        let options = DiffJobOptions::from_json(options_json).map_err(to_js_error)?;
+        let mut d = Diff {
+            job: Some(DiffJob::new(options)),
+            file: String::new(),
+            json: None,
+        };
+        d.note_file();
+        Ok(d)
+    }
+
+    /// The file to read next (from its first byte, or its `wantedRanges()`), or undefined when
+    /// the result is ready.
+    #[wasm_bindgen(js_name = nextFile)]
+    pub fn next_file(&self) -> Option<String> {
+        self.job.as_ref().map(|_| self.file.clone())
+    }
+
+    /// Before a read: undefined to give the whole file, or `[start0, end0, start1, end1, ...]`,
+    /// the byte ranges to give instead, each after `seek(start)`.
+    #[wasm_bindgen(js_name = wantedRanges)]
+    pub fn wanted_ranges(&self) -> Option<Vec<f64>> {
+        match self.job.as_ref()?.need() {
+            Need::Ranges(r) => Some(r.iter().flat_map(|&(a, b)| [a as f64, b as f64]).collect()),
+            _ => None,
+        }
+    }
+
+    /// The next bytes given are those from `offset` on (see `wantedRanges`).
+    pub fn seek(&mut self, offset: f64) -> Result<(), JsError> {
+        self.drive(|job| job.seek(offset as u64))
+    }
+
+    /// The next chunk of the current file.
+    pub fn write(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+        self.drive(|job| job.write(chunk))
+    }
+
+    /// Reading the current file failed (`message`: why).
+    #[wasm_bindgen(js_name = readError)]
+    pub fn read_error(&mut self, message: &str) -> Result<(), JsError> {
+        self.drive(|job| {
+            job.read_error(message);
+            Ok(())
+        })
+    }
+
+    /// The end of the current file.
+    #[wasm_bindgen(js_name = endFile)]
+    pub fn end_file(&mut self) -> Result<(), JsError> {
+        self.drive(|job| job.end())
+    }
+
+    /// The result JSON once `nextFile()` is undefined: the bytes `diff --json` prints (without
+    /// its final newline).
+    #[wasm_bindgen(js_name = resultJson)]
+    pub fn result_json(&self) -> Option<String> {
+        self.json.clone()
+    }
+
+    /// Runs `f` on the job; once the job needs nothing more, its result (or its error).
+    fn drive(
+        &mut self,
+        f: impl FnOnce(&mut DiffJob) -> Result<(), flinch_core::diff::DiffError>,
+    ) -> Result<(), JsError> {
+        let job = self.job.as_mut().ok_or_else(diff_ended)?;
+        let r = f(job);
+        if let Err(e) = r {
+            self.job = None;
+            return Err(to_js_error(e));
+        }
+        self.note_file();
+        if self.job.as_ref().is_some_and(|j| j.need() == Need::Done) {
+            let job = self.job.take().ok_or_else(diff_ended)?;
+            let result = job.finish().map_err(to_js_error)?;
+            self.json = Some(result.to_json().map_err(to_js_error)?);
+        }
+        Ok(())
+    }
+
+    /// Keeps the name of the file the job asks for (its ranges are of that file).
+    fn note_file(&mut self) {
+        if let Some(Need::File(name)) = self.job.as_ref().map(|j| j.need()) {
+            self.file = name.to_owned();
+        }
+    }
+}
+
+fn diff_ended() -> JsError {
+    JsError::new("diff already ended")
 }
 
 /// The power source a recording's `.meta.json` sidecar names: `"instant"`, `"average"`, or

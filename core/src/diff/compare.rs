@@ -63,6 +63,17 @@ pub struct DiffResult {
     pub warnings: Vec<String>,
 }
 
+impl DiffResult {
+    /// The JSON `diff --json` prints (without its final newline): the one rendering, for the
+    /// CLI, the Python wheel and the page.
+    ///
+    /// # Errors
+    /// serde_json's (none for these types in practice: every map key is a string).
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self)
+    }
+}
+
 /// One input, described.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SideInfo {

@@ -50,7 +50,7 @@ pub use first_pass::{
 };
 pub use gaps::{Gap, GapFinder, GapOptions, GapsFound};
 pub use names::Names;
-pub use options::{OptionError, TraceJoinOptions, join_options};
+pub use options::{OptionError, TraceJoinOptions, join_options, power_source_named};
 pub use pauses::{DEFAULT_TOP_PAUSES, HostEntry, PauseHost, PauseOptions, WithinEntry};
 pub use recording::{
     NO_GPU_READINGS, RecRef, Recording, RecordingBuilder, RecordingError, RecordingOptions,

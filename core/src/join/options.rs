@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::{GpuMap, GpuMapError, JoinOptions, OffsetError, parse_offset_ms};
 use crate::Exactness;
+use crate::window::PowerSource;
 
 /// The join's command-line options, checked into [`JoinOptions`]: `--min-gap-ms`,
 /// `--top-pauses`, `--clock-offset-ms`, `--gpu-map`.
@@ -43,6 +44,20 @@ pub fn join_options(
         o.gpu_map = GpuMap::parse(text).map_err(OptionError::GpuMap)?;
     }
     Ok(o)
+}
+
+/// The power source a `power_source` option names (`instant`, `average`; absent or `unknown`:
+/// unknown), as the page passes what a recording's sidecar says.
+///
+/// # Errors
+/// Any other name.
+pub fn power_source_named(name: Option<&str>) -> Result<PowerSource, OptionError> {
+    match name {
+        None | Some("unknown") => Ok(PowerSource::Unknown),
+        Some("instant") => Ok(PowerSource::Instant),
+        Some("average") => Ok(PowerSource::Average),
+        Some(s) => Err(OptionError::PowerSource(s.into())),
+    }
 }
 
 /// `x.round()` for finite `x >= 0` (no libm in no_std): half away from zero, exactly.

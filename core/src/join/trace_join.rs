@@ -16,13 +16,13 @@ use alloc::vec::Vec;
 
 use super::{
     JoinError, JoinReport, OptionError, RecordingOptions, Timeline, TraceJoinOptions, join_options,
+    power_source_named,
 };
 use crate::job::{Job, Need};
 use crate::summary::DEFAULT_TOP_OPS;
 use crate::trace_job::{
     JoinSetup, RECORDING, RecordingSource, TraceJob, TraceJobError, TraceJobOptions, TraceJobResult,
 };
-use crate::window::PowerSource;
 
 /// Which file [`TraceJoin`] reads next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,12 +77,7 @@ impl TraceJoin {
             o.clock_offset_ms.as_deref(),
             o.gpu_map.as_deref(),
         )?;
-        let power_source = match o.power_source.as_deref() {
-            None | Some("unknown") => PowerSource::Unknown,
-            Some("instant") => PowerSource::Instant,
-            Some("average") => PowerSource::Average,
-            Some(s) => return Err(OptionError::PowerSource(s.into()).into()),
-        };
+        let power_source = power_source_named(o.power_source.as_deref())?;
         let recording = RecordingSource::Read(RecordingOptions {
             power_source,
             ..RecordingOptions::default()
