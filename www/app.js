@@ -157,6 +157,7 @@ function analyzeJoin(trace, recordingFile, sidecar) {
   if ($('#clock-offset-ms').value.trim()) join.clock_offset_ms = $('#clock-offset-ms').value.trim();
   if ($('#gpu-map').value.trim()) join.gpu_map = $('#gpu-map').value.trim();
   Object.assign(join, stepOptions());
+  if (!recordingFile) join.trace_alone = true;
   const names = [trace, recordingFile, sidecar].filter(Boolean).map((f) => f.name);
   const job = { name: names.join(' + '), trace, recording: recordingFile };
   const options = { kind: 'join', source: trace.name, join };
@@ -165,6 +166,12 @@ function analyzeJoin(trace, recordingFile, sidecar) {
   lastName = trace.name;
   if (workerReady) run(job, options, sidecar);
   else pending = { file: job, options, sidecar };
+}
+
+/// A trace dropped alone that carries GPU power counters, joined with them as with a recording
+/// (`flinch-trace trace TRACE --pauses --json`), with the join options of the form.
+function analyzeTraceAlone(trace) {
+  analyzeJoin(trace, null, null);
 }
 
 /// Summarizes a runs folder named `runs`; `files`: [{path, file}], paths starting with `runs/`.
@@ -205,6 +212,11 @@ function run(file, options, sidecar) {
 }
 
 function finish(msg) {
+  if (msg.powerCounters && current.options.kind !== 'join' && !current.options.start) {
+    // A trace alone that carries its GPU power: joined with it (`trace FILE --pauses --json`).
+    analyzeTraceAlone(current.file);
+    return;
+  }
   let result;
   try {
     result = JSON.parse(msg.json);
@@ -266,7 +278,7 @@ function cancel() {
 function render(result, options, msg) {
   if (options.kind === 'diff') return renderDiff(result);
   if (options.kind === 'runs') renderRuns(result, msg.message);
-  else if (options.kind === 'join') renderJoin(result, msg.timeline ? JSON.parse(msg.timeline) : null);
+  else if (options.kind === 'join' && 'pause_devices' in result) renderJoin(result, msg.timeline ? JSON.parse(msg.timeline) : null);
   else if (isTraceSummary(result)) renderTrace(result);
   else if (options.start) renderWindow(result);
   else renderRecording(result);
@@ -615,6 +627,7 @@ function renderJoin(r, timeline) {
     notes.push(`Clock: ${a.source}, ts 0 = ${a.offset_ns} Unix ns`);
     if (a.trace_covered_share != null) notes.push(`the recording covers ${num(100 * a.trace_covered_share, 1)} % of the trace`);
   }
+  if (r.power_source === 'trace_counters') notes.push('power from the trace\'s own counters (no recording)');
   for (const d of r.pause_devices || []) {
     notes.push(`device ${d.device}: ${num(d.pauses_found)} pauses of ≥ ${num(d.min_gap_ms_effective)} ms, ${num(d.pause_time_ms)} ms in all`);
   }
@@ -708,7 +721,7 @@ function drawTimeline(tl) {
   tl.gpus.forEach((p, i) => {
     const color = colors[i % colors.length];
     g.fillStyle = color;
-    g.fillText(`GPU ${p.gpu_index} power`, 4, powerTop + 26 + 13 * i);
+    g.fillText(powerLabel(tl, p), 4, powerTop + 26 + 13 * i);
     g.globalAlpha = 0.25;
     for (const [t, lo, hi] of p.power) g.fillRect(x(t) - 0.5, yW(hi), 1, Math.max(1, yW(lo) - yW(hi)));
     g.globalAlpha = 1;
@@ -720,7 +733,7 @@ function drawTimeline(tl) {
   });
   if (!tl.gpus.some((p) => p.power.length)) {
     g.fillStyle = '#8a1c2b';
-    g.fillText('no recorded power in the trace\'s time span (see the warnings above)', pad.l + 8, powerTop + 16);
+    g.fillText(`no ${tl.power_source === 'trace_counters' ? 'power from the trace\'s counters' : 'recorded power'} in the trace's time span (see the warnings above)`, pad.l + 8, powerTop + 16);
   }
   // The axis: seconds from its start, in the trace's ts.
   g.fillStyle = '#555';
@@ -732,6 +745,12 @@ function drawTimeline(tl) {
     const label = `${+s.toFixed(6)} s`;
     g.fillText(label, Math.min(px - g.measureText(label).width / 2, cssW - pad.r - g.measureText(label).width), plotBottom + 16);
   }
+}
+
+/// A power series' label: a recorded GPU, or a trace device whose power the trace's own
+/// counters carry (`"power_source": "trace_counters"`).
+function powerLabel(tl, p) {
+  return tl.power_source === 'trace_counters' ? `device ${p.gpu_index} power (trace)` : `GPU ${p.gpu_index} power`;
 }
 
 function niceStep(raw) {

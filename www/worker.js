@@ -13,7 +13,9 @@
 // A sidecar's power source is read by the core's rule (the CLI's) into the `power_source` option.
 // Out: {type: 'ready', memoryBytes}
 //      {type: 'progress', bytes, total}   (summarize, join, diff)
-//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes, message?, timeline?, powerSource?}
+//      {type: 'join', options, trace}   (options.trace_alone: a trace with its own power counters)
+//      {type: 'done', json, bytes, seconds, memoryBeforeBytes, memoryBytes, message?, timeline?, powerSource?,
+//       powerCounters?}   (powerCounters: the analyzed trace carries GPU power counters)
 //      {type: 'error', message, bytes, fatal?}  (fatal: the analyzer could not load)
 // Cancel = the page terminates both workers and starts fresh ones.
 import init, { Analyzer, Diff, RunsFolder, TraceJoin, sidecarPowerSource } from './pkg/flinch_wasm.js';
@@ -83,11 +85,13 @@ async function analyze(options, port, sidecar) {
         if (m.cut != null) analyzer.noteCutGzip(m.cut);
         if (m.warning) analyzer.noteGzipWarning(m.warning);
         const json = analyzer.end();
+        // A trace that carries GPU power counters: the page joins it with them next.
+        const powerCounters = analyzer.powerCounters();
         analyzer.free();
         analyzer = null;
         port.close();
         const seconds = (performance.now() - t0) / 1000;
-        postMessage({ type: 'done', json, bytes: m.bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes(), powerSource });
+        postMessage({ type: 'done', json, bytes: m.bytes, seconds, memoryBeforeBytes, memoryBytes: memoryBytes(), powerSource, powerCounters });
       }
     } catch (e) {
       fail(e);
@@ -139,7 +143,8 @@ async function join(options, files) {
   const memoryBeforeBytes = memoryBytes();
   const t0 = performance.now();
   // The trace is read a second time only when the core asks for it.
-  let total = files.recording.size + files.trace.size;
+  // No recording for a trace alone (`trace_alone`): its own power counters stand in for one.
+  let total = (files.recording ? files.recording.size : 0) + files.trace.size;
   let bytes = 0;
   let lastPost = 0;
   let j = null;
@@ -147,7 +152,7 @@ async function join(options, files) {
   try {
     if (files.sidecar) options = { ...options, power_source: (powerSource = await sidecarSource(files.sidecar)) };
     j = new TraceJoin(JSON.stringify(options));
-    j.recordingSizeHint(files.recording.size);
+    if (files.recording) j.recordingSizeHint(files.recording.size);
     // The core says which file it reads next: the recording, then the trace once or twice.
     let traceReads = 0;
     const give = async (blob) => {

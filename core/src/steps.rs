@@ -37,7 +37,9 @@ pub use result::{
 };
 
 use crate::join::clock::NsDecimal;
-use crate::join::{Alignment, JoinOptions, JoinReport, Recording};
+use crate::join::{
+    Alignment, GpuMap, JoinOptions, JoinReport, PauseResult, Recording, TraceCountersReport,
+};
 use crate::summary::IntervalSpill;
 use crate::summary::spill::{MERGE_BUFFER_INTERVALS, MergedIntervals};
 use collect::HostSpan;
@@ -174,14 +176,43 @@ impl StepCollector {
     }
 }
 
-/// What the report reads of the join, when it ran.
+/// Where a step's energy and pauses come from: the join, when it ran, or, for the steps alone,
+/// the trace's own power counters.
 pub struct JoinView<'a> {
-    /// The join's report (its pauses and alignment).
-    pub report: &'a JoinReport,
-    /// Its options (the GPU map).
-    pub options: &'a JoinOptions,
-    /// The recording, when one was joined.
+    /// Unix ns of trace `ts` 0 (`None`: no alignment, so no energy).
+    pub offset_ns: Option<i64>,
+    /// The trace devices the trace keeps busy, in the join's order.
+    pub devices: Vec<i64>,
+    /// The GPU map from trace device to recorded GPU.
+    pub gpu_map: &'a GpuMap,
+    /// The recording (a trace.csv, or the trace's counters keyed by trace device).
     pub recording: Option<&'a Recording>,
+    /// Where the recording came from: `"telemetry"` or `"trace_counters"`.
+    pub power_source: &'static str,
+    /// The join's listed pauses, with the join (the outliers name those inside them).
+    pub pauses: Option<&'a [PauseResult]>,
+    /// The counters' report, for the steps alone (with the join it is the join's).
+    pub trace_counters: Option<TraceCountersReport>,
+}
+
+impl<'a> JoinView<'a> {
+    /// The view of a finished join with these options and recording.
+    pub fn of_join(
+        report: &'a JoinReport,
+        options: &'a JoinOptions,
+        recording: Option<&'a Recording>,
+        power_source: &'static str,
+    ) -> JoinView<'a> {
+        JoinView {
+            offset_ns: report.alignment.as_ref().map(|a| a.offset_ns),
+            devices: report.pause_devices.iter().map(|d| d.device).collect(),
+            gpu_map: &options.gpu_map,
+            recording,
+            power_source,
+            pauses: Some(&report.pauses),
+            trace_counters: None,
+        }
+    }
 }
 
 fn spread(values: &[f64]) -> Option<Spread> {
@@ -199,7 +230,8 @@ fn ms(ns: u64) -> f64 {
 impl StepsFound {
     /// The report: the steps with their outliers, energies (with a recording) and pauses
     /// (with the join).
-    pub fn report(mut self, join: Option<JoinView<'_>>) -> StepsReport {
+    pub fn report(mut self, mut join: Option<JoinView<'_>>) -> StepsReport {
+        let trace_counters = join.as_mut().and_then(|j| j.trace_counters.take());
         let durations: Vec<u64> = self.steps.iter().map(|s| s.dur_ns).collect();
         let outlier = robust::outliers(&durations);
         let n = self.steps.len();
@@ -219,16 +251,14 @@ impl StepsFound {
         // Energy: the GPUs a user_annotation is charged, as the join's annotation energy.
         let power = join.as_ref().and_then(|j| {
             let rec = j.recording?;
-            let align = j.report.alignment.as_ref()?;
-            let align = Alignment::new(Some(align.offset_ns), None)?;
-            let slots: Vec<usize> = if j.report.pause_devices.is_empty() {
+            let align = Alignment::new(j.offset_ns, None)?;
+            let slots: Vec<usize> = if j.devices.is_empty() {
                 rec.gpu_slots().collect()
             } else {
                 let mut s: Vec<usize> = j
-                    .report
-                    .pause_devices
+                    .devices
                     .iter()
-                    .filter_map(|d| rec.slot(j.options.gpu_map.gpu_index(d.device)))
+                    .filter_map(|&d| rec.slot(j.gpu_map.gpu_index(d)))
                     .collect();
                 s.sort_unstable();
                 s.dedup();
@@ -285,10 +315,22 @@ impl StepsFound {
                 largest_part: best.key(),
                 largest_part_excess_ms: best_excess,
                 top_host_ops: self.top_host_ops(s.ts_ns, end_ns, longest_host_ns.unwrap_or(0)),
-                pauses: join.as_ref().map(|j| pauses_in(j.report, s.ts_ns, end_ns)),
+                pauses: join
+                    .as_ref()
+                    .and_then(|j| j.pauses)
+                    .map(|p| pauses_in(p, s.ts_ns, end_ns)),
             });
         }
         let mut warnings = Vec::new();
+        if let Some(c) = &trace_counters {
+            c.warnings(&mut warnings);
+            if power.is_none() {
+                warnings.push(
+                    "the trace carries power/utilization counters, but they give no step energy: the trace has no baseTimeNanoseconds, or none of their samples is usable"
+                        .into(),
+                );
+            }
+        }
         if self.dropped_steps > 0 {
             warnings.push(format!(
                 "{} steps past max_steps ({} kept) are not listed",
@@ -352,6 +394,8 @@ impl StepsFound {
                 outliers,
                 gpu_energy_j: power.as_ref().map(|_| spread(&energies)),
                 update_periods,
+                power_source: power.as_ref().and(join.as_ref()).map(|j| j.power_source),
+                trace_counters,
                 note,
                 warnings,
                 approximations,
@@ -401,9 +445,8 @@ impl StepsFound {
 }
 
 /// The join's listed pauses that overlap `[t0, t1)`.
-fn pauses_in(report: &JoinReport, t0: i64, t1: i64) -> Vec<StepPause> {
-    report
-        .pauses
+fn pauses_in(pauses: &[PauseResult], t0: i64, t1: i64) -> Vec<StepPause> {
+    pauses
         .iter()
         .filter(|p| {
             let start = p.start_ts_us.ns();

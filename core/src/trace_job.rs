@@ -26,12 +26,13 @@ use crate::Limits;
 use crate::analyzer::AnalyzeError;
 use crate::gzip::GzError;
 use crate::job::{Job, Need};
+use crate::join::counters::counter_sample;
 use crate::join::{
-    Alignment, CountersFound, FirstPass, FirstPassResult, GpuMap, JoinError, JoinOptions, JoinPass,
-    JoinReport, Recording, RecordingBuilder, RecordingOptions,
+    Alignment, CountersFound, FirstPass, FirstPassResult, GapOptions, GpuMap, JoinError,
+    JoinOptions, JoinPass, JoinReport, Recording, RecordingBuilder, RecordingOptions,
 };
 use crate::json::{BaseTime, Event, EventScanner, Scan, ScanEnd, ScanWarnings};
-use crate::steps::{StepCollector, StepPattern, StepsFound, StepsReport};
+use crate::steps::{JoinView, StepCollector, StepPattern, StepsFound, StepsReport};
 use crate::summary::{EventReplay, IntervalSpill, TraceSummary, TraceSummaryResult};
 
 pub mod batch;
@@ -84,6 +85,10 @@ pub struct JoinSetup {
     /// At most this many byte ranges kept for a second read of only some of them (fewer
     /// coarsen them; [`MAX_RANGES`](crate::join::first_pass::MAX_RANGES) at most).
     pub max_byte_ranges: usize,
+    /// The join goes on past the first read only when the trace carries power or utilization
+    /// counters (with [`RecordingSource::None`]: a trace alone on the page); otherwise the job
+    /// ends there with the result it has without the join.
+    pub only_with_counters: bool,
 }
 
 impl JoinSetup {
@@ -104,6 +109,7 @@ impl JoinSetup {
             recording,
             whole_second_read: false,
             max_byte_ranges: crate::join::first_pass::MAX_RANGES,
+            only_with_counters: false,
         }
     }
 }
@@ -243,6 +249,61 @@ pub struct TraceJob {
     stored: Option<StoredReads>,
     /// The steps' first pass, once the first read ended; reported when the job finishes.
     steps: Option<StepsFound>,
+    /// The steps without the join: their power from the trace's own counters.
+    steps_power: Option<StepsPower>,
+}
+
+/// The steps' power without the join (`--steps` alone): the trace's own power counters on the
+/// Unix clock of its `baseTimeNanoseconds`, keyed by trace device, and the devices the trace
+/// keeps busy (charged as the join charges them).
+struct StepsPower {
+    counters: CountersFound,
+    offset_ns: Option<i64>,
+    devices: Vec<i64>,
+    gpu_map: GpuMap,
+}
+
+impl StepsPower {
+    /// From the light first pass the steps run without the join; `None` when the trace has no
+    /// power or utilization counter.
+    fn new(mut first: FirstPass, base: BaseTime) -> Option<StepsPower> {
+        first.set_base_time_ns(base);
+        let mut r = first.finish();
+        let align = Alignment::new(r.base_time_ns, None);
+        let counters = r
+            .counters
+            .take()?
+            .finish(align, RecordingOptions::default().max_gap_ns);
+        Some(StepsPower {
+            counters,
+            offset_ns: align.map(|a| a.offset_ns),
+            devices: r.found.devices.iter().map(|d| d.device).collect(),
+            gpu_map: GpuMap::default(),
+        })
+    }
+
+    /// The steps' report with this power.
+    fn report(self, found: StepsFound) -> StepsReport {
+        let mut report = self.counters.report;
+        report.used = self.counters.recording.is_some();
+        found.report(Some(JoinView {
+            offset_ns: self.offset_ns,
+            devices: self.devices,
+            gpu_map: &self.gpu_map,
+            recording: self.counters.recording.as_deref(),
+            power_source: "trace_counters",
+            pauses: None,
+            trace_counters: Some(report),
+        }))
+    }
+}
+
+/// The steps' report: with the join's view, with the steps' own power, or alone.
+fn steps_report(found: StepsFound, power: Option<StepsPower>) -> StepsReport {
+    match power {
+        Some(p) => p.report(found),
+        None => found.report(None),
+    }
 }
 
 enum Phase {
@@ -271,6 +332,8 @@ pub(crate) struct FirstRead {
     cut: Option<GzError>,
     gzip_warning: Option<String>,
     limits: Limits,
+    /// A power or utilization counter was seen (without a first pass, which keeps them).
+    counters_seen: bool,
 }
 
 /// The join after the first read.
@@ -319,6 +382,7 @@ impl TraceJob {
             restart: None,
             stored: None,
             steps: None,
+            steps_power: None,
         }
     }
 
@@ -331,6 +395,13 @@ impl TraceJob {
     /// The options this job was made with.
     pub fn options(&self) -> &TraceJobOptions {
         &self.options
+    }
+
+    /// Whether the first read feeds the join's first pass as well as the summary: with the
+    /// join, and for the steps alone (their power from the trace's counters). A driver that
+    /// copies events into [`EventBatch`]es then makes them with the join's side.
+    pub fn reads_first_pass(&self) -> bool {
+        self.options.join.is_some() || self.options.steps.is_some()
     }
 
     /// For the summary: the busy unions' spill and a way to read the trace again, so that it
@@ -383,6 +454,17 @@ impl TraceJob {
     /// The recording, once read or given.
     pub fn recording(&self) -> Option<&Arc<Recording>> {
         self.rec.as_ref()
+    }
+
+    /// The power the join reads: the recording, or without one the trace's own counters (after
+    /// the first read, when they gave any).
+    pub fn power_recording(&self) -> Option<&Arc<Recording>> {
+        self.rec.as_ref().or_else(|| {
+            let join = self.options.join.as_ref()?;
+            matches!(join.recording, RecordingSource::None)
+                .then(|| self.counters.as_ref()?.recording.as_ref())
+                .flatten()
+        })
     }
 
     /// For a driver that can seek only in stored bytes (the page): the ranges of the second
@@ -515,7 +597,9 @@ impl TraceJob {
         let o = &self.options;
         let (result, first, bare, steps) = f.summarize(&o.source, o.top, end, warnings);
         self.steps = steps.map(StepCollector::finish);
-        let (Some(mut first), Some(join)) = (first, o.join.as_ref()) else {
+        let Some(join) = o.join.as_ref() else {
+            // The steps alone ran a light first pass for the trace's counters.
+            self.steps_power = first.and_then(|f| StepsPower::new(f, base));
             self.phase = Phase::Done(Box::new(TraceJobResult {
                 summary: result,
                 join: None,
@@ -523,8 +607,18 @@ impl TraceJob {
             }));
             return Ok(());
         };
+        let mut first = first.ok_or(TraceJobError::Protocol("the join's first pass is missing"))?;
         first.set_base_time_ns(base);
         let mut first = first.finish();
+        if join.only_with_counters && first.counters.is_none() {
+            // No counters: the result without the join (nor power for the steps).
+            self.phase = Phase::Done(Box::new(TraceJobResult {
+                summary: result,
+                join: None,
+                steps: None,
+            }));
+            return Ok(());
+        }
         let telemetry = !matches!(join.recording, RecordingSource::None);
         // The trace's counters on the Unix clock, now that the base is known; without a
         // recording they are the join's recording.
@@ -828,12 +922,20 @@ impl FirstRead {
         top: usize,
         cut: Option<GzError>,
         gzip_warning: Option<String>,
-    ) -> (TraceSummaryResult, Option<StepsReport>) {
+    ) -> (TraceSummaryResult, Option<StepsReport>, bool) {
         let (end, warnings) = self.scan_end();
         self.cut = cut;
         self.gzip_warning = gzip_warning;
-        let (summary, _, _, steps) = self.summarize(source, top, &end, &warnings);
-        (summary, steps.map(|s| s.finish().report(None)))
+        let base = self
+            .scanner
+            .as_ref()
+            .map(|sc| sc.base_time())
+            .unwrap_or_default();
+        let seen = self.counters_seen || self.first.as_ref().is_some_and(FirstPass::counters_seen);
+        let (summary, first, _, steps) = self.summarize(source, top, &end, &warnings);
+        let power = first.and_then(|f| StepsPower::new(f, base));
+        let steps = steps.map(|s| steps_report(s.finish(), power));
+        (summary, steps, seen)
     }
 
     /// How the bytes route's scan ended (a scanner that saw no byte, when none came), with
@@ -874,14 +976,21 @@ impl FirstRead {
     fn new(o: &TraceJobOptions) -> FirstRead {
         let mut summary = TraceSummary::new(o.limits);
         summary.set_mergeable(o.mergeable);
-        let first = o.join.as_ref().map(|j| {
-            // The annotation spans are copied without a recording too: the trace's own power
-            // counters, known only at the end of this read, may stand in for one, and with the
-            // copy its second read stays ranged (or is replayed) instead of whole.
-            let mut first = FirstPass::new(j.options.gaps, true);
-            first.track_ranges_capped(j.max_byte_ranges);
-            first
-        });
+        let first = match (&o.join, &o.steps) {
+            (Some(j), _) => {
+                // The annotation spans are copied without a recording too: the trace's own
+                // power counters, known only at the end of this read, may stand in for one,
+                // and with the copy its second read stays ranged (or is replayed) instead of
+                // whole.
+                let mut first = FirstPass::new(j.options.gaps, true);
+                first.track_ranges_capped(j.max_byte_ranges);
+                Some(first)
+            }
+            // The steps alone: a light first pass (no spans copied, no ranges) for the trace's
+            // power counters and the devices it keeps busy, which give the steps' energy.
+            (None, Some(_)) => Some(FirstPass::new(GapOptions::default(), false)),
+            (None, None) => None,
+        };
         FirstRead {
             summary,
             scanner: None,
@@ -894,6 +1003,7 @@ impl FirstRead {
             cut: None,
             gzip_warning: None,
             limits: o.limits,
+            counters_seen: false,
         }
     }
 
@@ -926,6 +1036,11 @@ impl FirstRead {
                     }
                     if let Some(steps) = &mut self.steps {
                         steps.add(&e);
+                    }
+                    // Without a first pass, only whether the trace carries power counters (the
+                    // page then joins it with them: `TraceJoinOptions::trace_alone`).
+                    if self.first.is_none() && !self.counters_seen && e.ph == b"C" {
+                        self.counters_seen = counter_sample(&e).is_some();
                     }
                 }
                 Scan::NeedsInput => return Ok(()),
@@ -1040,19 +1155,18 @@ impl Job for TraceJob {
                         gpu_map: GpuMap::default(),
                         ..setup.options.clone()
                     });
-                    let view =
-                        r.join
-                            .as_ref()
-                            .zip(self.options.join.as_ref())
-                            .map(|(report, setup)| crate::steps::JoinView {
-                                report,
-                                options: match (counters, &by_device) {
-                                    (Some(_), Some(o)) => o,
-                                    _ => &setup.options,
-                                },
-                                recording: self.rec.as_deref().or(counters),
-                            });
-                    r.steps = Some(found.report(view));
+                    r.steps = Some(match (&r.join, &self.options.join) {
+                        (Some(report), Some(setup)) => {
+                            let (options, source) = match (counters, &by_device) {
+                                (Some(_), Some(o)) => (o, "trace_counters"),
+                                _ => (&setup.options, "telemetry"),
+                            };
+                            let recording = self.rec.as_deref().or(counters);
+                            found
+                                .report(Some(JoinView::of_join(report, options, recording, source)))
+                        }
+                        _ => steps_report(found, self.steps_power.take()),
+                    });
                 }
                 Ok(*r)
             }

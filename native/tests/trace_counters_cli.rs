@@ -332,3 +332,115 @@ fn steps_take_their_energy_from_the_counters_as_from_the_recording() {
     assert_eq!(energies(&alone), want);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The trace with three more steps inside the counters' span (two of them over pauses).
+fn trace_with_steps(pad: usize) -> String {
+    let t = trace(pad, false);
+    let steps = [
+        (2, 1_000_000_000, 1_250_000_000),
+        (3, 1_250_000_000, 1_700_000_000),
+        (4, 1_700_000_000, 2_500_000_000),
+    ]
+    .map(|(i, a, b)| {
+        format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{i}","pid":9,"tid":9,"ts":{},"dur":{}}}"#,
+            us(a),
+            us(b - a)
+        )
+    });
+    let end = t.rfind("\n]}").unwrap();
+    format!("{},\n{}{}", &t[..end], steps.join(",\n"), &t[end..])
+}
+
+/// What a step says of its energy.
+fn step_energies(v: &Value) -> Vec<Value> {
+    v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            serde_json::json!([
+                s["index"],
+                s["gpu_energy_j"],
+                s["energy_bound_j"],
+                s["resolvable"],
+                s["avg_power_w"],
+                s["verdict"]
+            ])
+        })
+        .collect()
+}
+
+/// `--steps` alone (no join): the steps' energies come from the trace's counters, the same as
+/// with `--steps --pauses`, on every read route; the output names the counters and has no
+/// pauses (no join ran). A trace without counters keeps steps without energy.
+#[test]
+fn steps_alone_take_their_energy_from_the_counters() {
+    let d = tmpdir("counters-steps-alone");
+    let small = trace_with_steps(0);
+    let plain = write(&d, "t.json", small.as_bytes());
+    let plain = plain.to_str().unwrap();
+    let joined = json(&run(&["trace", plain, "--pauses", "--steps", "--json"]));
+    let want = step_energies(&joined);
+    assert_eq!(want.len(), 4);
+    assert_eq!(joined["step_summary"]["power_source"], "trace_counters");
+    // Each step's energy against exact arithmetic: both devices are busy, so both are charged.
+    for s in joined["steps"].as_array().unwrap() {
+        let t0 = (s["start_ts_us"].as_f64().unwrap() * 1e3).round() as i64;
+        let t1 = t0 + (s["duration_ms"].as_f64().unwrap() * 1e6).round() as i64;
+        let x = exact_energy_j(0, t0, t1) + exact_energy_j(1, t0, t1);
+        let e = s["gpu_energy_j"].as_f64().unwrap();
+        assert!((e - x).abs() <= 1e-9 * x, "{e} {x}");
+    }
+    let gz = write(&d, "t.json.gz", gzip(small.as_bytes()));
+    let big = write(&d, "big.json", trace_with_steps(200_000).as_bytes());
+    assert!(std::fs::metadata(&big).unwrap().len() > 16 << 20);
+    for (path, threads) in [
+        (plain.to_string(), "1"),
+        (gz.to_str().unwrap().to_string(), "2"),
+        (big.to_str().unwrap().to_string(), "4"),
+        (big.to_str().unwrap().to_string(), "1"),
+    ] {
+        let v = json(&run(&[
+            "trace",
+            &path,
+            "--steps",
+            "--threads",
+            threads,
+            "--json",
+        ]));
+        assert_eq!(step_energies(&v), want, "{path} --threads {threads}");
+        let s = &v["step_summary"];
+        assert_eq!(s["gpu_energy_j"], joined["step_summary"]["gpu_energy_j"]);
+        assert_eq!(
+            s["update_periods"],
+            joined["step_summary"]["update_periods"]
+        );
+        assert_eq!(s["power_source"], "trace_counters");
+        assert_eq!(s["trace_counters"]["used"], true);
+        assert_eq!(s["trace_counters"]["devices"][1]["pid"], "GPU 1 Counters");
+        assert!(v.get("pauses").is_none() && v.get("power_source").is_none());
+    }
+    let out = run(&["trace", plain, "--steps"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("steps' power: from the trace's counters: \"GPU 0 Counters\" -> device 0"),
+        "{text}"
+    );
+    let without = small.replace("\"ph\":\"C\"", "\"ph\":\"i\"");
+    let none = write(&d, "none.json", without.as_bytes());
+    let v = json(&run(&[
+        "trace",
+        none.to_str().unwrap(),
+        "--steps",
+        "--json",
+    ]));
+    assert_eq!(v["steps"].as_array().unwrap().len(), 4);
+    assert!(
+        v["steps"][0].get("gpu_energy_j").is_none(),
+        "{}",
+        v["steps"][0]
+    );
+    assert!(v["step_summary"].get("power_source").is_none());
+    let _ = std::fs::remove_dir_all(&d);
+}

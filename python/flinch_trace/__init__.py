@@ -79,7 +79,8 @@ def steps(
 
     The summary's keys, then (with ``telemetry``) the join's, then ``"steps"`` (one dict per
     training step, in time order: ``name``, ``index``, ``start_ts_us``, ``duration_ms``,
-    ``breakdown_ms``, ``outlier`` and, with ``telemetry``, the energy figures) and
+    ``breakdown_ms``, ``outlier`` and, with ``telemetry`` or when the trace carries GPU power
+    counters of its own, the energy figures) and
     ``"step_summary"``. ``pandas.DataFrame(result["steps"])`` gives one row per step.
     ``step_name``: the steps' annotation name, exact or a glob with ``*`` (default
     ``ProfilerStep#<N>``); a bad pattern raises ``ValueError``. See docs/steps.md.

@@ -87,3 +87,46 @@ def test_steps_load_into_pandas(tmp_path):
     assert list(frame["index"]) == list(range(10))
     assert frame["outlier"].sum() == 1
     assert (frame["gpu_energy_j"] > 0).all()
+
+
+def write_counters_run(tmp_path):
+    """The run of ``write_run`` with its power written into the trace as PyTorch's profiler
+    writes counters (pid ``"GPU 0 Counters"``, the value under ``""``, µs on the trace clock),
+    and the same samples as a recording (``gpu_index`` 0, no energy counter)."""
+    trace, _ = write_run(tmp_path)
+    doc = json.loads(trace.read_text())
+    rows = ["t_mono_ns,t_wall_ns,row_type,label,gpu_power_W,gpu_util_pct,gpu_index"]
+    for k in range(450):
+        ts_ns = 900_000_000 + k * 10_000_000
+        power, util = 100 + (k * 37) % 200, 50
+        doc["traceEvents"].append(dict(ph="C", name="Power (W)", pid="GPU 0 Counters", tid=0,
+                                       ts=ts_ns / 1000, args={"": power}))
+        doc["traceEvents"].append(dict(ph="C", name="SM Active (%)", pid="GPU 0 Counters", tid=0,
+                                       ts=ts_ns / 1000, args={"": util}))
+        rows.append(f"{BASE + ts_ns},{BASE + ts_ns},SAMPLE,,{power},{util},0")
+    counters = tmp_path / "counters.json"
+    counters.write_text(json.dumps(doc))
+    csv = tmp_path / "same.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    return counters, csv
+
+
+def test_steps_alone_take_their_energy_from_the_traces_counters(cli, tmp_path):
+    trace, csv = write_counters_run(tmp_path)
+    got = flinch_trace.steps(trace)
+    assert got == cli_json(cli, "trace", str(trace), "--steps", "--json")
+    assert got["step_summary"]["power_source"] == "trace_counters"
+    assert got["step_summary"]["trace_counters"]["devices"][0]["pid"] == "GPU 0 Counters"
+    assert "pauses" not in got  # no join ran
+
+    def energies(r):
+        return [(s["gpu_energy_j"], s["energy_bound_j"], s["resolvable"], s["avg_power_w"],
+                 s["verdict"]) for s in r["steps"]]
+
+    # The same samples as a recording, and the join's own route, give the same energies.
+    with_csv = flinch_trace.steps(trace, telemetry=csv)
+    assert with_csv["step_summary"]["power_source"] == "telemetry"
+    assert energies(got) == energies(with_csv)
+    joined = cli_json(cli, "trace", str(trace), "--pauses", "--steps", "--json")
+    assert energies(got) == energies(joined)
+    assert len(got["steps"]) == 10 and all(s["gpu_energy_j"] > 0 for s in got["steps"])

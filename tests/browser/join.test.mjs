@@ -260,6 +260,76 @@ test('a trace that carries power counters, with its recording: the recording win
   assert.ok(r.join_warnings.some((w) => /differ by more than 10% or 5 W/.test(w)), r.join_warnings.join('\n'));
 });
 
+/// Native stdout for a trace alone, run in the files' folder with its bare name.
+function nativeAlone(trace, extra = []) {
+  const nat = native(['trace', path.basename(trace), ...extra, '--json'], dir);
+  assert.equal(nat.status, 0, nat.stderr);
+  return nat.stdout;
+}
+
+/// Whether the timeline's power plot holds the power line (red, #d1495b) somewhere in the column
+/// at `s` seconds of ts (axis 0.8 s..3.0 s, as above).
+async function powerLineAt(s) {
+  return page.evaluate((s) => {
+    const c = document.querySelector('#timeline');
+    const g = c.getContext('2d');
+    const dpr = c.width / c.clientWidth;
+    const W = c.clientWidth - 78 - 16;
+    const x = Math.round((78 + ((s - 0.8) / 2.2) * W) * dpr);
+    const px = g.getImageData(x, 0, 1, c.height).data;
+    for (let y = 0; y < c.height; y++) {
+      const [r, gr, b] = [px[4 * y], px[4 * y + 1], px[4 * y + 2]];
+      if (r > 180 && gr < 120 && b < 130) return true;
+    }
+    return false;
+  }, s);
+}
+
+test('a trace that carries power counters, dropped alone: joined with them, native --pauses --json byte for byte, the timeline plots their power', async () => {
+  // A trace without counters, dropped alone, is summarized alone as before.
+  await page.setInputFiles('#file-input', files.json);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  assert.equal(`${await page.textContent('#result-json')}\n`, nativeAlone(files.json));
+  assert.equal(await page.isVisible('#join-result'), false);
+  await page.setInputFiles('#file-input', files.counters);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeAlone(files.counters, ['--pauses']));
+  const r = JSON.parse(text);
+  assert.equal(r.power_source, 'trace_counters');
+  assert.equal(r.trace_counters.used, true);
+  // The counters' known truth: 150 W inside the pauses, 450 W elsewhere.
+  assert.deepEqual(r.pauses.map((p) => p.duration_ms), [724, 300]);
+  assert.ok(Math.abs(r.pauses[0].telemetry.avg_power_w - 150) < 1, JSON.stringify(r.pauses[0].telemetry));
+  assert.ok(r.annotation_energy.length > 0);
+  assert.equal(await page.isVisible('#join-result'), true);
+  assert.match(await page.textContent('#join-overview'), /power from the trace's own counters/);
+  assert.equal(await powerLineAt(1.1), true, 'a power line in the timeline');
+  await page.screenshot({ path: artifactPath('page-join-counters.png'), fullPage: true });
+  // With Steps ticked: the steps too, their energies from the counters (--pauses --steps).
+  await page.check('#steps-toggle');
+  await page.setInputFiles('#file-input', files.counters);
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  const withSteps = await page.textContent('#result-json');
+  assert.equal(`${withSteps}\n`, nativeAlone(files.counters, ['--pauses', '--steps']));
+  const st = JSON.parse(withSteps);
+  assert.equal(st.step_summary.power_source, 'trace_counters');
+  assert.ok(st.steps[0].gpu_energy_j > 0);
+  // `--steps` alone gives each step the same energy, without the join.
+  const alone = JSON.parse(nativeAlone(files.counters, ['--steps']));
+  assert.deepEqual(alone.steps.map((x) => [x.gpu_energy_j, x.energy_bound_j, x.resolvable, x.avg_power_w, x.verdict]),
+    st.steps.map((x) => [x.gpu_energy_j, x.energy_bound_j, x.resolvable, x.avg_power_w, x.verdict]));
+  assert.equal(await page.isVisible('#steps-result'), true);
+  await page.uncheck('#steps-toggle');
+  // "Join again" joins the trace with its counters again, with the form's options (the later
+  // tests start from this page, the join's form shown).
+  await page.fill('#min-gap-ms', '300.001');
+  await page.click('#join-again');
+  assert.equal(await waitFinished(page), 'done', await page.textContent('#error'));
+  assert.equal(`${await page.textContent('#result-json')}\n`, nativeAlone(files.counters, ['--min-gap-ms', '300.001']));
+  await page.fill('#min-gap-ms', '100');
+});
+
 test('the form\'s options are the CLI\'s: --min-gap-ms, --clock-offset-ms, --gpu-map', async () => {
   await page.fill('#min-gap-ms', '300.001');
   await page.fill('#clock-offset-ms', '1764000000000');

@@ -17,6 +17,7 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 pub struct Analyzer {
     inner: Option<CoreAnalyzer>,
+    power_counters: bool,
 }
 
 #[wasm_bindgen]
@@ -28,6 +29,7 @@ impl Analyzer {
         let options = AnalyzerOptions::from_json(options_json).map_err(to_js_error)?;
         Ok(Analyzer {
             inner: Some(CoreAnalyzer::new(options)),
+            power_counters: false,
         })
     }
 
@@ -36,6 +38,7 @@ impl Analyzer {
         let options = AnalyzerOptions::from_json(options_json).map_err(to_js_error)?;
         Ok(Analyzer {
             inner: Some(CoreAnalyzer::with_decoded_input(options, gzip)),
+            power_counters: false,
         })
     }
 
@@ -69,11 +72,19 @@ impl Analyzer {
     /// trace.csv window whose marks are missing throws the reference's message instead.
     pub fn end(&mut self) -> Result<String, JsError> {
         let core = self.inner.take().ok_or_else(ended)?;
-        let analysis = core.finish().map_err(to_js_error)?;
+        let (analysis, counters) = core.finish_noting_counters().map_err(to_js_error)?;
+        self.power_counters = counters;
         match analysis.selection_error() {
             Some(e) => Err(to_js_error(e)),
             None => Ok(analysis.to_json()),
         }
+    }
+
+    /// After `end`: whether the trace carries GPU power or utilization counters (the page then
+    /// joins it with them: a `TraceJoin` with `trace_alone`).
+    #[wasm_bindgen(js_name = powerCounters)]
+    pub fn power_counters(&self) -> bool {
+        self.power_counters
     }
 
     fn core(&mut self) -> Result<&mut CoreAnalyzer, JsError> {
@@ -205,7 +216,8 @@ impl RunsFolder {
     }
 }
 
-/// A trace joined with a recording (`flinch-trace trace FILE --telemetry CSV --json`):
+/// A trace joined with a recording (`flinch-trace trace FILE --telemetry CSV --json`), or with
+/// its own power counters (`"trace_alone": true`: `trace FILE --pauses --json`):
 /// `new TraceJoin(optionsJson)`, then while `nextFile()` names a file (`"recording"` or
 /// `"trace"`, the trace once, or again when the join needs it): `write(chunk)`... `endFile()`
 /// (or, where `wantedRanges()` lists byte ranges, `seek(start)` and their bytes only); then

@@ -92,7 +92,7 @@ impl Content {
         options: &AnalyzerOptions,
         cut_gzip: Option<GzError>,
         gzip_warning: Option<String>,
-    ) -> Result<Analysis, AnalyzeError> {
+    ) -> Result<(Analysis, bool), AnalyzeError> {
         match self {
             Content::Detecting { whitespace } if options.kind == Kind::Auto => {
                 Err(AnalyzeError::NoContent {
@@ -104,17 +104,19 @@ impl Content {
             }
             Content::Trace(t) => {
                 let top = options.top.unwrap_or(DEFAULT_TOP_OPS);
-                let (r, steps) = t.finish_bytes(&options.source, top, cut_gzip, gzip_warning);
-                Ok(match steps {
+                let (r, steps, counters) =
+                    t.finish_bytes(&options.source, top, cut_gzip, gzip_warning);
+                let analysis = match steps {
                     Some(steps) => Analysis::TraceSteps(Box::new((r, steps))),
                     None => Analysis::Trace(Box::new(r)),
-                })
+                };
+                Ok((analysis, counters))
             }
             Content::Csv(mut job) => {
                 job.end()?;
                 let mut r = job.finish()?.into_analysis();
                 r.warnings.extend(gzip_warning);
-                Ok(Analysis::Recording(Box::new(r)))
+                Ok((Analysis::Recording(Box::new(r)), false))
             }
         }
     }

@@ -160,7 +160,17 @@ impl Analyzer {
     ///
     /// # Errors
     /// As [`end`](Analyzer::end).
-    pub fn finish(mut self) -> Result<Analysis, AnalyzeError> {
+    pub fn finish(self) -> Result<Analysis, AnalyzeError> {
+        self.finish_noting_counters().map(|(a, _)| a)
+    }
+
+    /// [`finish`](Analyzer::finish), and whether the trace carries GPU power or utilization
+    /// counters ([`crate::join::counters`]; false for a trace.csv): the page then joins the
+    /// trace with them (`TraceJoinOptions::trace_alone`).
+    ///
+    /// # Errors
+    /// As [`end`](Analyzer::end).
+    pub fn finish_noting_counters(mut self) -> Result<(Analysis, bool), AnalyzeError> {
         if let Some(e) = self.failed {
             return Err(e);
         }

@@ -511,6 +511,11 @@ impl FirstPass {
         self.base_time_problem = base.problem;
     }
 
+    /// Whether a power or utilization counter was seen so far, used or not.
+    pub fn counters_seen(&self) -> bool {
+        self.counters.seen()
+    }
+
     /// What the pass found.
     pub fn finish(self) -> FirstPassResult {
         let mut found = self.finder.finish();

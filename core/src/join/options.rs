@@ -92,6 +92,10 @@ pub struct TraceJoinOptions {
     pub steps: bool,
     /// `--step-name`: the steps' pattern (implies `steps`).
     pub step_name: Option<String>,
+    /// A trace alone, without a recording: the join runs only when the trace carries GPU power
+    /// or utilization counters, which are then its recording (the JSON is `trace FILE --pauses
+    /// --json`'s); without them the result is the trace's alone (`trace FILE --json`).
+    pub trace_alone: bool,
 }
 
 /// Why the join's options were refused; each names its option.

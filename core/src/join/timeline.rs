@@ -16,8 +16,11 @@ pub struct Timeline {
     pub t1_us: f64,
     /// Per trace device.
     pub devices: Vec<TimelineDevice>,
-    /// Per recorded GPU.
+    /// Per recorded GPU (per trace device for the trace's counters).
     pub gpus: Vec<TimelinePower>,
+    /// Where the power comes from: `"telemetry"` (a recording) or `"trace_counters"` (the
+    /// trace's own power counters, keyed by trace device: `gpu_index` is then the device).
+    pub power_source: &'static str,
 }
 
 /// One trace device on the timeline.
@@ -116,6 +119,10 @@ impl Timeline {
             t1_us: hi,
             devices,
             gpus,
+            power_source: match r.power_source {
+                Some("trace_counters") => "trace_counters",
+                _ => "telemetry",
+            },
         })
     }
 }

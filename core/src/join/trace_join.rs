@@ -3,7 +3,8 @@
 //! --json` prints: the summary's JSON object with the join's keys appended ([`merge_json`]).
 //!
 //! It is the trace job ([`TraceJob`](crate::trace_job::TraceJob), which holds the rule of what
-//! is read) with the recording read as its first file, under the names the page uses: the caller
+//! is read) with the recording read as its first file (or, for a trace alone,
+//! [`TraceJoinOptions::trace_alone`], none: the trace's own power counters stand in for it), under the names the page uses: the caller
 //! asks [`TraceJoin::next_file`] which file to read next and feeds it with
 //! [`write`](TraceJoin::write) and [`end_file`](TraceJoin::end_file): the recording, then the
 //! trace, then, only when the join needs it, the trace again (for a plain trace, only its
@@ -78,10 +79,14 @@ impl TraceJoin {
             o.gpu_map.as_deref(),
         )?;
         let power_source = power_source_named(o.power_source.as_deref())?;
-        let recording = RecordingSource::Read(RecordingOptions {
-            power_source,
-            ..RecordingOptions::default()
-        });
+        let recording = if o.trace_alone {
+            RecordingSource::None
+        } else {
+            RecordingSource::Read(RecordingOptions {
+                power_source,
+                ..RecordingOptions::default()
+            })
+        };
         let steps = match o.step_name.as_deref() {
             Some(p) => Some(crate::steps::StepPattern::parse(p).map_err(OptionError::StepName)?),
             None => o.steps.then(crate::steps::StepPattern::default),
@@ -92,7 +97,10 @@ impl TraceJoin {
             top: o.top.unwrap_or(DEFAULT_TOP_OPS),
             mergeable: false,
             steps,
-            join: Some(JoinSetup::new(opts, recording)),
+            join: Some(JoinSetup {
+                only_with_counters: o.trace_alone,
+                ..JoinSetup::new(opts, recording)
+            }),
         });
         Ok(TraceJoin {
             job: Some(job),
@@ -127,7 +135,7 @@ impl TraceJoin {
         let r = f(job).map_err(join_error);
         self.trace_reads = job.trace_reads();
         if self.rec.is_none() {
-            self.rec = job.recording().cloned();
+            self.rec = job.power_recording().cloned();
         }
         let done = job.need() == Need::Done;
         let r = r.and_then(|()| {
@@ -209,7 +217,8 @@ impl TraceJoin {
         self.result.as_ref()?.join.as_ref()
     }
 
-    /// The page's timeline, once done, as JSON (see [`Timeline`]).
+    /// The page's timeline, once done, as JSON (see [`Timeline`]): the power of the recording,
+    /// or of the trace's own counters when they stand in for one.
     pub fn timeline_json(&self, buckets: usize) -> Option<String> {
         let t = Timeline::new(self.report()?, self.rec.as_deref()?, buckets)?;
         serde_json::to_string(&t).ok()

@@ -198,6 +198,14 @@ pub struct StepSummary {
     /// With power known: each charged GPU's update period.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub update_periods: Option<Vec<UpdatePeriod>>,
+    /// With power known: where it came from, `"telemetry"` (a recording) or `"trace_counters"`
+    /// (the trace's own power counters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_source: Option<&'static str>,
+    /// For the steps alone (no join), when the trace carries power counters: which, and how
+    /// they map to devices (with the join, its `trace_counters` says it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_counters: Option<crate::join::TraceCountersReport>,
     /// Why the list is empty, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

@@ -382,7 +382,7 @@ fn first_read_counting(
     mut progress: impl FnMut(u64, u64),
 ) -> (Result<(), String>, usize) {
     let limits = job.options().limits;
-    let join = job.options().join.is_some();
+    let join = job.reads_first_pass();
     let mut rescanned = 0;
     let mut rxs = Vec::new();
     let mut frees = Vec::new();

@@ -60,7 +60,7 @@ pub fn first_read(
     mut progress: impl FnMut(),
 ) -> Result<(), String> {
     let limits = job.options().limits;
-    let join = job.options().join.is_some();
+    let join = job.reads_first_pass();
     let (tx, rx) = sync_channel::<Msg>(RING_BATCHES);
     let (free_tx, free_rx) = sync_channel::<EventBatch>(RING_BATCHES);
     for _ in 0..RING_BATCHES {

@@ -3,6 +3,7 @@
 //! themselves are the trace job's (`flinch_core::steps`, docs/steps.md).
 use std::fmt::Write;
 
+use flinch_core::join::counters::CounterPid;
 use flinch_core::steps::{ALL, Breakdown, StepPattern, StepsReport};
 
 use crate::CmdError;
@@ -55,6 +56,22 @@ pub fn render(r: &StepsReport) -> String {
         sum.outliers.len(),
         if sum.outliers.len() == 1 { "" } else { "s" },
     );
+    // The steps alone: their power from the trace's counters, with the mapping used.
+    if let (Some("trace_counters"), Some(c)) = (sum.power_source, &sum.trace_counters) {
+        let devices: Vec<String> = c
+            .devices
+            .iter()
+            .map(|d| match &d.pid {
+                CounterPid::Text(t) => format!("\"{t}\" -> device {}", d.device),
+                CounterPid::Int(p) => format!("pid {p} -> device {}", d.device),
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  steps' power: from the trace's counters: {}",
+            devices.join(", ")
+        );
+    }
     if let Some(m) = &sum.breakdown_ms_median {
         let _ = writeln!(s, "  median step (ms): {}", parts_line(m));
     }

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use super::*;
 use crate::Limits;
 use crate::job::{Job, Need};
+use crate::join::TraceJoin;
 use crate::join::{GapOptions, JoinOptions, JoinReport, PauseOptions, RecordingOptions};
 use crate::json::{EventScanner, Scan};
 use crate::testutil::for_each_split;
@@ -484,4 +485,184 @@ fn flinch_counters_map_pid_to_device() {
         "{:?}",
         t.gpu_energy_j
     );
+}
+
+/// The trace job fed `chunks` with these options, as a driver answers it: the whole result.
+fn job_result(o: TraceJobOptions, chunks: &[&[u8]]) -> crate::trace_job::TraceJobResult {
+    let doc: Vec<u8> = chunks.concat();
+    let mut job = TraceJob::new(o);
+    loop {
+        match job.need() {
+            Need::File(_) => chunks.iter().for_each(|c| job.write(c).unwrap()),
+            Need::Ranges(r) => {
+                let r = r.to_vec();
+                for (a, b) in r {
+                    job.seek(a).unwrap();
+                    job.write(&doc[a as usize..b as usize]).unwrap();
+                }
+            }
+            Need::Done => break,
+            Need::Listing(_) => unreachable!(),
+        }
+        job.end().unwrap();
+    }
+    job.finish().unwrap()
+}
+
+/// The steps' options: a step every 250 ms from 1.0 s, besides `pytorch_trace`'s one.
+fn with_steps(doc: &str) -> String {
+    let steps: Vec<String> = (0..6)
+        .map(|i| {
+            format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":100,"tid":100,"ts":{},"dur":250000}}"#,
+                i + 2,
+                us(1_000_000_000 + i * 250_000_000)
+            )
+        })
+        .collect();
+    let at = doc.find("\n],").unwrap();
+    format!("{},\n{}{}", &doc[..at], steps.join(",\n"), &doc[at..])
+}
+
+/// `--steps` alone: each step's energy from the trace's counters is the one `--steps --pauses`
+/// gives (the same samples, the same devices charged), in any split, on both routes of the
+/// job (bytes and the analyzer's summary read); the counters are named in `step_summary`.
+#[test]
+fn steps_alone_take_their_energy_from_the_counters() {
+    let doc = with_steps(&pytorch_trace());
+    let pattern = crate::steps::StepPattern::default();
+    let joined = job_result(
+        TraceJobOptions {
+            steps: Some(pattern.clone()),
+            ..options(false)
+        },
+        &[doc.as_bytes()],
+    );
+    let want = joined.steps.unwrap();
+    assert_eq!(want.steps.len(), 7);
+    assert_eq!(want.step_summary.power_source, Some("trace_counters"));
+    let energy = |r: &crate::steps::StepsReport| -> Vec<_> {
+        r.steps
+            .iter()
+            .map(|s| {
+                let e = s.energy.as_ref().unwrap();
+                (
+                    e.gpu_energy_j.map(f64::to_bits),
+                    e.energy_bound_j.map(f64::to_bits),
+                    e.resolvable,
+                    e.avg_power_w.map(f64::to_bits),
+                    e.verdict,
+                )
+            })
+            .collect()
+    };
+    // Both devices are busy in the trace, so both are charged: exact arithmetic.
+    for s in &want.steps {
+        let t1 = s.start_ts_us.0 + (s.duration_ms * 1e6).round() as i64;
+        let exact = exact_energy_j(0, s.start_ts_us.0, t1) + exact_energy_j(1, s.start_ts_us.0, t1);
+        let got = s.energy.as_ref().unwrap().gpu_energy_j.unwrap();
+        assert!((got - exact).abs() <= 1e-9 * exact, "{got} {exact}");
+    }
+    let alone_options = TraceJobOptions {
+        join: None,
+        steps: Some(pattern),
+        ..options(false)
+    };
+    for_each_split(doc.as_bytes(), 4, 31, |chunks| {
+        let r = job_result(alone_options.clone(), chunks);
+        assert!(r.join.is_none());
+        let st = r.steps.unwrap();
+        assert_eq!(energy(&st), energy(&want));
+        assert_eq!(st.step_summary.gpu_energy_j, want.step_summary.gpu_energy_j);
+        assert_eq!(st.step_summary.power_source, Some("trace_counters"));
+        let c = st.step_summary.trace_counters.as_ref().unwrap();
+        assert!(c.used);
+        assert_eq!(c.devices[1].pid, CounterPid::Text("GPU 1 Counters".into()));
+        assert_eq!(c.counts.without_device, 2);
+        // The bad samples are stated, as the join states them.
+        assert!(
+            st.step_summary
+                .warnings
+                .iter()
+                .any(|w| w.contains("have a pid that names no device")),
+            "{:?}",
+            st.step_summary.warnings
+        );
+        assert!(st.steps.iter().all(|s| s.energy.is_some()));
+        // The analyzer (the page's trace alone) is the same read.
+        let mut a = crate::analyzer::Analyzer::new(
+            crate::analyzer::AnalyzerOptions::from_json(
+                r#"{"kind":"trace","limits":"native","source":"t.json","top":10,"steps":true}"#,
+            )
+            .unwrap(),
+        );
+        chunks.iter().for_each(|c| a.write(c).unwrap());
+        let (analysis, counters) = a.finish_noting_counters().unwrap();
+        assert!(counters);
+        let crate::analyzer::Analysis::TraceSteps(b) = analysis else {
+            panic!("not steps")
+        };
+        assert_eq!(b.1, st);
+    });
+}
+
+/// The page's trace alone (`trace_alone`): with counters, the JSON and the timeline of the join
+/// with them (`trace --pauses [--steps]`), the timeline's power being theirs; without, the
+/// trace's own result (`trace [--steps]`), as the analyzer gives it, and no timeline.
+#[test]
+fn a_trace_alone_is_joined_with_its_counters_only_when_it_has_them() {
+    let doc = with_steps(&pytorch_trace());
+    let bare = doc.replace(r#""ph":"C""#, r#""ph":"i""#);
+    for steps in [false, true] {
+        let o = TraceJobOptions {
+            steps: steps.then(crate::steps::StepPattern::default),
+            ..options(false)
+        };
+        let page = |text: &str, chunks: &[&[u8]]| {
+            let mut j = TraceJoin::from_json(&format!(
+                r#"{{"source":"t.json","limits":"native","top":10,"trace_alone":true,"steps":{steps}}}"#
+            ))
+            .unwrap();
+            let doc = text.as_bytes();
+            while let Some(next) = j.next_file() {
+                assert_eq!(next, crate::join::NextFile::Trace);
+                match j.wanted_ranges().filter(|_| j.trace_reads() > 0) {
+                    Some(ranges) => {
+                        for (a, b) in ranges {
+                            j.seek(a).unwrap();
+                            j.write(&doc[a as usize..b as usize]).unwrap();
+                        }
+                    }
+                    None => chunks.iter().for_each(|c| j.write(c).unwrap()),
+                }
+                j.end_file().unwrap();
+            }
+            j
+        };
+        let want = job_result(o.clone(), &[doc.as_bytes()]);
+        for_each_split(doc.as_bytes(), 2, 57 + steps as u64, |chunks| {
+            let j = page(&doc, chunks);
+            assert_eq!(j.result_json().unwrap(), want.to_json());
+            let t: serde_json::Value =
+                serde_json::from_str(&j.timeline_json(100).unwrap()).unwrap();
+            assert_eq!(t["power_source"], "trace_counters");
+            assert_eq!(t["gpus"].as_array().unwrap().len(), 2);
+            assert!(!t["gpus"][0]["power"].as_array().unwrap().is_empty());
+            assert_eq!(t["gpus"][0]["max_w"], 300.5);
+        });
+        for_each_split(bare.as_bytes(), 1, 61 + steps as u64, |chunks| {
+            let j = page(&bare, chunks);
+            let mut a = crate::analyzer::Analyzer::new(
+                crate::analyzer::AnalyzerOptions::from_json(&format!(
+                    r#"{{"kind":"trace","limits":"native","source":"t.json","top":10,"steps":{steps}}}"#
+                ))
+                .unwrap(),
+            );
+            a.write(bare.as_bytes()).unwrap();
+            let (analysis, counters) = a.finish_noting_counters().unwrap();
+            assert!(!counters);
+            assert_eq!(j.result_json().unwrap(), analysis.to_json());
+            assert!(j.report().is_none() && j.timeline_json(100).is_none());
+        });
+    }
 }
