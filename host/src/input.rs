@@ -222,11 +222,19 @@ impl InputFile {
     /// # Errors
     /// As [`InputFile::read_with`].
     pub fn read_indexed(&self) -> Result<Input, String> {
+        self.read_indexed_with(InputOptions::default())
+    }
+
+    /// [`InputFile::read_indexed`] with the given ring sizes.
+    ///
+    /// # Errors
+    /// As [`InputFile::read_with`].
+    pub fn read_indexed_with(&self, options: InputOptions) -> Result<Input, String> {
         let recorder = match &self.0.kind {
             Kind::Regular(f) => checkpoints::recorder_for(f),
             Kind::Stream { .. } => None,
         };
-        self.read_keeping(InputOptions::default(), recorder)
+        self.read_keeping(options, recorder)
     }
 
     fn read_keeping(
@@ -379,14 +387,36 @@ impl Input {
             let _ = self.free.try_send(buf);
         }
         self.pos = 0;
+        match self.receive()? {
+            Some((buf, len)) => {
+                let (buf, len) = self.current.insert((buf, len));
+                Ok(Some(&buf[..*len]))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// [`Input::next_chunk`], the chunk taken out of the ring: it goes back to the ring when
+    /// the last clone of its `Arc` is dropped, and the reader waits for a free buffer until
+    /// then, so the ring's size bounds the decoded bytes held however long consumers keep
+    /// them. Do not mix with [`Input::next_chunk`] or `Read` on one input.
+    ///
+    /// # Errors
+    /// As [`Input::next_chunk`].
+    pub fn next_shared(&mut self) -> Result<Option<SharedChunk>, InputError> {
+        Ok(self.receive()?.map(|(buf, len)| SharedChunk {
+            buf,
+            len,
+            free: self.free.clone(),
+        }))
+    }
+
+    fn receive(&mut self) -> Result<Option<(Vec<u8>, usize)>, InputError> {
         if self.done {
             return Ok(None);
         }
         match self.rx.recv() {
-            Ok(Msg::Data(buf, len)) => {
-                let (buf, len) = self.current.insert((buf, len));
-                Ok(Some(&buf[..*len]))
-            }
+            Ok(Msg::Data(buf, len)) => Ok(Some((buf, len))),
             Ok(Msg::End(warning)) => {
                 self.done = true;
                 self.warning = warning;
@@ -404,6 +434,29 @@ impl Input {
                 })
             }
         }
+    }
+}
+
+/// A chunk of decoded bytes out of an input's ring ([`Input::next_shared`]); back to the ring
+/// when dropped.
+pub struct SharedChunk {
+    buf: Vec<u8>,
+    len: usize,
+    free: SyncSender<Vec<u8>>,
+}
+
+impl std::ops::Deref for SharedChunk {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Drop for SharedChunk {
+    fn drop(&mut self) {
+        // Never blocks: the channel holds every buffer there is. After the pass ended nobody
+        // takes it and it is freed.
+        let _ = self.free.try_send(std::mem::take(&mut self.buf));
     }
 }
 

@@ -3,9 +3,10 @@
 //! fastest source there is for each read, while the job decides what is read and computes the
 //! result.
 //!
-//! The first read takes one of three routes, all giving the job the same events in the same
+//! The first read takes one of four routes, all giving the job the same events in the same
 //! order: a plain regular file of 16 MiB or more on N scan threads over alternate segments
-//! ([`parallel`]); other inputs through the input's reader thread (`crate::input`, which
+//! ([`parallel`]); a regular `.gz` of 2 MiB or more with N of 3 or more, inflated by one
+//! thread into segments for N scan threads ([`parallel::gz`]); other inputs through the input's reader thread (`crate::input`, which
 //! inflates `.json.gz`, detected by its magic bytes), then one scan thread beside the job's
 //! ([`pipeline`]), or, for gzip on two cores or fewer without the join, the bytes written to
 //! the job on this thread ([`pipeline::first_read_sequential`]). With the join, a `.gz` keeps
@@ -92,7 +93,9 @@ pub fn first_read(
     // A large plain regular file: scan threads on alternate segments. A FIFO or pipe never: it
     // is read once, in order.
     #[cfg(unix)]
-    if let Some(plan) = parallel::plan(input, parallel::threads(threads)) {
+    let threads = parallel::threads(threads);
+    #[cfg(unix)]
+    if let Some(plan) = parallel::plan(input, threads) {
         let size = plan.size();
         return parallel::first_read(plan, job, |done, _| {
             if let Some(p) = progress.as_deref_mut() {
@@ -109,12 +112,26 @@ pub fn first_read(
         .join
         .as_ref()
         .is_some_and(|j| j.may_read_again());
+    // A large .gz with three scan threads or more: one inflater feeding them (`parallel::gz`).
+    #[cfg(unix)]
+    let many = parallel::gz::input_options(input, threads);
+    #[cfg(not(unix))]
+    let many = None;
+    let options = many.unwrap_or_default();
     // For the join, a .gz keeps restart points on this read for its second (`ranges`).
     let bytes = if join {
-        input.read_indexed()?
+        input.read_indexed_with(options)?
     } else {
-        input.read()?
+        input.read_with(options)?
     };
+    #[cfg(unix)]
+    if many.is_some() && bytes.is_gzip() {
+        return parallel::gz::first_read(bytes, threads, job, |done, size| {
+            if let Some(p) = progress.as_deref_mut() {
+                p(done, size);
+            }
+        });
+    }
     let read = bytes.progress();
     let update = || {
         if let Some(p) = progress.as_deref_mut() {

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Thread scaling of `flinch-trace trace`: plain JSON and `.json.gz` at N = 1, 2, 4, ... threads,
 # beside `cat` and `rapidgzip -d -P N` on the same files, in one run. Each command runs
-# BENCH_RUNS times in turn (all N of one round before the next round); the best wall time is kept.
-# The JSON of every N is compared with N = 1 (byte-identical, or the script fails).
+# BENCH_RUNS times in turn (all N of one round before the next round); the best wall time and the
+# least CPU time (user + system) are kept. The JSON of every N is compared with N = 1
+# (byte-identical, or the script fails). A `.gz` at N >= 3 takes the route of one inflater
+# feeding N scan threads (docs/threads.md); N = 1 and 2 the one-scanner routes.
 #
 # Usage: scripts/bench/threads.sh [MEGABYTES] [THREADS...]
-#        (default 1000 MB; threads 1 2 4 8 16, those above the CPUs this process may use dropped)
+#        (default 1000 MB; threads 1 2 4 8 16, those above the CPUs this process may use dropped;
+#        threads given are all run, e.g. 3 and 4 on two cores to see the route's cost there)
 # Env:   BENCH_RUNS=3        rounds
 #        BENCH_SHAPE=plain   or with_stack (native/examples/gen_trace.rs)
 #        FLINCH_BIN=PATH     the binary (default: built here, target/release/flinch-trace); on a
@@ -32,7 +35,7 @@ else
 fi
 THREADS=()
 for n in "${WANT[@]}"; do
-    ((n <= CPUS)) && THREADS+=("$n")
+    if (($# > 0 || n <= CPUS)); then THREADS+=("$n"); fi
 done
 ((${#THREADS[@]} > 0)) || THREADS=(1)
 
@@ -61,18 +64,20 @@ BYTES=$(stat -c %s "$JSON")
 
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-declare -A best
+declare -A best cpu rss
 
-# time_cmd KEY CMD...: the best wall time of KEY over the rounds; stdout to $OUT/KEY.out.
+# time_cmd KEY CMD...: the best wall time, least CPU time and largest peak RSS of KEY over the
+# rounds; stdout to $OUT/KEY.out.
 time_cmd() {
     local key=$1
     shift
-    local t0 t1 s
-    t0=$(date +%s.%N)
-    "$@" >"$OUT/$key.out"
-    t1=$(date +%s.%N)
-    s=$(echo "$t1 - $t0" | bc -l)
+    local s u y c m
+    /usr/bin/time -f '%e %U %S %M' -o "$OUT/$key.time" "$@" >"$OUT/$key.out"
+    read -r s u y m <"$OUT/$key.time"
+    c=$(echo "$u + $y" | bc -l)
     if [[ -z ${best[$key]:-} ]] || (($(echo "$s < ${best[$key]}" | bc -l))); then best[$key]=$s; fi
+    if [[ -z ${cpu[$key]:-} ]] || (($(echo "$c < ${cpu[$key]}" | bc -l))); then cpu[$key]=$c; fi
+    if [[ -z ${rss[$key]:-} ]] || ((m > rss[$key])); then rss[$key]=$m; fi
 }
 
 cat "$JSON" "$GZ" >/dev/null # the page cache, warm for every command
@@ -105,8 +110,8 @@ ratio() { printf '%.3f' "$(echo "$1 / $2" | bc -l)"; }
 echo "$(basename "$DATA"): $BYTES bytes of JSON, $(stat -c %s "$GZ") gzipped; $CPUS CPUs; best of $RUNS; GB/s of JSON"
 echo "(load average before: $(cut -d' ' -f1-3 /proc/loadavg)); cat: $(gbps "${best[cat]}") GB/s"
 echo
-echo "| threads | trace plain GB/s | plain / cat | trace .gz GB/s | rapidgzip -d -P N GB/s | .gz / rapidgzip |"
-echo "|---:|---:|---:|---:|---:|---:|"
+echo "| threads | trace plain GB/s | plain / cat | plain CPU-s | trace .gz GB/s | .gz CPU-s | .gz peak MiB | rapidgzip -d -P N GB/s | .gz / rapidgzip |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for n in "${THREADS[@]}"; do
     p=$(gbps "${best[plain.$n]}")
     g=$(gbps "${best[gz.$n]}")
@@ -118,7 +123,8 @@ for n in "${THREADS[@]}"; do
         r="not run"
         gr="-"
     fi
-    echo "| $n | $p | $pc | $g | $r | $gr |"
+    mib=$(((rss[gz.$n] + 512) / 1024))
+    echo "| $n | $p | $pc | ${cpu[plain.$n]} | $g | ${cpu[gz.$n]} | $mib | $r | $gr |"
 done
 echo
 echo "outputs: identical for every thread count (and for .gz and plain)"

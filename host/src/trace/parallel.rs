@@ -30,6 +30,10 @@
 //! thread at 2, ~2.3 MiB at 8 or more; plus one read buffer on the summary side for a wrong
 //! guess: ~11 MiB at 2 threads, ~20 MiB at 8, ~38 MiB at 16.
 //!
+//! The scan threads and the summary's checks take segments from a source ([`SegmentBytes`]):
+//! positioned reads of a plain file here, decoded chunks in memory for a `.gz` inflated by one
+//! thread ([`gz`]); the scanning, the checks and the fallback are this module's for both.
+//!
 //! Why positioned reads and not a mapping of the file: a read-only mapping (with a SIGBUS
 //! handler for a file cut meanwhile) removes the kernel's copy, but the scanner then takes the
 //! cache misses the copy takes, and faulting pages in and dropping them again costs more wall
@@ -223,6 +227,118 @@ fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usi
     Ok(n)
 }
 
+impl Plan {
+    /// Segment `k` of the plan.
+    fn segment(&self, k: usize) -> Segment<&File> {
+        Segment {
+            index: k,
+            start: self.starts[k],
+            next: self.starts.get(k + 1).copied(),
+            guessed: true,
+            bare: self.bare,
+            bytes: &self.file,
+        }
+    }
+}
+
+/// One segment of the document, as a scan thread and the summary take it.
+struct Segment<B> {
+    /// Its place in the document (segment `k` goes to scan thread `k mod N`).
+    index: usize,
+    /// The offset of its first byte (0 for the first segment).
+    start: u64,
+    /// The offset of the next segment's first byte; `None` for the last segment.
+    next: Option<u64>,
+    /// `start` is a guessed event boundary. When no guess was found where a segment had to
+    /// end (`gz`: memory is bounded), the next one starts anywhere: no scan thread reads it,
+    /// and the summary reads it on with the scanner before.
+    guessed: bool,
+    /// The document is a bare array (part of the guessed boundary).
+    bare: bool,
+    /// Where its bytes are.
+    bytes: B,
+}
+
+/// Where the bytes of a segment are: the plain file (positioned reads), or decoded chunks in
+/// memory (`gz`). The scan and its checks are the same for both.
+trait SegmentBytes: Send {
+    /// Decoded from gzip (scan errors say so).
+    const DECOMPRESSED: bool;
+
+    /// Scans the bytes from `start` to `next` (`None`: to the end) with `scanner`, handing each
+    /// event to `sink` until it returns false. Stops at a read or scan error, with its message.
+    /// `buf`: scratch space kept between calls.
+    fn scan(
+        &self,
+        start: u64,
+        next: Option<u64>,
+        scanner: &mut EventScanner,
+        buf: &mut Vec<u8>,
+        sink: impl FnMut(&EventScanner) -> bool,
+    ) -> Result<(), String>;
+}
+
+/// Scans `chunk` with `scanner`, each event to `sink`: `Ok(false)` once `sink` returned false.
+fn scan_chunk(
+    scanner: &mut EventScanner,
+    chunk: &[u8],
+    sink: &mut impl FnMut(&EventScanner) -> bool,
+    decompressed: bool,
+) -> Result<bool, String> {
+    let mut pos = 0;
+    loop {
+        match scanner.scan(&chunk[pos..]) {
+            Ok((Scan::Event, nin)) => {
+                pos += nin;
+                if !sink(scanner) {
+                    return Ok(false);
+                }
+            }
+            Ok((Scan::NeedsInput, _)) => return Ok(true),
+            Err(e) => return Err(scan_error(e, decompressed)),
+        }
+    }
+}
+
+impl SegmentBytes for &File {
+    const DECOMPRESSED: bool = false;
+
+    fn scan(
+        &self,
+        start: u64,
+        end: Option<u64>,
+        scanner: &mut EventScanner,
+        buf: &mut Vec<u8>,
+        mut sink: impl FnMut(&EventScanner) -> bool,
+    ) -> Result<(), String> {
+        if buf.len() < READ_BYTES {
+            buf.resize(READ_BYTES, 0);
+        }
+        let mut at = start;
+        loop {
+            let want = match end {
+                Some(e) if e <= at => return Ok(()),
+                Some(e) => buf.len().min((e - at) as usize),
+                None => buf.len(),
+            };
+            let n = read_full_at(self, &mut buf[..want], at)
+                .map_err(|e| format!("read error at byte {at}: {e}"))?;
+            if n == 0 {
+                return match end {
+                    None => Ok(()),
+                    Some(_) => Err(format!(
+                        "read error at byte {at}: the file got shorter while being read"
+                    )),
+                };
+            }
+            if !scan_chunk(scanner, &buf[..n], &mut sink, false)? {
+                return Ok(());
+            }
+            at += n as u64;
+        }
+    }
+}
+
 /// What a scan thread sends for each of its segments, in order.
 enum Msg {
     Events(EventBatch),
@@ -231,68 +347,22 @@ enum Msg {
     End(Result<Box<EventScanner>, String>),
 }
 
-/// Scans `file` from `start` to `end` (`None`: to the end of the file) with `scanner`, handing
-/// each event to `sink`. Stops at a read or scan error, with its message.
-fn scan_range(
-    file: &File,
-    start: u64,
-    end: Option<u64>,
-    scanner: &mut EventScanner,
-    buf: &mut [u8],
-    mut sink: impl FnMut(&EventScanner) -> bool,
-) -> Result<(), String> {
-    let mut at = start;
-    loop {
-        let want = match end {
-            Some(e) if e <= at => return Ok(()),
-            Some(e) => buf.len().min((e - at) as usize),
-            None => buf.len(),
-        };
-        let n = read_full_at(file, &mut buf[..want], at)
-            .map_err(|e| format!("read error at byte {at}: {e}"))?;
-        if n == 0 {
-            return match end {
-                None => Ok(()),
-                Some(_) => Err(format!(
-                    "read error at byte {at}: the file got shorter while being read"
-                )),
-            };
-        }
-        let chunk = &buf[..n];
-        let mut pos = 0;
-        loop {
-            match scanner.scan(&chunk[pos..]) {
-                Ok((Scan::Event, nin)) => {
-                    pos += nin;
-                    if !sink(scanner) {
-                        return Ok(());
-                    }
-                }
-                Ok((Scan::NeedsInput, _)) => break,
-                Err(e) => return Err(scan_error(e, false)),
-            }
-        }
-        at += n as u64;
-    }
-}
-
-/// One scan thread: segments `first`, `first + N`, ... of the plan.
-fn scan_thread(
-    plan: &Plan,
+/// One scan thread: its segments (`w`, `w + N`, ...), in order.
+fn scan_thread<B: SegmentBytes>(
+    segments: impl Iterator<Item = Segment<B>>,
     limits: Limits,
-    first: usize,
     speculate: &AtomicBool,
     tx: &SyncSender<Msg>,
     free: &Receiver<EventBatch>,
 ) {
-    let mut buf = vec![0u8; READ_BYTES];
+    let mut buf = Vec::new();
     let mut batch: Option<EventBatch> = None;
-    let m = plan.starts.len();
-    for k in (first..m).step_by(plan.threads) {
-        let start = plan.starts[k];
-        let end = plan.starts.get(k + 1).copied();
-        if k > 0 && !speculate.load(Ordering::Relaxed) {
-            // The summary scans on by itself: say so without reading.
+    for seg in segments {
+        let (k, start) = (seg.index, seg.start);
+        if k > 0 && !(seg.guessed && speculate.load(Ordering::Relaxed)) {
+            // The summary scans this one by itself: say so without reading. Its bytes go
+            // first (a ring of decoded chunks waits for them).
+            drop(seg);
             if tx.send(Msg::End(Err(String::new()))).is_err() {
                 return;
             }
@@ -305,7 +375,7 @@ fn scan_thread(
                 limits,
                 ElementBoundary {
                     offset: start,
-                    bare: plan.bare,
+                    bare: seg.bare,
                 },
             )
         });
@@ -322,30 +392,33 @@ fn scan_thread(
         } else {
             Resume::Boundary(start)
         };
-        let result = scan_range(&plan.file, start, end, &mut scanner, &mut buf, |sc| {
-            let Some(b) = batch.as_mut() else {
-                return false;
-            };
-            b.push(&sc.event());
-            let end = sc.bytes_consumed();
-            b.mark(after, end);
-            after = Resume::AfterEvent(end);
-            if b.full() {
-                let full = batch.take();
-                if full.is_some_and(|f| tx.send(Msg::Events(f)).is_err()) {
-                    gone = true;
+        let result = seg
+            .bytes
+            .scan(start, seg.next, &mut scanner, &mut buf, |sc| {
+                let Some(b) = batch.as_mut() else {
                     return false;
-                }
-                match free.recv() {
-                    Ok(b) => batch = Some(b),
-                    Err(_) => {
+                };
+                b.push(&sc.event());
+                let end = sc.bytes_consumed();
+                b.mark(after, end);
+                after = Resume::AfterEvent(end);
+                if b.full() {
+                    let full = batch.take();
+                    if full.is_some_and(|f| tx.send(Msg::Events(f)).is_err()) {
                         gone = true;
                         return false;
                     }
+                    match free.recv() {
+                        Ok(b) => batch = Some(b),
+                        Err(_) => {
+                            gone = true;
+                            return false;
+                        }
+                    }
                 }
-            }
-            true
-        });
+                true
+            });
+        drop(seg);
         if gone {
             return;
         }
@@ -381,14 +454,54 @@ fn first_read_counting(
     job: &mut TraceJob,
     mut progress: impl FnMut(u64, u64),
 ) -> (Result<(), String>, usize) {
+    let plan = &plan;
+    let (m, n) = (plan.starts.len(), plan.threads);
+    let feeds = (0..n)
+        .map(|w| (w..m).step_by(n).map(move |k| plan.segment(k)))
+        .collect();
+    let in_order = (0..m).map(|k| plan.segment(k));
+    let (collected, rescanned) = scan_segments(feeds, in_order, job, |start| {
+        progress(start, plan.size);
+    });
+    (collected.and_then(|c| end_read(job, c)), rescanned)
+}
+
+/// The end of a first read over segments: the last scanner's end state, and the warnings,
+/// events and `baseTimeNanoseconds` of all, to the job.
+fn end_read(job: &mut TraceJob, collected: Collected) -> Result<(), String> {
+    let (mut last, warnings, events, base0) = collected;
+    // A key after the events is read by the last scanner; one before them by the first
+    // segment's (the same scanner when it read on to the end).
+    let base = last.base_time().or(base0);
+    let mut end = last.finish();
+    end.events += events;
+    let mut all = warnings;
+    all += last.warnings();
+    job.end_scanned(&end, &all, base).map_err(|e| e.to_string())
+}
+
+/// Scan threads over `feeds` (one per thread: segment `k` in feed `k mod N`), and the job's
+/// side over `in_order` (every segment, in order) on this thread: see the module docs. Also
+/// returns how many segments the summary scanned itself because their guess failed (or
+/// guessing had stopped).
+fn scan_segments<B, F>(
+    feeds: Vec<F>,
+    in_order: impl Iterator<Item = Segment<B>>,
+    job: &mut TraceJob,
+    mut progress: impl FnMut(u64),
+) -> (Result<Collected, String>, usize)
+where
+    B: SegmentBytes,
+    F: Iterator<Item = Segment<B>> + Send,
+{
     let limits = job.options().limits;
     let join = job.reads_first_pass();
     let mut rescanned = 0;
     let mut rxs = Vec::new();
     let mut frees = Vec::new();
     let mut ends = Vec::new();
-    let ring = ring_batches(plan.threads);
-    for _ in 0..plan.threads {
+    let ring = ring_batches(feeds.len());
+    for _ in 0..feeds.len() {
         let (tx, rx) = sync_channel::<Msg>(ring + 1);
         let (free_tx, free_rx) = sync_channel::<EventBatch>(ring);
         for _ in 0..ring {
@@ -400,15 +513,14 @@ fn first_read_counting(
         frees.push(free_tx);
         ends.push((tx, free_rx));
     }
-    let plan = &plan;
     let speculate = &AtomicBool::new(true);
     thread::scope(|scope| {
         let mut spawn_error = None;
-        for (w, (tx, free_rx)) in ends.into_iter().enumerate() {
+        for (w, (feed, (tx, free_rx))) in feeds.into_iter().zip(ends).enumerate() {
             let spawned = thread::Builder::new()
                 .name(format!("flinch-scan-{w}"))
                 .spawn_scoped(scope, move || {
-                    scan_thread(plan, limits, w, speculate, &tx, &free_rx)
+                    scan_thread(feed, limits, speculate, &tx, &free_rx)
                 });
             if let Err(e) = spawned {
                 spawn_error = Some(format!("cannot start a scan thread: {e}"));
@@ -416,9 +528,13 @@ fn first_read_counting(
             }
         }
         let result = match spawn_error {
-            Some(e) => Err(e),
+            Some(e) => {
+                // Segments queued for the summary may hold what a scan thread waits for.
+                drop(in_order);
+                Err(e)
+            }
             None => collect(
-                plan,
+                in_order,
                 job,
                 speculate,
                 (&rxs, &frees),
@@ -429,16 +545,6 @@ fn first_read_counting(
         // Dropping the channels frees a scan thread that waits on them; the scope joins.
         drop(rxs);
         drop(frees);
-        let result = result.and_then(|(mut last, warnings, events, base0)| {
-            // A key after the events is read by the last scanner; one before them by the
-            // first segment's (the same scanner when it read on to the end).
-            let base = last.base_time().or(base0);
-            let mut end = last.finish();
-            end.events += events;
-            let mut all = warnings;
-            all += last.warnings();
-            job.end_scanned(&end, &all, base).map_err(|e| e.to_string())
-        });
         (result, rescanned)
     })
 }
@@ -453,27 +559,56 @@ type Collected = (
 /// The job's side: segments in order, checking each guess (see the module docs). Returns the
 /// scanner that read the last segment, and the warnings and event counts of the scanners
 /// before it.
-fn collect(
-    plan: &Plan,
+fn collect<B: SegmentBytes>(
+    in_order: impl Iterator<Item = Segment<B>>,
     job: &mut TraceJob,
     speculate: &AtomicBool,
     (rxs, frees): (&[Receiver<Msg>], &[SyncSender<EventBatch>]),
-    progress: &mut impl FnMut(u64, u64),
+    progress: &mut impl FnMut(u64),
     rescanned: &mut usize,
 ) -> Result<Collected, String> {
     let mut base0 = flinch_core::json::BaseTime::default();
     let stopped = || "a trace scan thread stopped unexpectedly".to_string();
-    let m = plan.starts.len();
     let mut warnings = ScanWarnings::default();
     let mut events = 0u64;
-    // The scanner to go on with when a segment did not end at the next segment's guess.
-    let mut carry: Option<Box<EventScanner>> = None;
+    // The scanner that read the segment before, until the guess at this one's start is checked.
+    let mut before: Option<Box<EventScanner>> = None;
     let mut buf: Vec<u8> = Vec::new();
-    for k in 0..m {
+    for seg in in_order {
+        let (k, start) = (seg.index, seg.start);
         let (rx, free) = (&rxs[k % rxs.len()], &frees[k % frees.len()]);
-        let start = plan.starts[k];
-        let next = plan.starts.get(k + 1).copied();
-        let scanner = match carry.take() {
+        // The scanner to go on with, when the segment before did not end at this one's guess.
+        let carry = match before.take() {
+            None => None,
+            Some(scanner) if !speculate.load(Ordering::Relaxed) => {
+                // Guessing stopped: go on with this scanner whatever the guess.
+                *rescanned += 1;
+                Some(scanner)
+            }
+            Some(scanner) if !seg.guessed => Some(scanner),
+            Some(scanner) => {
+                let guess = ElementBoundary {
+                    offset: start,
+                    bare: seg.bare,
+                };
+                if scanner.element_boundary() == Some(guess) {
+                    warnings += scanner.warnings();
+                    events += scanner.events();
+                    None
+                } else {
+                    // Past the first few segments, when more than a quarter of the guesses so
+                    // far failed (this file's `args` or strings hold `},{`), the scan threads
+                    // only waste CPU time: stop them, and scan on here, one thread as for the
+                    // first segments.
+                    if *rescanned >= 4 && *rescanned * 4 > k {
+                        speculate.store(false, Ordering::Relaxed);
+                    }
+                    *rescanned += 1;
+                    Some(scanner)
+                }
+            }
+        };
+        let scanner = match carry {
             // The guess at `start` held: this segment's events are the sequential ones.
             None => loop {
                 match rx.recv().map_err(|_| stopped())? {
@@ -482,60 +617,41 @@ fn collect(
                         batch.clear();
                         let _ = free.try_send(batch);
                         added.map_err(|e| e.to_string())?;
-                        progress(start, plan.size);
+                        progress(start);
                     }
                     Msg::End(result) => break result?,
                 }
             },
             // It did not: drop the speculative result and go on with the previous scanner.
             Some(mut scanner) => {
-                *rescanned += 1;
                 // Until the segment's end message.
                 while let Msg::Events(mut batch) = rx.recv().map_err(|_| stopped())? {
                     batch.clear();
                     let _ = free.try_send(batch);
                 }
-                if buf.is_empty() {
-                    buf = vec![0u8; READ_BYTES];
-                }
                 let mut added = Ok(());
-                scan_range(&plan.file, start, next, &mut scanner, &mut buf, |sc| {
-                    added = job.add_event(&sc.event(), sc.bytes_consumed());
-                    added.is_ok()
-                })?;
+                seg.bytes
+                    .scan(start, seg.next, &mut scanner, &mut buf, |sc| {
+                        added = job.add_event(&sc.event(), sc.bytes_consumed());
+                        added.is_ok()
+                    })?;
                 added.map_err(|e| e.to_string())?;
-                progress(start, plan.size);
+                progress(start);
                 scanner
             }
         };
         if k == 0 {
             base0 = scanner.base_time();
         }
-        let Some(next) = next else {
+        if seg.next.is_none() {
             return Ok((scanner, warnings, events, base0));
-        };
-        let guess = ElementBoundary {
-            offset: next,
-            bare: plan.bare,
-        };
-        if !speculate.load(Ordering::Relaxed) {
-            // Guessing stopped: go on with this scanner whatever the guess.
-            carry = Some(scanner);
-        } else if scanner.element_boundary() == Some(guess) {
-            warnings += scanner.warnings();
-            events += scanner.events();
-        } else {
-            carry = Some(scanner);
-            // Past the first few segments, when more than a quarter of the guesses so far
-            // failed (this file's `args` or strings hold `},{`), the scan threads only waste
-            // CPU time: stop them, and scan on here, one thread as for the first segments.
-            if *rescanned >= 4 && *rescanned * 4 > k + 1 {
-                speculate.store(false, Ordering::Relaxed);
-            }
         }
+        before = Some(scanner);
     }
-    unreachable!("the last segment returns")
+    Err(stopped())
 }
+
+pub mod gz;
 
 #[cfg(test)]
 mod tests;

@@ -183,7 +183,15 @@ fn joined_by(
             ..JoinSetup::new(opts.clone(), source)
         }),
     });
+    let gz = path.extension().is_some_and(|e| e == "gz");
     match segment {
+        // One inflater feeding three scan threads, keeping the restart points for the ranges.
+        Some(s) if gz => {
+            let input = file
+                .read_indexed_with(parallel::gz::options(3, s as usize))
+                .unwrap();
+            parallel::gz::first_read(input, 3, &mut job, |_, _| {}).unwrap();
+        }
         Some(s) => {
             let plan = parallel::plan_with(path, s, 0).unwrap();
             parallel::first_read(plan, &mut job, |_, _| {}).unwrap();
@@ -238,8 +246,9 @@ fn check(name: &str, doc: &[u8], rec: Option<&Arc<Recording>>) {
                 let (summary, got) = joined(&path, &opts, rec);
                 assert_eq!(summary, plain, "{name} gz {gz}");
                 assert_eq!(got, want, "{name} gz {gz} top {top} gap {min_gap_ns}");
-                // The parallel segments, small enough for many (and failed) guesses.
-                if !gz {
+                // The parallel segments, small enough for many (and failed) guesses; for a
+                // `.gz`, chunks of one inflater feeding the scan threads.
+                {
                     for segment in [997, 20_000] {
                         let (summary, r, _) =
                             joined_by(&path, &opts, rec, Some(segment), MAX_RANGES);
@@ -414,7 +423,12 @@ fn second_pass_over_the_meeting_ranges_matches_a_full_read() {
                 "seed {seed} round {round} top {} rec {with_rec} max_ranges {max_ranges} segment {segment}",
                 opts.pauses.max_pauses_per_device
             );
-            for (path, seg) in [(&plain, Some(segment)), (&plain, None), (&gz, None)] {
+            for (path, seg) in [
+                (&plain, Some(segment)),
+                (&plain, None),
+                (&gz, None),
+                (&gz, Some(segment)),
+            ] {
                 let (want, got, steps) = both(path, &opts, r, seg, max_ranges);
                 assert_eq!(got, want, "{what} parallel {seg:?} {}", path.display());
                 let steps = steps.expect("ranges tracked");

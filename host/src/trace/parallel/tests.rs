@@ -82,7 +82,7 @@ fn same(name: &str, doc: &[u8]) -> (usize, usize) {
 /// Kineto-like events; `tricky` adds what defeats the guesses: `},{` inside `args` (objects
 /// in an array) and inside strings, and `},{` in large values before and after the events
 /// array.
-fn kineto(n: usize, tricky: bool, bare: bool) -> Vec<u8> {
+pub(super) fn kineto(n: usize, tricky: bool, bare: bool) -> Vec<u8> {
     let mut s = String::new();
     if bare {
         s.push('[');
