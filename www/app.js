@@ -5,7 +5,7 @@
 // Measurements for tests and users: body data-wasm-memory-before-bytes / data-wasm-memory-bytes
 // (WebAssembly memory size before and after a run), data-bytes, data-seconds.
 
-import { el, num } from './dom.js';
+import { el, num, stepOptions } from './dom.js';
 import { initCompare, offerCompare, renderDiff } from './compare.js';
 
 const $ = (sel) => document.querySelector(sel);
@@ -141,12 +141,6 @@ function showJob(file, options, sidecar) {
   }
 }
 
-/// The step view's options of the form (`--steps`, `--step-name`), for a trace.
-function stepOptions() {
-  const name = $('#step-name').value.trim();
-  if (name) return { steps: true, step_name: name };
-  return $('#steps-toggle').checked ? { steps: true } : {};
-}
 
 /// Joins a trace with its recording (`flinch-trace trace TRACE --telemetry CSV --json`), with
 /// the join options of the form; `sidecar`: the recording's `.meta.json`, if given.

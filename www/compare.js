@@ -4,7 +4,7 @@
 // in the analysis worker; this module holds the two pickers and draws the result: the verdict, the
 // categories, the top changes, the pauses per device, the energy per annotation, and the median
 // step's breakdown in A and B side by side when the result carries steps. It computes no figure.
-import { el, num } from './dom.js';
+import { el, num, stepOptions } from './dom.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -64,7 +64,7 @@ export function offerCompare(traces) {
 /// The job and the options of the chosen pair, for `start(job, options)` (app.js).
 function compareJob() {
   const { a, b } = chosen;
-  const diff = { source_a: a.trace.name, source_b: b.trace.name, limits: 'page' };
+  const diff = { source_a: a.trace.name, source_b: b.trace.name, limits: 'page', ...stepOptions() };
   // The worker adds the power source a recording's sidecar names.
   if (a.recording) diff.telemetry_a = {};
   if (b.recording) diff.telemetry_b = {};

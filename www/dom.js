@@ -18,3 +18,10 @@ export function num(x, digits = 3) {
   if (typeof x !== 'number') return String(x);
   return Number.isInteger(x) ? x.toLocaleString('en-US') : x.toLocaleString('en-US', { maximumFractionDigits: digits });
 }
+
+/// The step view's options of the form (`--steps`, `--step-name`): a trace's and a comparison's.
+export function stepOptions() {
+  const name = document.querySelector('#step-name').value.trim();
+  if (name) return { steps: true, step_name: name };
+  return document.querySelector('#steps-toggle').checked ? { steps: true } : {};
+}

@@ -40,6 +40,10 @@ pub struct DiffJobOptions {
     pub telemetry_a: Option<TelemetryJson>,
     /// B's recording.
     pub telemetry_b: Option<TelemetryJson>,
+    /// `--steps`: compare the step view of both traces.
+    pub steps: bool,
+    /// `--step-name`: the steps' annotation name or pattern (implies `steps`).
+    pub step_name: Option<String>,
 }
 
 /// A side's recording, in [`DiffJobOptions`].
@@ -60,6 +64,8 @@ pub enum DiffOptionError {
     Join(OptionError),
     /// `threshold_pct` outside 0..=100.
     ThresholdPct(f64),
+    /// `step_name`: not a pattern the step view takes.
+    StepName(crate::steps::PatternError),
 }
 
 impl fmt::Display for DiffOptionError {
@@ -72,6 +78,7 @@ impl fmt::Display for DiffOptionError {
                 "diff options: threshold_pct {p}: {}",
                 THRESHOLD_PCT_EXPECTED
             ),
+            DiffOptionError::StepName(e) => write!(f, "diff options: step_name: {e}"),
         }
     }
 }
@@ -122,6 +129,8 @@ impl DiffJobOptions {
             recording(self.telemetry_a.as_ref())?,
             recording(self.telemetry_b.as_ref())?,
         ];
+        o.set_steps(self.steps, self.step_name.as_deref())
+            .map_err(DiffOptionError::StepName)?;
         Ok(o)
     }
 }
@@ -147,6 +156,17 @@ mod tests {
 
     fn same(a: &DiffOptions, b: &DiffOptions) {
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+
+    #[test]
+    fn steps_and_step_name_reach_the_job() {
+        let o = DiffJobOptions::from_json(r#"{"steps": true}"#).unwrap();
+        assert!(o.steps.is_some());
+        let o = DiffJobOptions::from_json(r#"{"step_name": "train_step"}"#).unwrap();
+        assert!(o.steps.is_some());
+        assert!(DiffJobOptions::from_json("{}").unwrap().steps.is_none());
+        let e = DiffJobOptions::from_json(r#"{"step_name": ""}"#).unwrap_err();
+        assert!(e.to_string().starts_with("diff options: step_name:"), "{e}");
     }
 
     #[test]
