@@ -165,6 +165,18 @@ pub fn second_read(
 }
 
 /// The text tables: the top pauses, then energy per annotation, then warnings.
+/// The device each counter track was mapped to, as the text output names it (the join's and the steps'
+/// power lines).
+pub fn counter_devices(c: &flinch_core::join::TraceCountersReport) -> Vec<String> {
+    c.devices
+        .iter()
+        .map(|d| match &d.pid {
+            CounterPid::Text(t) => format!("\"{t}\" -> device {}", d.device),
+            CounterPid::Int(p) => format!("pid {p} -> device {}", d.device),
+        })
+        .collect()
+}
+
 pub fn render(r: &JoinReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -183,14 +195,7 @@ pub fn render(r: &JoinReport) -> String {
         );
     }
     if let (Some(source), Some(c)) = (r.power_source, &r.trace_counters) {
-        let devices: Vec<String> = c
-            .devices
-            .iter()
-            .map(|d| match &d.pid {
-                CounterPid::Text(t) => format!("\"{t}\" -> device {}", d.device),
-                CounterPid::Int(p) => format!("pid {p} -> device {}", d.device),
-            })
-            .collect();
+        let devices = counter_devices(c);
         let _ = writeln!(
             s,
             "  power: {}; the trace's counters: {}",

@@ -3,7 +3,6 @@
 //! themselves are the trace job's (`flinch_core::steps`, docs/steps.md).
 use std::fmt::Write;
 
-use flinch_core::join::counters::CounterPid;
 use flinch_core::steps::{ALL, Breakdown, StepPattern, StepsReport};
 
 use crate::CmdError;
@@ -58,14 +57,7 @@ pub fn render(r: &StepsReport) -> String {
     );
     // The steps alone: their power from the trace's counters, with the mapping used.
     if let (Some("trace_counters"), Some(c)) = (sum.power_source, &sum.trace_counters) {
-        let devices: Vec<String> = c
-            .devices
-            .iter()
-            .map(|d| match &d.pid {
-                CounterPid::Text(t) => format!("\"{t}\" -> device {}", d.device),
-                CounterPid::Int(p) => format!("pid {p} -> device {}", d.device),
-            })
-            .collect();
+        let devices = super::join::counter_devices(c);
         let _ = writeln!(
             s,
             "  steps' power: from the trace's counters: {}",
