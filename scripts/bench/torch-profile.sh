@@ -9,8 +9,11 @@
 # ROUNDS rounds (default 5), the configurations interleaved; prints each run's medians (wall and the loop's
 # thread CPU time per step) and, per configuration, the median over rounds and the per-round ratio to the loop
 # alone, with the machine's load before and after.
+# Then, in one process (torch-loop.py --ab-recorder), `record` alone against the same recorder frozen by
+# SIGSTOP, AB_PAIRS pairs of 50-iteration blocks (default 300; 0 skips it): the median on/off ratio with its 95 %
+# interval, the figure that can resolve the 0.5 % goal (between-process spread is several % here).
 # Env: FLINCH_BIN (default target/debug/flinch-trace; a release build is the fair one), FLINCH_TORCH_ENV
-# (default target/torch-env), ROUNDS, STEPS (default 300), PIN (1: recorder and loop on CPUs of their own).
+# (default target/torch-env), ROUNDS, STEPS (default 300), PIN (1: recorder and loop on CPUs of their own), AB_PAIRS.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${FLINCH_BIN:-target/debug/flinch-trace}"
@@ -62,3 +65,10 @@ for key, label in (("median_ms", "wall"), ("median_cpu_ms", "thread CPU")):
         print(f"{label:<10} {cfg:<8} median of medians {mm:.4f} ms  ratio to none: median {statistics.median(ratios):.4f}"
               f" (rounds {ratios[0]:.4f}-{ratios[-1]:.4f})")
 PY
+if [[ "${AB_PAIRS:-300}" != 0 ]]; then
+  rec=("$BIN")
+  [[ "${PIN:-0}" == 1 ]] && rec=(taskset -c 0 "$BIN")
+  echo "record alone, in-process A/B (${AB_PAIRS:-300} pairs of 50 iterations, sampling vs SIGSTOP):"
+  "${loop_pin[@]}" "$PY" "$LOOP" --ab-recorder "${rec[*]}" --ab-pairs "${AB_PAIRS:-300}" --ab-block 50
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
