@@ -248,6 +248,14 @@ pub trait RawInflate {
         None
     }
 
+    /// Whether the next [`inflate`](RawInflate::inflate) call may run past block ends without
+    /// stopping (`false`) because no restart point is wanted before its output could end. For
+    /// an inflater that stops at blocks, stopping costs a return and a window update per block;
+    /// the framing asks this before each call, and an inflater may ignore it (the default).
+    fn points_wanted(&mut self, wanted: bool) {
+        let _ = wanted;
+    }
+
     /// The current stream's last output, up to 32 KiB and oldest first, copied into `out` (of
     /// 32 KiB): what a match may reach back into. Returns its length (0 by default).
     fn history(&mut self, out: &mut [u8]) -> usize {
@@ -926,6 +934,10 @@ impl<I: RawInflate> GzDecoder<I> {
                     if *nout == output.len() {
                         return Ok(GzStatus::OutputFull);
                     }
+                    // A point is wanted at the first block end at or past the sink's next offset:
+                    // only a call whose output may reach that offset needs to stop at block ends.
+                    let reach = self.total_out + (output.len() - *nout) as u64;
+                    self.inflater.points_wanted(sink.wants(reach));
                     let (ended, in_n, out_n) = self
                         .inflater
                         .inflate(&input[*nin..], &mut output[*nout..])

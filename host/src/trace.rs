@@ -139,10 +139,10 @@ pub fn first_read(
         }
     };
     // Inflating takes most of a core: with two cores or fewer, scanning and summarizing on
-    // one thread beside it is faster than on two. The join's first pass takes the two-thread
-    // route, whose scan it shares, instead of inflating again.
+    // one thread beside it is faster than on two, with the join's first pass as without it
+    // (the job's own scan feeds it, byte offsets and all).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if bytes.is_gzip() && cores <= 2 && !join {
+    if bytes.is_gzip() && cores <= 2 {
         pipeline::first_read_sequential(bytes, job, update)
     } else {
         pipeline::first_read(bytes, job, update)

@@ -15,7 +15,7 @@ use flinch_core::join::{
 };
 use flinch_core::json::{Event, EventScanner, Scan};
 use flinch_core::trace_job::{JoinSetup, RecordingSource, TraceJob, TraceJobOptions};
-use flinch_host::trace::{ReadOptions, parallel};
+use flinch_host::trace::{ReadOptions, parallel, pipeline};
 
 use super::summarize_file;
 use crate::input::{InputFile, Passes};
@@ -157,14 +157,28 @@ fn oracle(path: &Path, opts: &JoinOptions, rec: Option<&Recording>) -> JoinRepor
     pass.finish()
 }
 
-/// The summary and the join report of the trace job through the host driver (parallel
-/// segments of about `segment` bytes, or the route it picks), byte ranges capped at
-/// `max_ranges`, as JSON; and the steps its second read planned.
+/// The first read's route through the host driver.
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    /// The one the driver picks on this machine.
+    Picked,
+    /// Parallel segments of about this many bytes (a `.gz`: one inflater feeding three scan
+    /// threads, in chunks of this many bytes).
+    Segments(u64),
+    /// The input's reader thread, a scan thread, the job on this one (`pipeline::first_read`).
+    ScanThread,
+    /// The input's reader thread, scan and job on this one (`pipeline::first_read_sequential`,
+    /// the `.gz` route on two cores or fewer).
+    Sequential,
+}
+
+/// The summary and the join report of the trace job through the host driver on `route`, byte
+/// ranges capped at `max_ranges`, as JSON; and the steps its second read planned.
 fn joined_by(
     path: &Path,
     opts: &JoinOptions,
     rec: Option<&Arc<Recording>>,
-    segment: Option<u64>,
+    route: Route,
     max_ranges: usize,
 ) -> (String, String, Option<Vec<SecondPassStep>>) {
     let file = reopen(path);
@@ -184,19 +198,29 @@ fn joined_by(
         }),
     });
     let gz = path.extension().is_some_and(|e| e == "gz");
-    match segment {
+    match route {
         // One inflater feeding three scan threads, keeping the restart points for the ranges.
-        Some(s) if gz => {
+        Route::Segments(s) if gz => {
             let input = file
                 .read_indexed_with(parallel::gz::options(3, s as usize))
                 .unwrap();
             parallel::gz::first_read(input, 3, &mut job, |_, _| {}).unwrap();
         }
-        Some(s) => {
+        Route::Segments(s) => {
             let plan = parallel::plan_with(path, s, 0).unwrap();
             parallel::first_read(plan, &mut job, |_, _| {}).unwrap();
         }
-        None => flinch_host::trace::first_read(&file, &mut job, ReadOptions::default()).unwrap(),
+        Route::ScanThread => {
+            let input = file.read_indexed().unwrap();
+            pipeline::first_read(input, &mut job, || {}).unwrap();
+        }
+        Route::Sequential => {
+            let input = file.read_indexed().unwrap();
+            pipeline::first_read_sequential(input, &mut job, || {}).unwrap();
+        }
+        Route::Picked => {
+            flinch_host::trace::first_read(&file, &mut job, ReadOptions::default()).unwrap();
+        }
     }
     let steps = job
         .first_pass()
@@ -216,7 +240,7 @@ fn joined_by(
 
 /// [`joined_by`] on the route the driver picks, with every byte range.
 fn joined(path: &Path, opts: &JoinOptions, rec: Option<&Arc<Recording>>) -> (String, String) {
-    let (s, r, _) = joined_by(path, opts, rec, None, MAX_RANGES);
+    let (s, r, _) = joined_by(path, opts, rec, Route::Picked, MAX_RANGES);
     (s, r)
 }
 
@@ -247,17 +271,17 @@ fn check(name: &str, doc: &[u8], rec: Option<&Arc<Recording>>) {
                 assert_eq!(summary, plain, "{name} gz {gz}");
                 assert_eq!(got, want, "{name} gz {gz} top {top} gap {min_gap_ns}");
                 // The parallel segments, small enough for many (and failed) guesses; for a
-                // `.gz`, chunks of one inflater feeding the scan threads.
-                {
-                    for segment in [997, 20_000] {
-                        let (summary, r, _) =
-                            joined_by(&path, &opts, rec, Some(segment), MAX_RANGES);
-                        assert_eq!(summary, plain, "{name} segment {segment}");
-                        assert_eq!(
-                            r, want,
-                            "{name} segment {segment} top {top} gap {min_gap_ns}"
-                        );
-                    }
+                // `.gz`, chunks of one inflater feeding the scan threads; and both one-scan
+                // routes, whichever this machine's cores would pick.
+                for route in [
+                    Route::Segments(997),
+                    Route::Segments(20_000),
+                    Route::ScanThread,
+                    Route::Sequential,
+                ] {
+                    let (summary, r, _) = joined_by(&path, &opts, rec, route, MAX_RANGES);
+                    assert_eq!(summary, plain, "{name} {route:?}");
+                    assert_eq!(r, want, "{name} {route:?} top {top} gap {min_gap_ns}");
                 }
             }
         }
@@ -385,7 +409,8 @@ fn both(
     max_ranges: usize,
 ) -> (String, String, Option<Vec<SecondPassStep>>) {
     let want = oracle(path, opts, rec.map(|r| &**r));
-    let (_, got, steps) = joined_by(path, opts, rec, segment, max_ranges);
+    let route = segment.map_or(Route::Picked, Route::Segments);
+    let (_, got, steps) = joined_by(path, opts, rec, route, max_ranges);
     (serde_json::to_string(&want).unwrap(), got, steps)
 }
 

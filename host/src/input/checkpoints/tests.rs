@@ -1,6 +1,6 @@
 //! Restart points against decoding from the start: every spacing, every point, random ranges,
 //! random input splits, multi-member and cut streams.
-use flinch_core::gzip::{GzDecoder, RestartIndex};
+use flinch_core::gzip::{GzDecoder, RawInflate, RestartIndex};
 
 use super::*;
 use crate::input::tests::{Rng, TempFile, member};
@@ -36,8 +36,25 @@ fn decode_indexing(
     rng: &mut Rng,
     max_piece: u64,
 ) -> (Vec<u8>, RestartIndex) {
-    let mut index = RestartIndex::new(spacing, 10_000);
-    let mut dec = GzDecoder::with_inflater(ZlibRsInflate::new().stopping_at_blocks());
+    let inflater = ZlibRsInflate::new().stopping_at_blocks();
+    decode_indexing_with(
+        gz,
+        RestartIndex::new(spacing, 10_000),
+        inflater,
+        rng,
+        max_piece,
+    )
+}
+
+/// [`decode_indexing`] into `index`, through `inflater`.
+fn decode_indexing_with<I: RawInflate>(
+    gz: &[u8],
+    mut index: RestartIndex,
+    inflater: I,
+    rng: &mut Rng,
+    max_piece: u64,
+) -> (Vec<u8>, RestartIndex) {
+    let mut dec = GzDecoder::with_inflater(inflater);
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 + rng.below(100_000) as usize];
     let mut pos = 0;
@@ -123,6 +140,77 @@ fn every_point_at_every_spacing_resumes_to_the_same_bytes() {
                 &whole[p.out_offset as usize..],
                 "spacing {spacing}, point {p:?}"
             );
+        }
+    }
+}
+
+/// zlib-rs stopping at every block end, whatever the framing says it wants: the oracle of
+/// [`RawInflate::points_wanted`].
+struct EveryBlock(ZlibRsInflate);
+
+impl RawInflate for EveryBlock {
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(bool, usize, usize), flinch_core::gzip::InflateError> {
+        self.0.inflate(input, output)
+    }
+    fn reset(&mut self) {
+        self.0.reset();
+    }
+    fn block_boundary(&self) -> Option<u32> {
+        self.0.block_boundary()
+    }
+    fn history(&mut self, out: &mut [u8]) -> usize {
+        self.0.history(out)
+    }
+    fn restart(&mut self, bits: u8, byte: u8, history: &[u8]) -> bool {
+        self.0.restart(bits, byte, history)
+    }
+}
+
+/// Stopping at block ends only in the calls that may reach the next wanted point keeps the
+/// very points (and histories) that stopping at every block end gives: every spacing, a full
+/// index thinned, random input pieces and output buffers.
+#[test]
+fn stopping_only_near_wanted_points_keeps_the_same_points() {
+    let mut rng = Rng(31);
+    let a = data(&mut rng, 1_200_000);
+    let b = data(&mut rng, 500_000);
+    let mut gz = member(&a, 6);
+    gz.extend(member(&b, 1));
+    for (spacing, max_points) in [
+        (64 << 10, 10_000),
+        (100_000, 4),
+        (256 << 10, 3),
+        (1 << 20, 10),
+    ] {
+        for max_piece in [1_000, 70_000, 1 << 20] {
+            let seed = rng.next_u64();
+            let mut r1 = Rng(seed);
+            let mut r2 = Rng(seed);
+            let near = ZlibRsInflate::new().stopping_at_blocks();
+            let every = EveryBlock(ZlibRsInflate::new().stopping_at_blocks());
+            let (o1, i1) = decode_indexing_with(
+                &gz,
+                RestartIndex::new(spacing, max_points),
+                near,
+                &mut r1,
+                max_piece,
+            );
+            let (o2, i2) = decode_indexing_with(
+                &gz,
+                RestartIndex::new(spacing, max_points),
+                every,
+                &mut r2,
+                max_piece,
+            );
+            assert_eq!(o1, o2);
+            assert!(!i2.is_empty(), "spacing {spacing}");
+            let p1: Vec<_> = i1.iter().collect();
+            let p2: Vec<_> = i2.iter().collect();
+            assert_eq!(p1, p2, "spacing {spacing}, pieces {max_piece}");
         }
     }
 }
