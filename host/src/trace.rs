@@ -8,8 +8,8 @@
 //! ([`parallel`]); a regular `.gz` of 2 MiB or more with N of 3 or more, inflated by one
 //! thread into segments for N scan threads ([`parallel::gz`]); other inputs through the input's reader thread (`crate::input`, which
 //! inflates `.json.gz`, detected by its magic bytes), then one scan thread beside the job's
-//! ([`pipeline`]), or, for gzip on two cores or fewer without the join, the bytes written to
-//! the job on this thread ([`pipeline::first_read_sequential`]). With the join, a `.gz` keeps
+//! ([`pipeline`]), or, for gzip on two cores or fewer, the bytes written to the job on this
+//! thread ([`pipeline::first_read_sequential`]). With the join, a `.gz` keeps
 //! restart points on that read for the ranges of the second. After it, [`ranges::answer`]
 //! gives the job the byte ranges or the whole trace it asks for. With
 //! [`Exactness::Native`](flinch_core::Exactness), the summary spills busy intervals to a
