@@ -166,10 +166,12 @@ export function renderDiff(r) {
       cell(num(side(o.a, 'p50_us'))), cell(num(side(o.b, 'p50_us'))))));
 
   const p = r.pauses;
-  $('#diff-pauses-wrap').hidden = !p;
-  $('#diff-pauses-note').textContent = p
-    ? `Idle gaps of ${num(p.min_gap_ms_a ?? p.min_gap_ms_b)} ms or more between a device's first and last GPU event.`
-    : 'No pause figures: both inputs are summaries.';
+  $('#diff-pauses-wrap').hidden = !(p && p.devices.length);
+  $('#diff-pauses-note').textContent = !p
+    ? 'No pause figures: both inputs are summaries.'
+    : p.devices.length
+      ? `Idle gaps of ${num(p.min_gap_ms_a ?? p.min_gap_ms_b)} ms or more between a device's first and last GPU event.`
+      : 'No busy GPU event in the traces compared: no pauses.';
   const pauseCells = (d) => (d ? [cell(num(d.n)), cell(ms(d.total_ms))] : [cell('–'), cell('–')]);
   table('#diff-pauses', ['device', 'pauses A', 'total A', 'pauses B', 'total B'],
     (p ? p.devices : []).map((d) => el('tr', {}, cell(num(d.device)), ...pauseCells(d.a), ...pauseCells(d.b))));

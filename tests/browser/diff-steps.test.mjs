@@ -106,6 +106,11 @@ test('the real PyTorch pair with Steps ticked: diff --steps --json byte for byte
   assert.deepEqual(rows.map((row) => row[0]).sort(), ['cpu_exec', 'dataloader', 'other']);
   assert.equal(await page.locator('#diff-step-bars .seg.part-kernel').count(), 0);
   assert.equal(await page.locator('#diff-step-bars .seg.part-dataloader').count(), 2);
+  // No GPU device in either run: no pause table, and the note says why.
+  assert.deepEqual(r.pauses.devices, []);
+  assert.equal(await page.locator('#diff-pauses tbody tr').count(), 0);
+  assert.equal(await page.isVisible('#diff-pauses-wrap'), false);
+  assert.equal(await page.textContent('#diff-pauses-note'), 'No busy GPU event in the traces compared: no pauses.');
   await page.locator('#diff-result').screenshot({ path: artifactPath('page-diff-steps.png') });
   assert.deepEqual(page.errors, []);
 });
