@@ -166,10 +166,12 @@ export function renderDiff(r) {
       cell(num(side(o.a, 'p50_us'))), cell(num(side(o.b, 'p50_us'))))));
 
   const p = r.pauses;
-  $('#diff-pauses-wrap').hidden = !p;
-  $('#diff-pauses-note').textContent = p
-    ? `Idle gaps of ${num(p.min_gap_ms_a ?? p.min_gap_ms_b)} ms or more between a device's first and last GPU event.`
-    : 'No pause figures: both inputs are summaries.';
+  $('#diff-pauses-wrap').hidden = !(p && p.devices.length);
+  $('#diff-pauses-note').textContent = !p
+    ? 'No pause figures: both inputs are summaries.'
+    : p.devices.length
+      ? `Idle gaps of ${num(p.min_gap_ms_a ?? p.min_gap_ms_b)} ms or more between a device's first and last GPU event.`
+      : 'No busy GPU event in the traces compared: no pauses.';
   const pauseCells = (d) => (d ? [cell(num(d.n)), cell(ms(d.total_ms))] : [cell('–'), cell('–')]);
   table('#diff-pauses', ['device', 'pauses A', 'total A', 'pauses B', 'total B'],
     (p ? p.devices : []).map((d) => el('tr', {}, cell(num(d.device)), ...pauseCells(d.a), ...pauseCells(d.b))));
@@ -188,7 +190,8 @@ export function renderDiff(r) {
 
 /// The step comparison (`StepsDiff` in core/src/diff/steps.rs): its line, the median step's
 /// breakdown in A and B side by side (one stacked bar each, on one scale, the parts in the order
-/// the result lists them), and a row per part, the most moved first. Nothing when the result has
+/// the result lists them), and a row per part, the most moved first (a part zero in every step of
+/// both runs is named in a note instead). Nothing when the result has
 /// no steps (absent, or null when a side had none: the warnings say why).
 function renderSteps(steps) {
   const box = $('#diff-steps');
@@ -197,6 +200,7 @@ function renderSteps(steps) {
   $('#diff-step-legend').replaceChildren();
   $('#diff-step-bars').replaceChildren();
   $('#diff-step-parts tbody').replaceChildren();
+  $('#diff-step-note').textContent = '';
   if (!steps) return;
   const interval = (ci, unit) => (ci ? `, 95 % CI ${signed(ci[0], unit)} to ${signed(ci[1], unit)}` : ', no interval');
   const words = (significant) => (significant ? 'a significant change' : 'no significant change');
@@ -224,9 +228,25 @@ function renderSteps(steps) {
     el('div', { class: 'bar-track stacked' }, ...parts.filter((k) => x[k] > 0).map((k) =>
       el('div', { class: `seg part-${k}`, style: `width:${(100 * x[k]) / longest}%`, title: `${k} ${num(x[k])} ms` }))),
     el('div', { class: 'bar-figures' }, `median step ${ms(median)}`));
-  $('#diff-step-legend').replaceChildren(...parts.flatMap((k) => [el('span', { class: `key part-${k}` }), `${k} `]));
+  // The legend names the parts drawn; a part zero in every step of both runs (a CPU trace's
+  // kernel time) is left out of the legend and the table, and the note says so.
+  const drawn = parts.filter((k) => a[k] > 0 || b[k] > 0);
+  $('#diff-step-legend').replaceChildren(...drawn.flatMap((k) => [el('span', { class: `key part-${k}` }), `${k} `]));
   $('#diff-step-bars').replaceChildren(bar('A', a, steps.median_ms_a), bar('B', b, steps.median_ms_b));
-  $('#diff-step-parts tbody').replaceChildren(...(steps.parts || []).map((p) => el('tr', {},
+  const shown = (steps.parts || []).filter((p) => p.total_ms_a > 0 || p.total_ms_b > 0);
+  const absent = (steps.parts || []).filter((p) => !shown.includes(p)).map((p) => p.part);
+  $('#diff-step-note').textContent = 'Each bar: every part\'s median over that run\'s steps, stacked on one scale ' +
+    '(medians of parts do not add up to the median step). Rows: the parts, the most moved first' +
+    (absent.length ? `; zero in every step of both runs: ${absent.join(', ')}.` : '.');
+  $('#diff-step-parts tbody').replaceChildren(...shown.map((p) => el('tr', {},
     el('td', {}, p.part), cell(ms(p.median_ms_a)), cell(ms(p.median_ms_b)), cell(signed(p.delta_median_ms)),
-    cell(signed(p.delta_mean_ms)), cell(`${num(p.steps_moved)} of ${num(p.of_steps)} ${p.moved_in.toUpperCase()} steps`))));
+    cell(signed(p.delta_mean_ms)), cell(movedText(p)))));
+}
+
+/// In how many steps a part moved, and which (the result lists the first few, as the verdict does).
+function movedText(p) {
+  const count = `${num(p.steps_moved)} of ${num(p.of_steps)} ${p.moved_in.toUpperCase()} steps`;
+  const listed = p.moved_steps || [];
+  if (!listed.length) return count;
+  return `${count}: ${listed.map((i) => `#${i}`).join(', ')}${p.steps_moved > listed.length ? ', …' : ''}`;
 }

@@ -2,12 +2,13 @@
 // (plain or .json.gz) or a summary, optionally with its trace.csv (and that recording's sidecar),
 // then Compare: #result-json is, byte for byte, what `flinch-trace diff A B [--telemetry-a CSV]
 // [--telemetry-b CSV] --json` prints; the verdict, the tables and the pauses show the pair's known
-// changes; bad inputs fail with the native message. The pair is generated with known truth:
+// changes; each file is read once (a trace whose annotation spans overflow the join's copy twice,
+// whole); bad inputs fail with the native message. The pair is generated with known truth:
 // 6 steps of 100 ms; B's gemm 2x slower, a new kernel in B, no kernel in B's step 3 (one GPU pause of
 // 139.010 ms), power 100 W in A's recording and 150 W in B's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -150,6 +151,47 @@ test('.json.gz traces, each with its trace.csv (B with its sidecar): diff --tele
   assert.equal(`${await page.textContent('#result-json')}\n`, nativeDiff(names(F.aGz, F.bGz)));
 });
 
+test('plain traces, each with its recording and a GPU pause: diff --telemetry-a --telemetry-b --json, each file read once', async () => {
+  // The diff's join counts the pauses per device and lists none, so it needs no host events
+  // around them: no second read, ranged or whole, while the annotation spans fit the first
+  // pass's copy (docs/diff.md).
+  const pa = file('pa.json', runTrace({ idleStep: 1 }));
+  const pb = file('pb.json', runTrace({ gemmFactor: 2, idleStep: 4 }));
+  const paCsv = file('pa.csv', recording(100));
+  const pbCsv = file('pb.csv', recording(150));
+  assert.equal(await compare([pa, paCsv], [pb, pbCsv]), 'done', await page.textContent('#error'));
+  const text = await page.textContent('#result-json');
+  assert.equal(`${text}\n`, nativeDiff(['pa.json', 'pb.json', '--telemetry-a', 'pa.csv', '--telemetry-b', 'pb.csv']));
+  const r = JSON.parse(text);
+  const dev = r.pauses.devices.find((d) => d.device === 0);
+  assert.deepEqual([dev.a.n, dev.b.n], [1, 1]);
+  assert.deepEqual(await page.locator('#diff-pauses tbody tr:first-child td').allTextContents(),
+    ['0', '1', `${dev.a.total_ms.toLocaleString('en-US', { maximumFractionDigits: 3 })} ms`,
+      '1', `${dev.b.total_ms.toLocaleString('en-US', { maximumFractionDigits: 3 })} ms`]);
+  assert.ok(r.energy.length > 0);
+  const read = Number(await page.evaluate(() => document.body.dataset.bytes));
+  assert.equal(read, [pa, paCsv, pb, pbCsv].reduce((n, f) => n + statSync(f).size, 0));
+});
+
+test('more annotation spans than the first pass copies: that trace is read a second time, whole, and the result is still native', async () => {
+  // B: the run and 135,000 one-µs annotations (past MAX_KEPT_SPANS, 2^17): its energy per
+  // annotation needs the spans again, so B's trace is read twice; A's once.
+  const evs = [];
+  for (let k = 0; k < 135_000; k++) evs.push(`{"ph":"X","cat":"user_annotation","name":"tick","pid":100,"tid":2,"ts":${1000 + 4 * k},"dur":1}`);
+  const text = runTrace({ idleStep: 4 }).replace('"traceEvents":[\n', `"traceEvents":[\n${evs.join(',\n')},\n`);
+  // A .json.gz is inflated again from its start.
+  for (const many of [file('many.json', text), file('many.json.gz', gzipSync(text))]) {
+    assert.equal(await compare([F.a, F.aCsv], [many, F.bCsv]), 'done', await page.textContent('#error'));
+    const json = await page.textContent('#result-json');
+    assert.equal(`${json}\n`, nativeDiff(['a.json', path.basename(many), '--telemetry-a', 'a.csv', '--telemetry-b', 'b.csv']));
+    const tick = JSON.parse(json).energy.find((e) => e.name === 'tick');
+    assert.deepEqual([tick.n_a, tick.n_b], [0, 135_000]);
+    const read = Number(await page.evaluate(() => document.body.dataset.bytes));
+    const size = (f) => statSync(f).size;
+    assert.equal(read, size(F.a) + size(F.aCsv) + 2 * size(many) + size(F.bCsv), path.basename(many));
+  }
+});
+
 test('dropped on the two zones: a plain trace with its recording against a .json.gz without', async () => {
   await drop('#compare-a-zone', [F.a, F.aCsv]);
   await drop('#compare-b-zone', [F.bGz]);
@@ -249,7 +291,9 @@ test('the step section: the median step of A and B side by side when the result 
       assert.ok(Math.abs(w - want[k][1]) < 1e-6, `${p}: ${w} of ${want[k][1]}`);
     });
   });
-  assert.equal(await rows('#diff-step-parts'), parts.length);
+  // memcpy, memset and communication are zero in both: named in the note, not given a row.
+  assert.equal(await rows('#diff-step-parts'), parts.length - 3);
+  assert.match(await page.textContent('#diff-step-note'), /; zero in every step of both runs: memcpy, memset, communication\.$/);
   assert.deepEqual(await page.locator('#diff-step-parts tbody tr:first-child td').allTextContents(),
     ['kernel', '40 ms', '80 ms', '+40 ms', '+40 ms', '6 of 6 B steps']);
   // Steps asked for but missing on a side (null), or not asked for (absent): no step section.
