@@ -351,6 +351,26 @@ mod tests {
         gaps
     }
 
+    /// The gaps a finder gives for kernels over `spans` on device 0 (each followed by a host op
+    /// over it when `host`, which must not count), in its order.
+    fn gaps_found(spans: &[(i64, i64)], min_gap: i64, host: bool) -> Vec<(i64, i64)> {
+        let mut f = GapFinder::new(GapOptions {
+            min_gap_ns: min_gap,
+            ..GapOptions::default()
+        });
+        for &(s, e) in spans {
+            f.add(&ev("kernel", 0, s, e - s));
+            if host {
+                f.add(&ev("cpu_op", 0, s + 1, 5));
+            }
+        }
+        f.finish().devices[0]
+            .gaps
+            .iter()
+            .map(|g| (g.start_ns, g.end_ns))
+            .collect()
+    }
+
     #[test]
     fn gaps_match_oracle_in_any_order() {
         let mut rng = Rng(11);
@@ -363,20 +383,7 @@ mod tests {
                 })
                 .collect();
             let min_gap = 1 + rng.below(80) as i64;
-            let mut f = GapFinder::new(GapOptions {
-                min_gap_ns: min_gap,
-                ..GapOptions::default()
-            });
-            for &(s, e) in &spans {
-                f.add(&ev("kernel", 0, s, e - s));
-                f.add(&ev("cpu_op", 0, s + 1, 5)); // not busy
-            }
-            let found = f.finish();
-            let got: Vec<(i64, i64)> = found.devices[0]
-                .gaps
-                .iter()
-                .map(|g| (g.start_ns, g.end_ns))
-                .collect();
+            let got = gaps_found(&spans, min_gap, true);
             assert_eq!(got, oracle(&spans, min_gap), "round {round}");
         }
     }
@@ -407,19 +414,7 @@ mod tests {
                 let (i, j) = (rng.below(spans.len() as u64), rng.below(spans.len() as u64));
                 spans.swap(i as usize, j as usize);
             }
-            let mut f = GapFinder::new(GapOptions {
-                min_gap_ns: min_gap,
-                ..GapOptions::default()
-            });
-            for &(s, e) in &spans {
-                f.add(&ev("kernel", 0, s, e - s));
-            }
-            let found = f.finish();
-            let got: Vec<(i64, i64)> = found.devices[0]
-                .gaps
-                .iter()
-                .map(|g| (g.start_ns, g.end_ns))
-                .collect();
+            let got = gaps_found(&spans, min_gap, false);
             assert_eq!(got, oracle(&spans, min_gap), "round {round}");
         }
     }
