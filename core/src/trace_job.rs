@@ -64,6 +64,13 @@ pub struct TraceJobOptions {
     pub limits: Limits,
     /// Ops listed (`--top`).
     pub top: usize,
+    /// `Some(cap)`: the listed ops that hold their durations exactly come with those durations
+    /// ([`OpRow::durations`](crate::summary::OpRow::durations)) in place of their statistics,
+    /// when all the durations held take at most `cap` budget units (4 bytes each) of
+    /// `Limits::max_exact_values`; past it, or `None`, every listed op's statistics are computed
+    /// at the end of the read. The diff lists every op but shows the statistics of a few,
+    /// known only once both runs are read.
+    pub durations_out: Option<usize>,
     /// Add the mergeable section (`--mergeable`; not with the join).
     pub mergeable: bool,
     /// The join, if any.
@@ -898,6 +905,7 @@ impl FirstRead {
             source: String::new(),
             limits,
             top: 0,
+            durations_out: None,
             mergeable,
             join: None,
             steps,
@@ -976,6 +984,7 @@ impl FirstRead {
     fn new(o: &TraceJobOptions) -> FirstRead {
         let mut summary = TraceSummary::new(o.limits);
         summary.set_mergeable(o.mergeable);
+        summary.set_durations_out(o.durations_out);
         let first = match (&o.join, &o.steps) {
             (Some(j), _) => {
                 // The annotation spans are copied without a recording too: the trace's own

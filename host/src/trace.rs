@@ -186,6 +186,7 @@ pub fn summarize_file(
         source: source.to_string(),
         limits: opts.exactness.limits(),
         top: opts.top,
+        durations_out: None,
         mergeable: opts.mergeable,
         steps: None,
         join: None,

@@ -138,6 +138,7 @@ pub fn run(args: Args) -> CmdResult {
                 source: source.clone(),
                 limits: exactness.limits(),
                 top: args.top,
+                durations_out: None,
                 mergeable: args.mergeable,
                 steps: step_pattern.clone(),
                 join: join_opts.as_ref().map(|o| {
@@ -342,6 +343,7 @@ fn summarize_file(
         source: source.to_string(),
         limits,
         top,
+        durations_out: None,
         mergeable: false,
         steps: None,
         join: None,

@@ -287,11 +287,12 @@ fn merge_by<'x, T>(
 }
 
 fn op_side(o: &SideOp) -> OpSide {
+    let (mean_us, p50_us) = o.mean_p50_us();
     OpSide {
         n: o.n,
         sum_ms: ms(o.duration_sum_ns),
-        mean_us: o.mean_us,
-        p50_us: o.p50_us,
+        mean_us,
+        p50_us,
     }
 }
 

@@ -240,6 +240,14 @@ impl DiffJob {
             limits: self.options.limits,
             // Every op: each one's p50 is then the summary's exact one.
             top: usize::MAX,
+            // Only the listed ops' statistics are shown, and which are listed is known once
+            // both runs are read: each op's durations are handed over instead, A's while they
+            // take at most a quarter of the durations budget (they are held while B is read).
+            durations_out: Some(if self.side == 0 {
+                self.options.limits.max_exact_values / 4
+            } else {
+                usize::MAX
+            }),
             mergeable: false,
             steps: self.options.steps.clone(),
             join: Some(JoinSetup::new(join, recording)),

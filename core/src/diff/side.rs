@@ -10,6 +10,7 @@ use crate::join::JoinReport;
 use crate::merge::MergeState;
 use crate::merge::histogram::relative_error;
 use crate::steps::{PARTS, StepsReport};
+use crate::summary::OpDurations;
 use crate::trace_job::TraceJobResult;
 
 /// One category of one side.
@@ -40,6 +41,24 @@ pub struct SideOp {
     pub mean_us: Option<f64>,
     /// Median duration (numpy-linear), µs: exact from a trace, from the histogram of a summary.
     pub p50_us: Option<f64>,
+    /// A trace's op whose durations the trace job handed over: they give `mean_us` and
+    /// `p50_us` ([`SideOp::mean_p50_us`]) when the op is listed, so that the ops never listed
+    /// cost no statistics (the two fields are then `None`).
+    pub durations: Option<OpDurations>,
+}
+
+impl SideOp {
+    /// The mean and the median, µs: from the durations when the op holds them (the summary's
+    /// own `stats`, so the same numbers), else the fields.
+    pub fn mean_p50_us(&self) -> (Option<f64>, Option<f64>) {
+        match &self.durations {
+            Some(d) => {
+                let s = d.stats();
+                (s.mean, s.p50)
+            }
+            None => (self.mean_us, self.p50_us),
+        }
+    }
 }
 
 /// One device's pauses (the join's, docs/join.md).
@@ -169,7 +188,7 @@ impl Side {
     /// From a trace job's result whose summary lists every op.
     pub fn of_trace(source: String, r: TraceJobResult) -> Side {
         let s = r.summary;
-        let mut ops: Vec<SideOp> = s
+        let ops: Vec<SideOp> = s
             .largest_ops_by_duration_sum
             .into_iter()
             .map(|o| SideOp {
@@ -179,9 +198,10 @@ impl Side {
                 duration_sum_ns: o.duration_sum_ns.max(0) as u128,
                 mean_us: o.duration_us.mean,
                 p50_us: o.duration_us.p50,
+                durations: o.durations,
             })
             .collect();
-        ops.sort_by(|x, y| (&x.category, &x.name).cmp(&(&y.category, &y.name)));
+        let ops = sorted_by_key(ops);
         let mut categories: Vec<SideCategory> = s
             .categories
             .0
@@ -264,6 +284,7 @@ impl Side {
                 // One division of two exact integers, as the merged summary's mean.
                 mean_us: (o.n > 0).then(|| o.duration_sum_ns as f64 / (o.n as f64 * 1000.0)),
                 p50_us: crate::merge::percentiles_us(o, scale)[0],
+                durations: None,
             })
             .collect();
         let mut warnings = Vec::new();
@@ -298,6 +319,33 @@ impl Side {
             warnings,
         }
     }
+}
+
+/// `ops` in (category, name) order, equal keys in their order (what a stable sort gives): the
+/// few categories ranked first, so that one comparison of names orders most pairs, and the
+/// order found on indexes, so that the rows move once.
+fn sorted_by_key(ops: Vec<SideOp>) -> Vec<SideOp> {
+    let mut cats: Vec<&str> = Vec::new();
+    for o in &ops {
+        if let Err(at) = cats.binary_search(&o.category.as_str()) {
+            cats.insert(at, &o.category);
+        }
+    }
+    let mut order: Vec<(u32, &str, u32)> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let rank = cats.binary_search(&o.category.as_str()).unwrap_or(0);
+            (rank as u32, o.name.as_str(), i as u32)
+        })
+        .collect();
+    order.sort_unstable();
+    let order: Vec<u32> = order.into_iter().map(|(_, _, i)| i).collect();
+    let mut slots: Vec<Option<SideOp>> = ops.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|i| slots[i as usize].take())
+        .collect()
 }
 
 type JoinParts = (

@@ -213,6 +213,7 @@ pub(super) fn summary_of(trace: &str) -> String {
         source: "r0".into(),
         limits: crate::Limits::NATIVE,
         top: 40,
+        durations_out: None,
         mergeable: true,
         steps: None,
         join: None,

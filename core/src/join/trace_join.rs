@@ -95,6 +95,7 @@ impl TraceJoin {
             source: o.source,
             limits: o.limits.limits(),
             top: o.top.unwrap_or(DEFAULT_TOP_OPS),
+            durations_out: None,
             mergeable: false,
             steps,
             join: Some(JoinSetup {

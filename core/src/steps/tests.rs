@@ -440,6 +440,7 @@ fn the_job_gives_the_direct_pass_on_every_split_and_from_batches() {
         source: "t".into(),
         limits: Limits::NATIVE,
         top: 5,
+        durations_out: None,
         mergeable: false,
         join: None,
         steps: Some(StepPattern::default()),
@@ -579,6 +580,7 @@ fn energy_equals_analyze_at_the_step_edges() {
         source: "t".into(),
         limits: Limits::NATIVE,
         top: 5,
+        durations_out: None,
         mergeable: false,
         join: Some(JoinSetup::new(
             JoinOptions::default(),
@@ -651,6 +653,7 @@ fn the_analyzer_gives_the_jobs_steps() {
         source: "t.json".into(),
         limits: Limits::PAGE,
         top: 40,
+        durations_out: None,
         mergeable: false,
         join: None,
         steps: Some(StepPattern::parse("ProfilerStep#*").unwrap()),

@@ -88,7 +88,8 @@ pub(super) enum Pushed {
 /// unchanged), else growing within `budget - stored` units, else (see [`OpValues`]) moving the
 /// op to a sketch when `sketches` and the budget has room for one, or keeping only its count
 /// and range.
-#[inline]
+// Always: per event (see `TraceSummary::cat_and_op_memo`).
+#[inline(always)]
 pub(super) fn push_value(
     values: &mut OpValues,
     dur_ns: u64,

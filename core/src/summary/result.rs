@@ -10,7 +10,7 @@ use alloc::collections::BTreeMap;
 
 use crate::json::ScanWarnings;
 use crate::merge::{CategorySum, MergeState, OneLine, OpSum, Rank, VERSION, WithSection};
-use crate::stats::Stats;
+use crate::stats::{Stats, stats_ns_in_place};
 
 /// The `scope` line of every trace summary, as the reference writes it.
 pub const SCOPE: &str = "one process trace; event duration sums overlap and are not E2E time";
@@ -97,6 +97,30 @@ pub struct OpRow {
     /// diff compares ops by it, docs/diff.md).
     #[serde(skip)]
     pub duration_sum_ns: i128,
+    /// With [`set_durations_out`](crate::summary::TraceSummary::set_durations_out): the op's durations, whose statistics
+    /// (`duration_us` past `n`) are then left to the caller; `None` otherwise.
+    #[serde(skip)]
+    pub durations: Option<OpDurations>,
+}
+
+/// One op's durations in integer ns, handed over for statistics computed later (the diff's, for
+/// the few ops it lists).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpDurations {
+    /// Every duration below 2^32 ns.
+    Ns32(Vec<u32>),
+    /// Some duration at 2^32 ns or more.
+    Ns64(Vec<u64>),
+}
+
+impl OpDurations {
+    /// The `stats` of the durations in µs, as the summary would have made them.
+    pub fn stats(&self) -> Stats {
+        match self {
+            OpDurations::Ns32(v) => stats_ns_in_place(&mut v.clone()),
+            OpDurations::Ns64(v) => stats_ns_in_place(&mut v.clone()),
+        }
+    }
 }
 
 /// Event counts by `ph`, serialized as an object in phase order.

@@ -318,6 +318,7 @@ mod tests {
             source: "s".into(),
             limits: Limits::NATIVE,
             top: 40,
+            durations_out: None,
             mergeable: false,
             steps: None,
             join: Some(JoinSetup {

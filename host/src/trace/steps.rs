@@ -95,6 +95,7 @@ pub fn steps_json(
         source: path.display().to_string(),
         limits: flinch_core::Exactness::Native.limits(),
         top: DEFAULT_TOP_OPS,
+        durations_out: None,
         mergeable: false,
         join,
         steps: Some(pattern),

@@ -33,6 +33,7 @@ fn job(limits: Limits, mergeable: bool) -> TraceJob {
         source: "t".into(),
         limits,
         top: DEFAULT_TOP_OPS,
+        durations_out: None,
         mergeable,
         steps: None,
         join: None,

@@ -190,6 +190,7 @@ fn joined_by(
         source: "s".into(),
         limits: Limits::NATIVE,
         top: 40,
+        durations_out: None,
         mergeable: false,
         steps: None,
         join: Some(JoinSetup {

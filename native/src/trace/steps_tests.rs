@@ -32,6 +32,7 @@ fn job(limits: Limits) -> TraceJob {
         source: "t".into(),
         limits,
         top: DEFAULT_TOP_OPS,
+        durations_out: None,
         mergeable: false,
         steps: Some(StepPattern::default()),
         join: None,

@@ -184,6 +184,7 @@ fn options(recording: bool) -> TraceJobOptions {
         source: "t.json".into(),
         limits: Limits::NATIVE,
         top: 10,
+        durations_out: None,
         mergeable: false,
         steps: None,
         join: Some(JoinSetup::new(

@@ -54,6 +54,7 @@ fn parallel_on(
         source: "s".into(),
         limits,
         top: 40,
+        durations_out: None,
         mergeable: false,
         steps: None,
         join: None,

@@ -32,6 +32,7 @@ fn job(limits: Limits) -> TraceJob {
         source: "s".into(),
         limits,
         top: 40,
+        durations_out: None,
         mergeable: false,
         steps: None,
         join: None,
