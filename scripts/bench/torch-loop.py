@@ -10,10 +10,11 @@ machine runs, the thread's CPU time only with what happens inside the process an
 
 With --ab-recorder, one process measures what a recorder running beside it costs: `CMD record --no-rapl
 --interval-ms 10 --out F -- sleep 86400` runs throughout, and pairs of blocks of --ab-block iterations alternate
-(in alternating order) between the recorder sampling and the recorder frozen by SIGSTOP. Each pair gives the ratio of the blocks' median iteration times (on / off); the line holds the median
-ratio and its distribution-free 95 % interval (order statistics of the pair ratios, binomial), and the samples
-each recorder wrote (proof that it sampled throughout). Between-process noise (memory layout, allocator, the
-machine's drift) cancels in a pair, which is what lets a 0.5 % effect be seen at all.
+(in alternating order) between the recorder sampling and the recorder frozen by SIGSTOP. Each pair gives the ratio
+of the blocks' median iteration times (on / off); the line holds the median ratio and its distribution-free 95 %
+interval (order statistics of the pair ratios, binomial), and the rows the recorder wrote (proof that it sampled).
+Between-process noise (memory layout, allocator, the machine's drift) cancels in a pair, which is what lets a
+0.5 % effect be seen at all. The recorder is resumed and stopped however the measurement ends.
 """
 import argparse
 import json
@@ -89,10 +90,34 @@ def median_ci95(values):
 
 
 def ab(step, a):
-    cmd = shlex.split(a.ab_recorder)
-    out = os.path.join(tempfile.mkdtemp(), "ab.csv")
-    rec = subprocess.Popen(cmd + ["record", "--no-rapl", "--interval-ms", "10", "--out", out, "--", "sleep", "86400"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with tempfile.TemporaryDirectory() as work:
+        out = os.path.join(work, "ab.csv")
+        rec = subprocess.Popen(shlex.split(a.ab_recorder) + ["record", "--no-rapl", "--interval-ms", "10", "--out", out,
+                                                             "--", "sleep", "86400"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            ratios, on_ns = ab_pairs(step, a, rec)
+        finally:
+            # Never leave a frozen recorder (and its day-long sleep) behind, whatever ended the loop.
+            rec.send_signal(signal.SIGCONT)
+            rec.send_signal(signal.SIGINT)
+            # SIGINT ends the wrapped sleep too: record exits 130 with the file complete.
+            code = rec.wait(timeout=30)
+        if code not in (0, 130):
+            sys.exit(f"the recorder exited {code}")
+        with open(out) as f:
+            rows = sum(1 for line in f if ",SAMPLE," in line)
+    mid, (lo, hi) = median_ci95(ratios)
+    print(json.dumps({
+        "pairs": len(ratios), "block": a.ab_block,
+        "ratio_on_off_median": mid, "ci95": [lo, hi],
+        # Proof that it sampled while "on": about one row per 10 ms of those blocks (plus the warm-up's).
+        "recorder_rows": rows, "on_seconds": on_ns / 1e9,
+    }))
+
+
+def ab_pairs(step, a, rec):
+    """The on / off ratio of each pair of blocks, and the time spent "on"."""
     for _ in range(200):  # warm up, the recorder started and sampling
         step()
     ratios, on_ns = [], 0
@@ -108,20 +133,8 @@ def ab(step, a):
                 on_ns += time.perf_counter_ns() - t0
             med[state] = statistics.median(times)
         ratios.append(med["on"] / med["off"])
-    rec.send_signal(signal.SIGCONT)
-    rec.send_signal(signal.SIGINT)
-    # SIGINT ends the wrapped sleep too: record exits 130 with the file complete.
-    if rec.wait(timeout=30) not in (0, 130):
-        sys.exit(f"the recorder exited {rec.returncode}")
-    with open(out) as f:
-        rows = sum(1 for line in f if ",SAMPLE," in line)
-    mid, (lo, hi) = median_ci95(ratios)
-    print(json.dumps({
-        "pairs": len(ratios), "block": a.ab_block,
-        "ratio_on_off_median": mid, "ci95": [lo, hi],
-        # Proof that it sampled while "on": about one row per 10 ms of those blocks (plus the warm-up's).
-        "recorder_rows": rows, "on_seconds": on_ns / 1e9,
-    }))
+    return ratios, on_ns
+
 
 if __name__ == "__main__":
     main()
